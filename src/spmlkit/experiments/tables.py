@@ -52,6 +52,7 @@ def regime_label(regime: str) -> str:
 
 
 def fmt_cell(mean, std, decimals: int = 1) -> str:
+    """``mean ± std``; just the mean when ``std`` is None (e.g. a single seed)."""
     if mean is None or not math.isfinite(mean):
         return "–"
     if std is None or not math.isfinite(std):
@@ -146,8 +147,9 @@ def render_main_table(sel: dict, datasets: list[str], methods: list[str], regime
             if s is None:
                 cells.append("–")
                 continue
-            text = fmt_cell(s.test_mean, s.test_std, decimals) if value == "test" else \
-                fmt_cell(s.train_mean, s.train_std, decimals)
+            one = s.n_seeds < 2  # no spread to show for a single seed
+            text = fmt_cell(s.test_mean, None if one else s.test_std, decimals) if value == "test" else \
+                fmt_cell(s.train_mean, None if one else s.train_std, decimals)
             cells.append(_decorate(text, marks.get(d, {}).get(m)))
         out.append(f"| {m} | {label} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
@@ -185,8 +187,8 @@ def render_sweep(sel: dict, dataset: str, methods: list[str], columns: list, *, 
         cells = []
         for c in columns:
             s = sel.get((dataset, m, c, None) if axis == "fraction" else (dataset, m, 1.0, c))
-            cells.append("–" if s is None else _decorate(fmt_cell(s.test_mean, s.test_std, decimals),
-                                                          marks[c].get(m)))
+            cells.append("–" if s is None else _decorate(
+                fmt_cell(s.test_mean, s.test_std if s.n_seeds > 1 else None, decimals), marks[c].get(m)))
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -337,7 +339,7 @@ def write_outputs(runner, groups, ctx: dict, *, figures: bool = True) -> dict:
                 for m in methods:
                     s = sel.get((d, m, 1.0, p))
                     if s is not None:
-                        text += f"- {d}, hide {p:g}, {m}: lr {fmt_lr(s.lr)}, batch {s.batch_size}, {s.n_seeds} seeds\n"
+                        text += f"- {d}, hide {p:g}, {m}: lr {fmt_lr(s.lr)}, batch {s.batch_size}, {s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}\n"
         write_text(out / "partial.md", text)
         written["partial"] = out / "partial.md"
     if figures:
