@@ -59,11 +59,18 @@ def test_bench_writes_tables_and_resumes(toy_bundle, tmp_path, count_trainings):
     assert "| an | 1 P. & 0 N. |" in (out / "recovery.md").read_text()
     assert "bce" not in (out / "recovery.md").read_text().split("| Loss |")[1]
 
-    # rerun: nothing trained, identical tables
+    # rerun: nothing trained, identical tables; the header keeps the wall time and date of
+    # the invocation that trained (re-rendering must not claim "0 s")
     before = {f: strip_run_block((out / f).read_text()) for f in ("table.md", "recovery.md")}
+    inv = json.loads((out / "runs.json").read_text())["invocations"]
+    assert len(inv) == 1 and inv[0]["wall_seconds"] > 0
+    run_lines = lambda: [ln for ln in (out / "table.md").read_text().splitlines() if ln.startswith("- wall time")]
+    wall_before = run_lines()
     B.run_bench(spec(toy_bundle, methods=["bce", "an"]), out, progress=False, figures=False, log=lambda m: None)
     assert len(count_trainings) == 4
     assert before == {f: strip_run_block((out / f).read_text()) for f in ("table.md", "recovery.md")}
+    assert json.loads((out / "runs.json").read_text())["invocations"] == inv
+    assert run_lines() == wall_before and "re-rendered" in (out / "table.md").read_text()
 
     # a changed configuration (epochs) invalidates every group; a new method only adds its own
     B.run_bench(spec(toy_bundle, methods=["bce", "an"], epochs=3), out, progress=False, figures=False,

@@ -656,14 +656,17 @@ def run_bench(spec: BenchSpec, out: str | Path, **kw) -> dict:
     return BenchRunner(spec, out, **kw).run()
 
 
-def machine_info() -> str:
-    """uname, CPU model, cores and library versions, for the tables' headers."""
+def machine_info(jobs: int = 1, threads: int | None = None) -> str:
+    """uname, CPU model, cores and library versions, for the tables' headers; with
+    ``jobs > 1`` the training parallelism (worker processes × torch threads each)."""
     import platform
 
     import torch
 
     from .. import __version__
 
+    par = (f"{jobs} worker processes × {threads or 1} torch thread{'s' if (threads or 1) != 1 else ''} each"
+           if jobs > 1 else f"torch threads {threads or torch.get_num_threads()}")
     u = platform.uname()
     cpu = u.processor or u.machine
     try:
@@ -674,7 +677,7 @@ def machine_info() -> str:
     except OSError:
         pass
     return (f"{u.system} {u.release} {u.machine}; CPU {cpu}; {os.cpu_count()} cores "
-            f"(torch threads {torch.get_num_threads()}); python {platform.python_version()}; "
+            f"({par}); python {platform.python_version()}; "
             f"torch {torch.__version__}; numpy {np.__version__}; spmlkit {__version__}")
 
 

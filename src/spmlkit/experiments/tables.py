@@ -248,6 +248,24 @@ def canonical_command(spec, out) -> str:
     return " ".join(parts + ["-o", str(out)])
 
 
+def _invocations(manifest_path: Path, ctx: dict, n_trained: int) -> list[dict]:
+    """The bench's invocations that trained groups, oldest first, each ``{"id", "date",
+    "wall_seconds"}``: read from the previous ``runs.json`` and updated with the current
+    invocation when it trained something.  So the header's wall time is the bench's
+    (summed over resumed invocations), and re-rendering finished results keeps it."""
+    try:
+        old = json.loads(manifest_path.read_text()).get("invocations") or []
+    except (OSError, ValueError, AttributeError):
+        old = []
+    ctx.setdefault("invocation_id", f"{time.time():.6f}")
+    out = [dict(i) for i in old if isinstance(i, dict) and i.get("id") != ctx["invocation_id"]
+           and isinstance(i.get("wall_seconds"), (int, float))]
+    if n_trained > 0:
+        out.append({"id": ctx["invocation_id"], "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                    "wall_seconds": round(time.perf_counter() - ctx["t_start"], 1), "current": True})
+    return out
+
+
 def write_outputs(runner, groups, ctx: dict, *, figures: bool = True) -> dict:
     """(Re)build every table of ``runner``'s bench from its finished groups."""
     from .bench import machine_info
@@ -266,11 +284,21 @@ def write_outputs(runner, groups, ctx: dict, *, figures: bool = True) -> dict:
     total_train = sum(runner.records[g.hash].get("seconds", 0.0) for g in groups if g.hash in runner.records)
     done = sum(1 for g in groups if g.hash in runner.records)
     if "machine" not in ctx:
-        ctx["machine"] = machine_info()
+        ctx["machine"] = machine_info(getattr(runner, "jobs", 1), getattr(runner, "threads", None))
+    prefix = "partial-" if spec.mode == "partial" else ""
+    invocations = _invocations(out / f"{prefix}runs.json", ctx, getattr(runner, "n_trained", 1))
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    if invocations:
+        wall = sum(i["wall_seconds"] for i in invocations)
+        n_inv = len(invocations)
+        date = invocations[-1]["date"] + ("" if invocations[-1].get("current") else f" (tables re-rendered {now})")
+        wall_text = (f"{fmt_seconds(wall)}" + (f" over {n_inv} invocations that trained groups" if n_inv > 1 else ""))
+    else:
+        date, wall_text = now, f"{fmt_seconds(time.perf_counter() - ctx['t_start'])} (nothing trained)"
     hdr = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "wall time": f"{fmt_seconds(time.perf_counter() - ctx['t_start'])} (this invocation); training time "
-                     f"summed over groups {fmt_seconds(total_train)}; {done}/{len(groups)} groups finished",
+        "date": date,
+        "wall time": f"{wall_text}; training time summed over groups {fmt_seconds(total_train)}; "
+                     f"{done}/{len(groups)} groups finished",
         "command": f"`{ctx.get('command') or canonical_command(spec, out)}`",
         "machine": ctx["machine"],
         "protocol": _protocol_line(spec),
@@ -283,9 +311,9 @@ def write_outputs(runner, groups, ctx: dict, *, figures: bool = True) -> dict:
     written = {}
     runs_public = [{k: v for k, v in r.items() if k != "hist_unobserved_positives"} for r in runs]
     manifest = {"format": 1, "mode": spec.mode, "command": hdr["command"].strip("`"),
+                "invocations": [{k: v for k, v in i.items() if k != "current"} for i in invocations],
                 "spec": {k: v for k, v in vars(spec).items()}, "datasets": datasets, "methods": methods,
                 "regimes": regimes, "runs": runs_public}
-    prefix = "partial-" if spec.mode == "partial" else ""
     write_text(out / f"{prefix}runs.csv", runs_csv(runs_public))
     write_json(out / f"{prefix}runs.json", manifest)
     written["runs"] = out / f"{prefix}runs.json"
