@@ -75,3 +75,8 @@ def test_walkthrough_on_shared_coco(shared_data, tmp_path, capsys, monkeypatch):
     names = set((own / "labels.txt").read_text().split("\n"))
     assert got[0] == ["id", "labels"] and [r[0] for r in got[1:]] == new
     assert all(r[1] and set(r[1].split(";")) <= names for r in got[1:])
+    # the README's rule without full labels: k labels per new image
+    spml("predict", tmp_path / "run", own / "new_images.csv", "--labels", "--threshold-rule", "expected_k",
+         "--k", 3, "-o", tmp_path / "labels3.csv")
+    got = list(csv.reader(open(tmp_path / "labels3.csv")))[1:]
+    assert got and all(len(r[1].split(";")) == 3 and set(r[1].split(";")) <= names for r in got)
