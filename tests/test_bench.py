@@ -237,7 +237,7 @@ def test_spec_validation_and_params(toy_bundle):
         B.validate_spec(spec(toy_bundle, methods=["no-such-method"]))
     with pytest.raises(ConfigError, match="not among"):
         B.validate_spec(spec(toy_bundle, methods=["an"], params={"bce": {}}))
-    with pytest.raises(ConfigError, match="no such hyper-parameter"):
+    with pytest.raises(ConfigError, match="has no hyper-parameter"):
         B.validate_spec(spec(toy_bundle, methods=["an"], params={"an": {"eps": 0.1}}))
     with pytest.raises(ConfigError):
         B.validate_spec(spec(toy_bundle, train_fractions=(0.0,)))
@@ -421,3 +421,30 @@ def test_linear_bench_on_image_bundles_caches_features(tmp_path):
     assert Bundle(b.path).feature_sets() == ["tiny-random-32"]
     runs = json.loads((tmp_path / "res" / "runs.json").read_text())["runs"]
     assert len(runs) == 1 and runs[0]["test_map"] is not None
+
+
+def test_inline_row_params_make_variants_of_one_method(toy_bundle, tmp_path):
+    """``an-ls[epsilon=0]`` is a row of its own, and AN-LS with ε = 0 is AN (Cole Eq. 9):
+    same runs, same numbers; inline values are validated like --param ones."""
+    assert B.row_params("role[storage=factorised, rank=8]") == {"storage": "factorised", "rank": 8}
+    assert B.split_row("role+li[storage=float16]") == ("role", {"linear_init": True})
+    assert B.row_params("an") == {}
+    s = spec(toy_bundle, methods=["an", "an-ls[epsilon=0]", "an-ls"], batch_sizes=(8,), seeds=(0,))
+    B.run_bench(s, tmp_path / "res", progress=False, figures=False, log=lambda m: None)
+    runs = json.loads((tmp_path / "res" / "runs.json").read_text())["runs"]
+    by = {}
+    for r in runs:
+        by.setdefault(r["method"], []).append(r)
+    assert set(by) == {"an", "an-ls[epsilon=0]", "an-ls"}
+    assert [r["params"] for r in by["an-ls[epsilon=0]"]] == [{"epsilon": 0}] * len(by["an"])
+    key = lambda r: (r["lr"], r["seed"])  # noqa: E731
+    for a, b in zip(sorted(by["an"], key=key), sorted(by["an-ls[epsilon=0]"], key=key)):
+        assert a["test_map"] == pytest.approx(b["test_map"], abs=1e-9) and a["best_epoch"] == b["best_epoch"]
+    assert any(abs(a["test_map"] - b["test_map"]) > 1e-6 for a, b in
+               zip(sorted(by["an"], key=key), sorted(by["an-ls"], key=key)))  # the default ε does differ
+    assert "| an-ls[epsilon=0] |" in (tmp_path / "res" / "table.md").read_text()
+    with pytest.raises(ConfigError, match=r"row an-ls\[gamma=1\]: method 'an-ls' has no hyper-parameter 'gamma'"):
+        B.run_bench(spec(toy_bundle, methods=["an-ls[gamma=1]"]), tmp_path / "bad", progress=False,
+                    figures=False, log=lambda m: None)
+    with pytest.raises(ConfigError, match="expected NAME=VALUE"):
+        B.row_params("role[storage]")

@@ -424,7 +424,9 @@ def _add_bench_parser(sub) -> None:
                         "splits) or prepared bundle folders")
     p.add_argument("--methods", nargs="+", metavar="METHOD",
                    help="methods (default: every registered method of the setting; with --hide-fractions: iu an em); "
-                        "with --setting finetune, 'METHOD+li' is METHOD with LinearInit (Cole Table 1)")
+                        "with --setting finetune, 'METHOD+li' is METHOD with LinearInit (Cole Table 1); "
+                        "'METHOD[NAME=VALUE,...]' is a row of its own with those hyper-parameters, e.g. "
+                        "'role[storage=float16]' next to 'role' (quote it in the shell)")
     p.add_argument("--lrs", nargs="+", type=float, default=list(DEFAULT_LRS), metavar="LR",
                    help="learning rates (default 1e-2 1e-3 1e-4 1e-5, Cole et al. 6.1)")
     p.add_argument("--batch-sizes", nargs="+", type=int, default=list(DEFAULT_BATCH_SIZES), metavar="B",

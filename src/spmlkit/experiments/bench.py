@@ -109,12 +109,47 @@ def _methods_registry():
 ROW_SUFFIXES = {"+li": {"linear_init": True}}
 
 
+def _strip_inline(name: str) -> tuple[str, str | None]:
+    if name.endswith("]") and "[" in name:
+        base, _, inner = name[:-1].partition("[")
+        return base, inner
+    return name, None
+
+
 def split_row(name: str) -> tuple[str, dict]:
-    """A bench row name -> ``(method name, TrainConfig overrides)``."""
+    """A bench row name -> ``(method name, TrainConfig overrides)``; inline
+    hyper-parameters (``role[storage=float16]``) are :func:`row_params`."""
+    name, _ = _strip_inline(name)
     for suffix, cfg in ROW_SUFFIXES.items():
         if name.endswith(suffix):
             return name[: -len(suffix)], dict(cfg)
     return name, {}
+
+
+def row_params(name: str) -> dict:
+    """Hyper-parameters written into a row name, so one table can hold several
+    variants of a method (ablations): ``role[storage=factorised,rank=8]`` ->
+    ``{"storage": "factorised", "rank": 8}``; ``{}`` for a plain name.  ``--param``
+    values for the same row override them."""
+    from ..methods import parse_param_value
+
+    _, inner = _strip_inline(name)
+    if inner is None:
+        return {}
+    out = {}
+    for item in filter(None, (t.strip() for t in inner.split(","))):
+        if "=" not in item:
+            raise ConfigError(f"method row {name!r}: expected NAME=VALUE inside [...], got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = parse_param_value(v.strip())
+    if not out:
+        raise ConfigError(f"method row {name!r}: empty [...]")
+    return out
+
+
+def method_params(spec, name: str) -> dict:
+    """A row's hyper-parameters: inline ones, then ``--param`` ones."""
+    return {**row_params(name), **spec.params.get(name, {})}
 
 
 def default_methods(setting: str = "linear") -> list[str]:
@@ -183,11 +218,14 @@ def validate_spec(spec: BenchSpec) -> BenchSpec:
     for m, params in spec.params.items():
         if m not in methods:
             raise ConfigError(f"--param {m}:...: method {m!r} is not among the benchmarked methods {methods}")
+    for m in methods:
         hp = methods_reg[split_row(m)[0]].hyperparameters
-        unknown = set(params) - set(hp)
-        if unknown:
-            raise ConfigError(f"--param {m}:{sorted(unknown)[0]}=...: method {m!r} has no such hyper-parameter; it "
-                              f"takes {sorted(hp) or 'none'}")
+        for where, params in (("inline", row_params(m)), ("--param", spec.params.get(m, {}))):
+            unknown = set(params) - set(hp)
+            if unknown:
+                shown = f"row {m}" if where == "inline" else f"--param {m}:{sorted(unknown)[0]}=..."
+                raise ConfigError(f"{shown}: method {split_row(m)[0]!r} has no hyper-parameter "
+                                  f"{sorted(unknown)[0]!r}; it takes {sorted(hp) or 'none'}")
     known_cfg = {f.name for f in dataclasses.fields(TrainConfig)}
     reserved = {"method", "params", "lr", "batch_size", "seed", "epochs", "patience", "regime", "hide_prob"}
     bad = set(spec.config) - (known_cfg - reserved)
@@ -384,7 +422,7 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                 subsample_rows(ds.bundle.size("train"), fraction, spec.subsample_seed))
             for name in spec.methods:
                 mname, row_cfg = split_row(name)
-                params = dict(spec.params.get(name, {}))
+                params = method_params(spec, name)
                 method = build_method(mname, **params)
                 resolved = {**reg[mname].hyperparameters, **params}
                 regime = spec.regime or reg[mname].regime

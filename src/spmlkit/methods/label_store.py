@@ -274,12 +274,16 @@ class _Store:
         """Logits of the batch rows ``(G, B) -> (G, B, L)`` float32 (a new tensor)."""
         flat = self._flat(index)
         self._sync(flat)
+        self._synced = (self.opt.t, flat)
         return self._logits(index, flat)
 
     def update(self, index: torch.Tensor, grad: torch.Tensor) -> None:
         """One optimizer step from ``grad`` = d loss / d (the logits returned by ``read``)."""
         flat = self._flat(index)
-        self._sync(flat)  # no-op after ``read`` at the same step
+        synced = getattr(self, "_synced", None)
+        if synced is None or synced[0] != self.opt.t or not torch.equal(synced[1], flat):
+            self._sync(flat)  # rows not read at this step (``read`` already synced them otherwise)
+        self._synced = None
         self.opt.t += 1
         grad_rows = self._row_grad(index, grad.float())  # (G·B, width) per batch entry
         rows, inv = torch.unique(flat, sorted=True, return_inverse=True)  # sorted: grouped by member
@@ -324,6 +328,7 @@ class _Store:
         self.set_member_table(g, _chunks_from_state(state, self.N, self.L))
 
     def initialise(self, observed: np.ndarray, seeds) -> None:
+        self._synced = None
         for g, seed in enumerate(seeds):
             self.set_member_table(g, iter_initial_logits(observed, seed))
 
@@ -337,6 +342,7 @@ class _Store:
         if state.get("adam", "rowwise") != self.opt.mode:
             raise ConfigError(f"checkpoint's estimator used adam={state.get('adam')!r}, this run {self.opt.mode!r}")
         self.opt.t = int(state.get("t", 0))
+        self._synced = None
 
 
 def _chunks_from_state(state: dict, N: int, L: int):
