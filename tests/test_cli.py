@@ -105,3 +105,16 @@ def test_corrupted_checkpoint_is_detected(tmp_path, capsys, toy_csv):
 def test_demo_quick(tmp_path, capsys):
     code, out, err = run(capsys, "demo", "--quick", "-o", tmp_path / "d")
     assert code == 0 and "test mAP" in out and "bce" in out and "an" in out
+
+
+def test_every_option_of_every_command_has_help():
+    """Issue 2: every command has --help explaining every option."""
+    import argparse
+
+    from spmlkit.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [(name, a.option_strings or a.dest) for name, sp in sub.choices.items() for a in sp._actions
+               if not isinstance(a, argparse._HelpAction) and not a.help]
+    assert len(sub.choices) >= 10 and not missing, missing

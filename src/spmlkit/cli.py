@@ -438,7 +438,9 @@ def _add_bench_parser(sub) -> None:
     p.add_argument("--patience", type=int, help="early stopping patience (default: every epoch, best kept)")
     p.add_argument("--regime", help="train EVERY method on this regime instead of its own (e.g. full: the OPML "
                                     "paper's full-label Table V)")
-    p.add_argument("--setting", choices=["linear", "finetune"], default="linear")
+    p.add_argument("--setting", choices=["linear", "finetune"], default="linear",
+                   help="linear: a head on cached features (default); finetune: backbone + head end to end "
+                        "(image bundles)")
     p.add_argument("--param", nargs="+", action="extend", metavar="METHOD:NAME=VALUE",
                    help="method hyper-parameter (NAME=VALUE alone: every benchmarked method that has it)")
     p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
@@ -474,7 +476,7 @@ def _add_bench_parser(sub) -> None:
     p = sub.add_parser("figures", help="draw the figures of a finished bench",
                        description="Cole Fig. 1 (with --train-fractions), Fig. 2 (histograms of unobserved "
                                    "positives) and the partial-label sweep, as PNG files in RESULTS_DIR.")
-    p.add_argument("results", metavar="RESULTS_DIR")
+    p.add_argument("results", metavar="RESULTS_DIR", help="a finished (or partial) spml bench output folder")
     p.add_argument("--methods", nargs="+", help="methods to draw (default: all)")
     p.set_defaults(func=_cmd_figures)
 
@@ -606,8 +608,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Mean average precision (x100) and per-class AP of a saved model.")
     p.add_argument("model", help="model folder (a run folder or its model/ subfolder)")
     p.add_argument("bundle", help="prepared bundle folder")
-    p.add_argument("--split", default="test", choices=["train", "val", "test"])
-    p.add_argument("--empty-classes", default="exclude", choices=["exclude", "zero"])
+    p.add_argument("--split", default="test", choices=["train", "val", "test"],
+                   help="bundle split to evaluate on (default test)")
+    p.add_argument("--empty-classes", default="exclude", choices=["exclude", "zero"],
+                   help="classes without a positive in the split: excluded from the mean (default) or counted "
+                        "as AP 0 (the papers' code)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_evaluate)
 
@@ -673,8 +678,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "single-positive method in the linear setting with a small learning-rate "
                                    "grid, and print a table of test mAP.")
     p.add_argument("-o", "--out", default=None, help="folder for the bundle and results (default: a temp folder)")
-    p.add_argument("--epochs", type=int, default=25)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=25, help="training epochs per run (default 25, Cole et al. 6.1)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the single-positive draw and the validation split; training seeds are "
+                        "SEED, SEED+1, SEED+2 (default 0)")
     p.add_argument("--quick", action="store_true",
                    help="a smoke test: 3 epochs, two learning rates, one seed, and only bce/an unless --methods")
     p.add_argument("--methods", nargs="+", help="methods to run (default: bce and every single-positive method)")
