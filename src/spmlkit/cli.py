@@ -224,12 +224,15 @@ def _add_image_train_options(p, *, bench: bool = False) -> None:
                    help="auto (default): the method's recipe (LAC: adamw-onecycle), else adam")
     g.add_argument("--ema-decay", type=float, help="EMA of the weights (default: the method's; LAC 0.9997; 0 = off)")
     g.add_argument("--num-workers", type=int, help="image-loading worker processes (default 0)")
+    g.add_argument("--freeze-bn", action="store_true", default=None,
+                   help="keep the backbone's BatchNorm statistics fixed while fine-tuning (its affine parameters "
+                        "still train): steadier with small batches, and a distributed run then equals one process")
 
 
 def _image_overrides(args) -> dict:
     names = {"setting": "setting", "backbone": "backbone", "weights": "weights", "image_size": "image_size",
              "finetune_epochs": "finetune_epochs", "linear_init_lr": "linear_init_lr", "optimizer": "optimizer",
-             "ema_decay": "ema_decay", "num_workers": "num_workers"}
+             "ema_decay": "ema_decay", "num_workers": "num_workers", "freeze_bn": "freeze_bn"}
     out = {k: getattr(args, a) for k, a in names.items() if getattr(args, a, None) is not None}
     if getattr(args, "linear_init", False):
         out["linear_init"] = True

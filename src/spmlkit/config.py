@@ -111,6 +111,7 @@ class TrainConfig:
     optimizer: str = "auto"  # auto (the method's recipe, else adam) | adam (Cole) | adamw-onecycle (Xie)
     ema_decay: float | None = None  # EMA of the weights per step; None: the method's recipe (LAC 0.9997), 0: off
     num_workers: int = 0  # image-loading worker processes
+    freeze_bn: bool = False  # fine-tuning: BatchNorm layers keep their (ImageNet) statistics; affine params train
 
     def __post_init__(self):
         object.__setattr__(self, "params", _freeze_params(self.params))

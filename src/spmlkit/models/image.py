@@ -38,6 +38,17 @@ class ImageModel(nn.Module):
             self.head = build_head(head, backbone.out_dim, n_labels, [torch.Generator().manual_seed(int(seed))],
                                    hidden=hidden)
 
+    #: keep BatchNorm layers in eval mode while the model trains (``TrainConfig.freeze_bn``)
+    freeze_bn: bool = False
+
+    def train(self, mode: bool = True) -> "ImageModel":
+        super().train(mode)
+        if mode and self.freeze_bn:
+            for m in self.modules():
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+        return self
+
     @property
     def has_embeddings(self) -> bool:
         return self.head_kind == "decoder"
@@ -45,6 +56,8 @@ class ImageModel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.head_kind == "decoder":
             return self.head(self.backbone.forward_map(x))[0].unsqueeze(0)
+        if x.shape[0] == 0:  # an empty shard of a distributed batch: no backbone pass (BatchNorm
+            return self.head(x.new_zeros(0, self.backbone.out_dim))  # statistics of nothing would be NaN)
         return self.head(self.backbone(x))
 
     def embed(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

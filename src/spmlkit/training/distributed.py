@@ -232,6 +232,20 @@ def all_reduce_gradients(params, ctx: DistContext | None = None) -> None:
             p.grad.copy_(t)
 
 
+def broadcast_buffers_(module: torch.nn.Module, src: int = 0) -> None:
+    """Copy rank ``src``'s buffers (e.g. BatchNorm running statistics, which each rank
+    updates from its own shard) to every rank, as DDP's ``broadcast_buffers`` does, so
+    all ranks hold one model.  Identity in one process."""
+    ctx = context()
+    if not ctx.enabled:
+        return
+    for b in module.buffers():
+        t = _comm(b.data, ctx)
+        dist.broadcast(t, src)
+        if t is not b.data:
+            b.data.copy_(t.to(b.dtype))
+
+
 def all_gather_cat(tensor: torch.Tensor, dim: int = 0, sizes: list[int] | None = None) -> torch.Tensor:
     """Concatenate every rank's ``tensor`` along ``dim`` in rank order.
 

@@ -50,6 +50,7 @@ from ..errors import ConfigError
 from ..methods.base import Batch, Method, TrainContext, build_method, expected_positives
 from ..metrics import mean_average_precision
 from ..models.image import ImageModel
+from . import distributed
 from .ema import ModelEMA
 from .linear import RunResult, make_evaluator, observations_for, train_linear
 from .loop import fit
@@ -127,15 +128,30 @@ class ImageLearner:
 
     # ------------------------------------------------------------------ training
     def batches(self, epoch: int):
+        """The epoch's batches; in a distributed run each rank loads and yields only its
+        shard of every global batch (``shard``, ``global_batch`` set), as the linear
+        learner does, so the loop computes the one-process loss of the whole batch."""
         from ..features.transforms import image_loader
 
         perm = torch.randperm(self.n_train, generator=self.generator)
         rows = [perm[s:s + self.batch_size].tolist() for s in range(0, self.n_train, self.batch_size)]
         self.train_set.epoch = epoch
-        for r, views in zip(rows, image_loader(self.train_set, rows, num_workers=self.num_workers)):
-            idx = torch.tensor(r, dtype=torch.long).view(1, -1)
-            yield Batch(inputs=views[0], index=idx, observed=self.observed[idx],
-                        extras=dict(zip(self.views[1:], views[1:])))
+        ctx = distributed.context()
+        shards = [distributed.shard_bounds(len(r), ctx.world_size, ctx.rank) if ctx.enabled else (0, len(r))
+                  for r in rows]
+        local = [r[a:b] for r, (a, b) in zip(rows, shards)]
+        loaded = iter(image_loader(self.train_set, [r for r in local if r], num_workers=self.num_workers))
+        S = self.image_size
+        for r, mine, (a, b) in zip(rows, local, shards):
+            views = next(loaded) if mine else tuple(torch.zeros(0, 3, S, S) for _ in self.views)
+            idx = torch.tensor(mine, dtype=torch.long).view(1, -1)
+            batch = Batch(inputs=views[0], index=idx, observed=self.observed[idx],
+                          extras=dict(zip(self.views[1:], views[1:])))
+            if ctx.enabled:
+                whole = torch.tensor(r, dtype=torch.long).view(1, -1)
+                batch.shard = (a, b)
+                batch.global_batch = Batch(inputs=None, index=whole, observed=self.observed[whole])
+            yield batch
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -144,6 +160,7 @@ class ImageLearner:
         self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
+        distributed.broadcast_buffers_(self.model)  # BatchNorm statistics: rank 0's, on every rank
         if self.ema is not None:
             self.ema.update(self.model)
 
@@ -156,12 +173,17 @@ class ImageLearner:
         if ds is None:
             ds = self._eval_sets[split] = ImageSet(self.paths[split], ("eval",), self.image_size)
         bs = max(self.batch_size, 16)
-        rows = [list(range(s, min(s + bs, len(ds)))) for s in range(0, len(ds), bs)]
+        ctx = distributed.context()
+        a, b = distributed.shard_bounds(len(ds), ctx.world_size, ctx.rank) if ctx.enabled else (0, len(ds))
+        rows = [list(range(s, min(s + bs, b))) for s in range(a, b, bs)]
         was = model.training
         model.eval()
         out = [model(x)[0] for (x,) in image_loader(ds, rows, num_workers=self.num_workers)]
         model.train(was)
-        return torch.cat(out).unsqueeze(0) if out else torch.zeros(1, 0, self.observed.shape[1])
+        mine = torch.cat(out).unsqueeze(0) if out else torch.zeros(1, 0, self.observed.shape[1])
+        if ctx.enabled:  # every rank scores its share of the rows and gets all of them
+            mine = distributed.all_gather_cat(mine, dim=1, sizes=distributed.shard_sizes(len(ds), ctx.world_size))
+        return mine
 
     def scores(self, split: str) -> torch.Tensor:
         """``(1, N, L)`` logits.  On ``val`` with an EMA, both models are scored and the
@@ -244,6 +266,14 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
     recipe = resolve_recipe(config, method)
     if config.linear_init and method.setting == "finetune":
         raise ConfigError(f"method {config.method!r} trains end to end only; LinearInit needs its linear setting")
+    if distributed.context().enabled:
+        if len(recipe["views"]) > 1:
+            raise ConfigError(f"method {config.method!r} trains on several views of each image with a loss on more "
+                              "than the logits of the batch; under torchrun only single-view methods are "
+                              "distributed so far — run it in one process")
+        if config.linear_init:
+            raise ConfigError("LinearInit under torchrun is not supported yet: run the fine-tuning in one process, "
+                              "or fine-tune from scratch under torchrun")
     info: dict = {"recipe": dict(recipe, views=list(recipe["views"]))}
     init = None
     if config.linear_init:
@@ -253,6 +283,7 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
     torch.manual_seed(seed)
     backbone = build_backbone(config.backbone, weights=config.weights, image_size=config.image_size)
     model = ImageModel(backbone, bundle.n_labels, head=recipe["head"], hidden=config.hidden, seed=seed)
+    model.freeze_bn = bool(config.freeze_bn)
     if init is not None:
         st = init.state
         head = fold_standardization(st["head"], st["mean"], st["std"], recipe["head"])

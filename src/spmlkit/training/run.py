@@ -107,8 +107,6 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
         return RunResult.from_record(done)
     finetune = config.setting == "finetune"
     if finetune:
-        if dctx.enabled:
-            raise ConfigError("fine-tuning runs in one process; launch it without torchrun")
         from .finetune import train_finetune
 
         (result,) = train_finetune(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True)

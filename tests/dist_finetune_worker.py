@@ -1,0 +1,36 @@
+"""Worker for tests/test_distributed_finetune.py, launched by ``torchrun --nproc_per_node 2``:
+fine-tunes each case on every rank, checks that the ranks end with identical weights
+(parameters and BatchNorm buffers), and has rank 0 save the results."""
+import json
+import sys
+
+import torch
+
+from spmlkit.config import TrainConfig
+from spmlkit.data import Bundle
+from spmlkit.training import distributed
+from spmlkit.training.finetune import train_finetune
+
+
+def main(bundle_path: str, out: str, cases_json: str) -> None:
+    ctx = distributed.init_from_env()
+    assert ctx.world_size == 2 and ctx.backend == "gloo", ctx
+    bundle = Bundle(bundle_path)
+    results = {}
+    for name, case in json.loads(cases_json).items():
+        cfg = TrainConfig(**case["config"])
+        res = None
+        for epochs in case.get("stages", [cfg.finetune_epochs]):  # several stages = killed and resumed
+            (res,) = train_finetune(bundle, cfg.replace(finetune_epochs=epochs), keep_state=True,
+                                    run_dir=case.get("run_dir"), log=lambda m: None)
+        weights = {k: v.numpy().tobytes() for k, v in res.state["model"].items()}
+        assert distributed.all_equal(weights), f"{name}: ranks ended with different weights"
+        results[name] = {"val_history": res.val_history, "test_map": res.test_map, "train_map": res.train_map,
+                         "best_epoch": res.best_epoch, "epochs_run": res.epochs_run, "model": res.state["model"]}
+    if ctx.is_main:
+        torch.save(results, out)
+    distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
