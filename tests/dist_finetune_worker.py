@@ -12,6 +12,18 @@ from spmlkit.training import distributed
 from spmlkit.training.finetune import train_finetune
 
 
+def no_decoder_dropout(on: bool) -> None:
+    """Dropout masks are drawn per rank (as under DDP), so an exact comparison with one
+    process needs the label-wise decoder's dropout off (test only)."""
+    import spmlkit.training.finetune as ft
+    from spmlkit.models.image import ImageModel
+
+    def build(*a, **kw):
+        return ImageModel(*a, **kw, decoder={"dropout": 0.0}) if kw.get("head") == "decoder" else ImageModel(*a, **kw)
+
+    ft.ImageModel = build if on else ImageModel
+
+
 def main(bundle_path: str, out: str, cases_json: str) -> None:
     ctx = distributed.init_from_env()
     assert ctx.world_size == 2 and ctx.backend == "gloo", ctx
@@ -19,6 +31,7 @@ def main(bundle_path: str, out: str, cases_json: str) -> None:
     results = {}
     for name, case in json.loads(cases_json).items():
         cfg = TrainConfig(**case["config"])
+        no_decoder_dropout(case.get("no_dropout", False))
         res = None
         for epochs in case.get("stages", [cfg.finetune_epochs]):  # several stages = killed and resumed
             (res,) = train_finetune(bundle, cfg.replace(finetune_epochs=epochs), keep_state=True,

@@ -9,7 +9,11 @@ setting's ~3e-8 because Adam rescales the sum-order differences of near-zero gra
 of the convolution weights).  With BatchNorm in training mode each rank normalises its shard
 with the shard's statistics and rank 0's running statistics are broadcast after every
 step (DDP's default), so the run is not the one-process run; asserted there: the ranks
-hold identical models and training completes."""
+hold identical models and training completes.  LAC's strong-view logits and label-wise
+embeddings are gathered like the logits (``Method.global_extras``), so every rank pushes
+the whole global batch into its queue, as one process does; its decoder's dropout is
+switched off for the comparison (dropout masks are drawn per rank, as under DDP).
+Not compared here: LinearInit under torchrun (refused with a clear error)."""
 import json
 import os
 import subprocess
@@ -50,6 +54,9 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
                               **{**TINY, "finetune_epochs": 3}}},
         "resume": {"config": {"method": "an", "batch_size": 7, "freeze_bn": True, **TINY}, "stages": [1, 2],
                    "run_dir": str(tmp_path / "resumed")},
+        # LAC: strong view, label-wise embeddings and the FIFO queue (stage 2 from epoch 2)
+        "lac": {"config": {"method": "lac", "batch_size": 7, "freeze_bn": True, "params": {"stage1_epochs": 1},
+                           **TINY}, "no_dropout": True},
         "bn_train": {"config": {"method": "an", "batch_size": 8, **TINY}},
     }
     out = tmp_path / "dist.pt"
@@ -61,7 +68,13 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         if name == "bn_train":  # per-rank BatchNorm statistics: not the one-process run (see module docstring)
             assert b["test_map"] is not None and all(torch.isfinite(v).all() for v in b["model"].values())
             continue
-        (a,) = train_finetune(bundle, TrainConfig(**case["config"]), keep_state=True, log=lambda m: None)
+        from dist_finetune_worker import no_decoder_dropout
+
+        no_decoder_dropout(case.get("no_dropout", False))
+        try:
+            (a,) = train_finetune(bundle, TrainConfig(**case["config"]), keep_state=True, log=lambda m: None)
+        finally:
+            no_decoder_dropout(False)
         assert b["best_epoch"] == a.best_epoch, name
         assert b["val_history"] == pytest.approx(a.val_history, abs=1e-6), name
         assert b["test_map"] == pytest.approx(a.test_map, abs=1e-6), name
@@ -90,14 +103,12 @@ def test_freeze_bn_keeps_batchnorm_statistics_and_trains_its_affine_parameters(t
     assert any(not torch.equal(m.weight, w) for m, (_, w) in zip(bns, stats))  # affine parameters train
 
 
-def test_multi_view_methods_and_linear_init_refuse_torchrun(tmp_path, monkeypatch):
+def test_linear_init_refuses_torchrun(tmp_path, monkeypatch):
     from spmlkit.training import distributed
     from spmlkit.training.finetune import prepare_finetune
 
     bundle = tiny_digits_bundle(tmp_path)
     monkeypatch.setattr(distributed, "context", lambda: distributed.DistContext(world_size=2, rank=0,
                                                                                     backend="gloo"))
-    with pytest.raises(ConfigError, match="several views"):
-        prepare_finetune(bundle, TrainConfig(method="lac", batch_size=8, **TINY), lr=1e-2, seed=0)
     with pytest.raises(ConfigError, match="LinearInit under torchrun"):
         prepare_finetune(bundle, TrainConfig(method="an", batch_size=8, linear_init=True, **TINY), lr=1e-2, seed=0)

@@ -141,6 +141,12 @@ class Method:
     trainer sums it (members are independent) and back-propagates.
     """
 
+    #: Differentiable outputs that :meth:`forward` leaves in ``batch.extras`` and the loss
+    #: reads besides the logits, with their batch dimension (e.g. LAC's strong-view logits
+    #: and embeddings).  A distributed step gathers them over ranks like the logits, so
+    #: the loss sees the whole global batch.
+    global_extras: dict = {}
+
     def __init__(self, name: str, loss: str | LossSpec, *, loss_params: dict | None = None,
                  regime: str = "single_positive", components: list[Component] | tuple = (),
                  regularizers: list[Regularizer] | tuple = (), reduction: Callable = reduce_mean,

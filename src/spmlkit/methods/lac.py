@@ -140,6 +140,7 @@ class LACMethod(Method):
     """AN + PLC (+ LAC in stage 2) on two views; see the module docstring."""
 
     views = ("weak", "strong")  # the image views the trainer must supply (inputs, extras["strong"])
+    global_extras = {"strong_logits": -2, "z": 0}  # (1, b, L) and (b, L, 2, p): gathered in distributed steps
     needs_embeddings = True
     finetune_defaults = {"head": "decoder", "optimizer": "adamw-onecycle", "ema_decay": 0.9997}
 

@@ -267,10 +267,9 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
     if config.linear_init and method.setting == "finetune":
         raise ConfigError(f"method {config.method!r} trains end to end only; LinearInit needs its linear setting")
     if distributed.context().enabled:
-        if len(recipe["views"]) > 1:
-            raise ConfigError(f"method {config.method!r} trains on several views of each image with a loss on more "
-                              "than the logits of the batch; under torchrun only single-view methods are "
-                              "distributed so far — run it in one process")
+        if len(recipe["views"]) > 1 and not method.global_extras:
+            raise ConfigError(f"method {config.method!r} trains on several views of each image but does not declare "
+                              "the outputs its loss needs (Method.global_extras); run it in one process")
         if config.linear_init:
             raise ConfigError("LinearInit under torchrun is not supported yet: run the fine-tuning in one process, "
                               "or fine-tune from scratch under torchrun")

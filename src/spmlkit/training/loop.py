@@ -119,8 +119,16 @@ def _global_batch_step(learner: Learner, method: Method, batch: Batch,
         stop = start + b_r
         whole = Batch(inputs=None, index=distributed.all_gather_cat(batch.index, dim=-1, sizes=sizes),
                       observed=distributed.all_gather_cat(batch.observed, dim=-2, sizes=sizes))
-    gbatch = dataclasses.replace(whole, inputs=None, local=batch, shard=(start, stop), global_batch=None)
+    gbatch = dataclasses.replace(whole, inputs=None, local=batch, shard=(start, stop), global_batch=None,
+                                 extras={})
     full = distributed.all_gather_cat(local_logits.detach(), dim=-2, sizes=sizes).requires_grad_()
+    # the method's other differentiable outputs of the batch (e.g. LAC's), gathered the same way
+    pairs = [(local_logits, full, -2)]
+    for name, dim in method.global_extras.items():
+        if name in batch.extras:
+            mine = batch.extras[name]
+            gbatch.extras[name] = distributed.all_gather_cat(mine.detach(), dim=dim, sizes=sizes).requires_grad_()
+            pairs.append((mine, gbatch.extras[name], dim))
     loss = method.compute_loss(full, gbatch, model)
     learner.zero_grad()
     loss.sum().backward()
@@ -128,8 +136,13 @@ def _global_batch_step(learner: Learner, method: Method, batch: Batch,
     direct = [p.grad for p in params]  # straight from the loss to the weights: identical on every rank
     for p in params:
         p.grad = None
-    if full.grad is not None and local_logits.requires_grad:
-        local_logits.backward(full.grad.narrow(-2, start, stop - start))
+    outs, grads = [], []
+    for mine, gathered, dim in pairs:  # back-propagate this rank's slice into its own graph
+        if gathered.grad is not None and mine.requires_grad:
+            outs.append(mine)
+            grads.append(gathered.grad.narrow(dim, start, stop - start))
+    if outs:
+        torch.autograd.backward(outs, grads)
     distributed.all_reduce_gradients(params, ctx)
     for p, d in zip(params, direct):
         if d is not None:
