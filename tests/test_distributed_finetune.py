@@ -12,8 +12,7 @@ step (DDP's default), so the run is not the one-process run; asserted there: the
 hold identical models and training completes.  LAC's strong-view logits and label-wise
 embeddings are gathered like the logits (``Method.global_extras``), so every rank pushes
 the whole global batch into its queue, as one process does; its decoder's dropout is
-switched off for the comparison (dropout masks are drawn per rank, as under DDP).
-Not compared here: LinearInit under torchrun (refused with a clear error)."""
+switched off for the comparison (dropout masks are drawn per rank, as under DDP)."""
 import json
 import os
 import subprocess
@@ -24,7 +23,6 @@ import pytest
 import torch
 
 from spmlkit.config import TrainConfig
-from spmlkit.errors import ConfigError
 from spmlkit.training.finetune import train_finetune
 
 from _image_fixtures import tiny_digits_bundle
@@ -57,6 +55,9 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         # LAC: strong view, label-wise embeddings and the FIFO queue (stage 2 from epoch 2)
         "lac": {"config": {"method": "lac", "batch_size": 7, "freeze_bn": True, "params": {"stage1_epochs": 1},
                            **TINY}, "no_dropout": True},
+        # LinearInit: rank 0 extracts the features, the linear phase and the hand-over are distributed too
+        "role+li": {"config": {"method": "role", "batch_size": 7, "freeze_bn": True, "linear_init": True,
+                               "epochs": 3, **TINY}},
         "bn_train": {"config": {"method": "an", "batch_size": 8, **TINY}},
     }
     out = tmp_path / "dist.pt"
@@ -101,14 +102,3 @@ def test_freeze_bn_keeps_batchnorm_statistics_and_trains_its_affine_parameters(t
     learner.step()
     assert all(torch.equal(m.running_mean, s) for m, (s, _) in zip(bns, stats))  # statistics fixed
     assert any(not torch.equal(m.weight, w) for m, (_, w) in zip(bns, stats))  # affine parameters train
-
-
-def test_linear_init_refuses_torchrun(tmp_path, monkeypatch):
-    from spmlkit.training import distributed
-    from spmlkit.training.finetune import prepare_finetune
-
-    bundle = tiny_digits_bundle(tmp_path)
-    monkeypatch.setattr(distributed, "context", lambda: distributed.DistContext(world_size=2, rank=0,
-                                                                                    backend="gloo"))
-    with pytest.raises(ConfigError, match="LinearInit under torchrun"):
-        prepare_finetune(bundle, TrainConfig(method="an", batch_size=8, linear_init=True, **TINY), lr=1e-2, seed=0)

@@ -243,8 +243,13 @@ def linear_init_phase(bundle: Bundle, config: TrainConfig, *, seed: int, run_dir
     """Phase 1 of LinearInit: the linear setting on cached features of the same backbone."""
     from ..features.extract import ensure_features
 
+    dctx = distributed.context()
+    if dctx.enabled and not dctx.is_main:
+        distributed.barrier()  # rank 0 extracts (or finds) the cached features first; the others then read them
     fs = ensure_features(bundle, backbone=config.backbone, weights=config.weights, image_size=config.image_size,
                          batch_size=max(config.batch_size, 16), num_workers=config.num_workers, log=log)
+    if dctx.enabled and dctx.is_main:
+        distributed.barrier()
     cfg = config.replace(setting="linear", feature_set=fs, lr=config.linear_init_lr, linear_init=False,
                          standardize=False)  # raw features: see the module docstring
     (res,) = train_linear(bundle, cfg, lrs=[config.linear_init_lr], seeds=[seed], run_dir=run_dir, resume=resume,
@@ -270,9 +275,6 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
         if len(recipe["views"]) > 1 and not method.global_extras:
             raise ConfigError(f"method {config.method!r} trains on several views of each image but does not declare "
                               "the outputs its loss needs (Method.global_extras); run it in one process")
-        if config.linear_init:
-            raise ConfigError("LinearInit under torchrun is not supported yet: run the fine-tuning in one process, "
-                              "or fine-tune from scratch under torchrun")
     info: dict = {"recipe": dict(recipe, views=list(recipe["views"]))}
     init = None
     if config.linear_init:
