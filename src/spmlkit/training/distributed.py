@@ -163,8 +163,13 @@ def context() -> DistContext:
 
 
 def shutdown() -> None:
+    """Tear the process group down on every rank together: a barrier first, so no rank
+    destroys its gloo connections while another still works (e.g. rank 0 writing
+    results) — that race aborted a rank at exit ("terminate called without an active
+    exception")."""
     global _CONTEXT
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
     _CONTEXT = DistContext()
 
