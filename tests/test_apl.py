@@ -11,6 +11,7 @@ from spmlkit.errors import ConfigError
 from spmlkit.methods import Batch, TrainContext, build_method
 from spmlkit.methods.apl import AsymmetricPseudoLabeler
 from spmlkit.training import train_linear
+from _training_checks import members_and_separate_runs
 
 N, L, G = 60, 4, 2
 T_T, T_W = 8, 3
@@ -179,9 +180,7 @@ def test_em_apl_end_to_end_on_toy_bundle(toy_bundle, tmp_path):
 
 def test_em_apl_grid_members_equal_separate_runs(toy_bundle):
     cfg = TrainConfig(method="em-apl", epochs=4, params={"warmup": 1})
-    grid = train_linear(toy_bundle, cfg, lrs=[1e-2, 1e-3], seeds=[0, 1])
-    for r in grid:
-        (alone,) = train_linear(toy_bundle, cfg.replace(lr=r.lr, seed=r.seed))
+    for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3], [0, 1]):
         assert alone.val_history == pytest.approx(r.val_history, abs=1e-4)
 
 

@@ -8,10 +8,6 @@ product): weights agree to 1e-5 (measured ~3e-8 on the toy problem) and the
 validation/test mAPs, which depend only on the ranking of the scores, to 1e-6 (measured
 identical)."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,7 +16,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.training.distributed import DistContext, all_gather_cat, context, shard_bounds, shard_sizes, sync_rows_
 from spmlkit.training.linear import train_linear
 
-REPO = Path(__file__).resolve().parents[1]
+from _torchrun import torchrun
 
 
 def test_shard_bounds_cover_the_batch_contiguously():
@@ -41,16 +37,6 @@ def test_helpers_are_identities_in_one_process():
     table = torch.zeros(1, 5, 2)
     sync_rows_(table, torch.tensor([[3, 1]]), torch.tensor([[[1.0, 2.0], [3.0, 4.0]]]))
     assert table[0, 3].tolist() == [1.0, 2.0] and table[0, 1].tolist() == [3.0, 4.0] and table.sum() == 10
-
-
-def _torchrun(args, nproc=2, timeout=600):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-    env["SPML_NO_PROGRESS"] = "1"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), *args]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
-    return p
 
 
 @pytest.mark.slow
@@ -77,7 +63,7 @@ def test_two_gloo_processes_reproduce_one_process(toy_bundle, tmp_path):
     cli = ["train", str(toy_bundle.path), "-m", "an", "--epochs", "3", "--batch-size", "7", "--lr", "0.01",
            "-o", str(cli_out)]
     out = tmp_path / "dist.pt"
-    _torchrun(["tests/dist_worker.py", str(toy_bundle.path), str(out), json.dumps(cases), json.dumps(cli)])
+    torchrun(["tests/dist_worker.py", str(toy_bundle.path), str(out), json.dumps(cases), json.dumps(cli)])
     got = torch.load(out, weights_only=False)
 
     for name, case in cases.items():

@@ -14,10 +14,6 @@ embeddings are gathered like the logits (``Method.global_extras``), so every ran
 the whole global batch into its queue, as one process does; its decoder's dropout is
 switched off for the comparison (dropout masks are drawn per rank, as under DDP)."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -26,18 +22,9 @@ from spmlkit.config import TrainConfig
 from spmlkit.training.finetune import train_finetune
 
 from _image_fixtures import tiny_digits_bundle
+from _torchrun import torchrun
 
-REPO = Path(__file__).resolve().parents[1]
 TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, lr=1e-2, finetune_epochs=2)
-
-
-def _torchrun(args, nproc=2, timeout=600):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO / "tests"), env.get("PYTHONPATH", "")])
-    env["SPML_NO_PROGRESS"] = "1"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), *args]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
 
 
 @pytest.mark.slow
@@ -61,7 +48,7 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         "bn_train": {"config": {"method": "an", "batch_size": 8, **TINY}},
     }
     out = tmp_path / "dist.pt"
-    _torchrun(["tests/dist_finetune_worker.py", str(bundle.path), str(out), json.dumps(cases)])
+    torchrun(["tests/dist_finetune_worker.py", str(bundle.path), str(out), json.dumps(cases)])
     got = torch.load(out, weights_only=False)
     for name, case in cases.items():
         b = got[name]

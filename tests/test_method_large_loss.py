@@ -11,6 +11,7 @@ from spmlkit.losses import get_loss
 from spmlkit.methods import Batch, TrainContext, build_method
 from spmlkit.methods.large_loss import LargeLossModification
 from spmlkit.training import train_linear
+from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 AN = get_loss("an")
 
@@ -196,9 +197,7 @@ def test_end_to_end_learns(toy_bundle, name):
 @pytest.mark.parametrize("name", ["ll-r", "ll-cp"])
 def test_members_equal_separate_runs(toy_bundle, name):
     cfg = TrainConfig(method=name, epochs=4, batch_size=8, params={"delta_rel": 0.05})
-    grid = train_linear(toy_bundle, cfg, lrs=[1e-2, 1e-3, 1e-2], seeds=[0, 0, 1])
-    for r in grid:
-        (alone,) = train_linear(toy_bundle, cfg.replace(lr=r.lr, seed=r.seed))
+    for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3, 1e-2], [0, 0, 1]):
         assert alone.best_epoch == r.best_epoch
         assert alone.val_history == pytest.approx(r.val_history, abs=1e-4)
         assert alone.test_map == pytest.approx(r.test_map, abs=1e-4)
@@ -206,8 +205,4 @@ def test_members_equal_separate_runs(toy_bundle, name):
 
 def test_resume_gives_the_same_result(toy_bundle, tmp_path):
     cfg = TrainConfig(method="ll-cp", epochs=5, lr=1e-2, params={"delta_rel": 0.05})
-    full = train_linear(toy_bundle, cfg, run_dir=tmp_path / "full")[0]
-    part = tmp_path / "part"
-    train_linear(toy_bundle, cfg.replace(epochs=3), run_dir=part)  # "killed" after epoch 3
-    resumed = train_linear(toy_bundle, cfg, run_dir=part)[0]
-    assert resumed.val_history == full.val_history and resumed.test_map == full.test_map
+    assert_resume_equals_uninterrupted(toy_bundle, cfg, tmp_path, killed_after=3)

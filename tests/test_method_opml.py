@@ -14,6 +14,7 @@ from spmlkit.methods import Batch, TrainContext, build_method, get_method_spec
 from spmlkit.methods.opml import (APLabelCorrection, APSmoothing, HighRankRegularizer, TrainingAP,
                                   top_n_per_column)
 from spmlkit.training import train_linear
+from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 OPML_METHODS = ["zlpr", "opml", "opml-hr", "opml-soft", "opml-lc", "opml-sp"]
 
@@ -248,9 +249,7 @@ def test_end_to_end_learns(toy_bundle, name):
 @pytest.mark.parametrize("name", ["opml-hr", "opml-sp"])
 def test_members_equal_separate_runs(toy_bundle, name):
     cfg = TrainConfig(method=name, epochs=4, batch_size=8)
-    grid = train_linear(toy_bundle, cfg, lrs=[1e-2, 1e-3, 1e-2], seeds=[0, 0, 1])
-    for r in grid:
-        (alone,) = train_linear(toy_bundle, cfg.replace(lr=r.lr, seed=r.seed))
+    for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3, 1e-2], [0, 0, 1]):
         assert alone.best_epoch == r.best_epoch
         assert alone.val_history == pytest.approx(r.val_history, abs=1e-4)
         assert alone.test_map == pytest.approx(r.test_map, abs=1e-4)
@@ -258,8 +257,4 @@ def test_members_equal_separate_runs(toy_bundle, name):
 
 def test_resume_gives_the_same_result(toy_bundle, tmp_path):
     cfg = TrainConfig(method="opml-sp", epochs=5, lr=1e-2, params={"r": 0.2})
-    full = train_linear(toy_bundle, cfg, run_dir=tmp_path / "full")[0]
-    part = tmp_path / "part"
-    train_linear(toy_bundle, cfg.replace(epochs=3), run_dir=part)  # "killed" after epoch 3
-    resumed = train_linear(toy_bundle, cfg, run_dir=part)[0]
-    assert resumed.val_history == full.val_history and resumed.test_map == full.test_map
+    assert_resume_equals_uninterrupted(toy_bundle, cfg, tmp_path, killed_after=3)

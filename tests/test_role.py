@@ -13,6 +13,7 @@ from spmlkit.methods.label_store import (LOGIT_OBSERVED_NEGATIVE, LOGIT_OBSERVED
                                          initial_logits, storage_bytes, stochastic_round_half)
 from spmlkit.methods.role import LabelEstimator
 from spmlkit.training import train_linear
+from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 STORAGES = ["float32", "float16", "memmap", "factorised"]
 
@@ -272,9 +273,7 @@ def test_role_trains_end_to_end(toy_bundle):
 
 def test_stacked_members_equal_separate_runs(toy_bundle):
     cfg = TrainConfig(method="role", epochs=4)
-    grid = train_linear(toy_bundle, cfg, lrs=[1e-2, 1e-3, 1e-2], seeds=[0, 0, 1], keep_state=True)
-    for r in grid:
-        (alone,) = train_linear(toy_bundle, cfg.replace(lr=r.lr, seed=r.seed), keep_state=True)
+    for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3, 1e-2], [0, 0, 1], keep_state=True):
         assert alone.val_history == pytest.approx(r.val_history, abs=1e-4)
         assert alone.test_map == pytest.approx(r.test_map, abs=1e-4)
         a = alone.state["method"]["0:LabelEstimator"]["logits"]
@@ -287,11 +286,7 @@ def test_resume_gives_the_same_result(toy_bundle, tmp_path, params):
     if params.get("storage") == "memmap":
         params = {**params, "directory": str(tmp_path / "estimator")}
     cfg = TrainConfig(method="role", epochs=5, lr=1e-2, params=params)
-    full = train_linear(toy_bundle, cfg, run_dir=tmp_path / "full")[0]
-    part = tmp_path / "part"
-    train_linear(toy_bundle, cfg.replace(epochs=2), run_dir=part)  # "killed" after epoch 2
-    resumed = train_linear(toy_bundle, cfg, run_dir=part)[0]
-    assert resumed.val_history == full.val_history and resumed.test_map == full.test_map
+    assert_resume_equals_uninterrupted(toy_bundle, cfg, tmp_path, killed_after=2)
 
 
 @pytest.mark.parametrize("params", [{"storage": "float16"}, {"storage": "memmap"}, {"storage": "factorised", "rank": 3}])

@@ -6,6 +6,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.io import read_jsonl
 from spmlkit.training import StackedAdam, train_linear
 from spmlkit.training.optim import fused_available
+from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 
 @pytest.mark.parametrize("impl", ["fused", "reference"])
@@ -69,9 +70,7 @@ def test_grid_members_equal_separate_runs(toy_bundle):
     # vectorised loss kernels split it differently when G changes; weights then differ
     # in the last bits (measured <= 1e-7) and the mAPs not at all.
     cfg = TrainConfig(method="an", epochs=4, batch_size=8)
-    grid = train_linear(toy_bundle, cfg, lrs=[1e-2, 1e-3, 1e-2], seeds=[0, 0, 1], keep_state=True)
-    for r in grid:
-        (alone,) = train_linear(toy_bundle, cfg.replace(lr=r.lr, seed=r.seed), keep_state=True)
+    for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3, 1e-2], [0, 0, 1], keep_state=True):
         assert alone.best_epoch == r.best_epoch
         assert alone.val_history == pytest.approx(r.val_history, abs=1e-9)
         assert alone.test_map == pytest.approx(r.test_map, abs=1e-9)
@@ -89,9 +88,7 @@ def test_grid_members_equal_separate_runs_bit_for_bit(tmp_path, head):
     bundle = prepare_bundle(make_toy_dataset(L=16), tmp_path / "b", log=lambda m: None)
     assert bundle.size("train") % 8 == 0
     cfg = TrainConfig(method="an", epochs=3, batch_size=8, head=head, hidden=32)
-    grid = train_linear(bundle, cfg, lrs=[1e-2, 1e-3, 1e-2], seeds=[0, 0, 1], keep_state=True)
-    for r in grid:
-        (alone,) = train_linear(bundle, cfg.replace(lr=r.lr, seed=r.seed), keep_state=True)
+    for r, alone in members_and_separate_runs(bundle, cfg, [1e-2, 1e-3, 1e-2], [0, 0, 1], keep_state=True):
         assert alone.val_history == pytest.approx(r.val_history, abs=0 if head == "linear" else 1e-9)
         assert alone.test_map == pytest.approx(r.test_map, abs=0 if head == "linear" else 1e-9)
         _same_weights(alone, r, atol=0.0 if head == "linear" else 1e-6)
@@ -140,11 +137,7 @@ def test_learns_beyond_chance(toy_bundle):
 
 def test_resume_gives_the_same_result(toy_bundle, tmp_path):
     cfg = TrainConfig(method="an", epochs=6, lr=1e-2)
-    full = train_linear(toy_bundle, cfg, run_dir=tmp_path / "full")[0]
-    part = tmp_path / "part"
-    train_linear(toy_bundle, cfg.replace(epochs=3), run_dir=part)  # "killed" after epoch 3
-    resumed = train_linear(toy_bundle, cfg, run_dir=part)[0]
-    assert resumed.val_history == full.val_history and resumed.test_map == full.test_map
+    assert_resume_equals_uninterrupted(toy_bundle, cfg, tmp_path, killed_after=3)
 
 
 def test_memory_mapped_features_give_the_same_result(toy_bundle):

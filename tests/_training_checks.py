@@ -1,0 +1,22 @@
+"""Checks shared by the method tests: a stacked grid against separate runs, and a killed
+run resumed from its checkpoint against an uninterrupted one."""
+from __future__ import annotations
+
+from spmlkit.training import train_linear
+
+
+def members_and_separate_runs(bundle, cfg, lrs, seeds, **kw) -> list:
+    """``(member, alone)`` pairs: each member of the stacked grid ``zip(lrs, seeds)`` of
+    ``cfg`` and the same configuration trained on its own."""
+    grid = train_linear(bundle, cfg, lrs=lrs, seeds=seeds, **kw)
+    return [(r, train_linear(bundle, cfg.replace(lr=r.lr, seed=r.seed), **kw)[0]) for r in grid]
+
+
+def assert_resume_equals_uninterrupted(bundle, cfg, tmp_path, *, killed_after: int) -> None:
+    """A run stopped after ``killed_after`` epochs and started again in the same folder
+    ends exactly like an uninterrupted run of ``cfg``."""
+    full = train_linear(bundle, cfg, run_dir=tmp_path / "full")[0]
+    part = tmp_path / "part"
+    train_linear(bundle, cfg.replace(epochs=killed_after), run_dir=part)  # "killed" after that epoch
+    resumed = train_linear(bundle, cfg, run_dir=part)[0]
+    assert resumed.val_history == full.val_history and resumed.test_map == full.test_map
