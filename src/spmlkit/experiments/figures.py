@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import SpmlError
 from ..io import read_json, write_bytes
 from .protocol import select_best
+from .tables import select_cells
 
 
 def _figure(n_panels: int, *, width: float = 4.2, height: float = 3.4, ncols: int | None = None):
@@ -49,16 +50,15 @@ def _save(fig, path: Path) -> Path:
 
 
 def _cells(runs: list[dict], key_fields: tuple) -> dict:
-    cells: dict = {}
-    for r in runs:
-        cells.setdefault(tuple(r[k] for k in key_fields), []).append(r)
-    out = {}
-    for k, rs in cells.items():
-        try:
-            out[k] = select_best(rs)
-        except ValueError:
-            pass
-    return out
+    """The selected configuration per cell of ``key_fields``; cells with no usable run left out."""
+    return {k: s for k, s in select_cells(runs, by=key_fields).items() if s is not None}
+
+
+def _plot_band(ax, pts, label: str) -> None:
+    """A line of ``(x, mean, std)`` points with a ±std band in the line's colour."""
+    x, y, e = (np.array(v, dtype=float) for v in zip(*pts))
+    (line,) = ax.plot(x, y, marker="o", ms=3, label=label)
+    ax.fill_between(x, y - e, y + e, color=line.get_color(), alpha=0.2, lw=0)
 
 
 def _order(values):
@@ -86,9 +86,7 @@ def figure_train_fraction(runs: list[dict], path: Path, methods: list[str] | Non
                     pts.append((s.runs[0]["n_observed"], s.test_mean, s.test_std))
             if not pts:
                 continue
-            x, y, e = (np.array(v, dtype=float) for v in zip(*pts))
-            (line,) = ax.plot(x, y, marker="o", ms=3, label=m)
-            ax.fill_between(x, y - e, y + e, color=line.get_color(), alpha=0.2, lw=0)
+            _plot_band(ax, pts, m)
         ax.set_xscale("log")
         from matplotlib.ticker import NullFormatter
 
@@ -169,9 +167,7 @@ def figure_partial(runs: list[dict], path: Path, methods: list[str] | None = Non
                    if (d, m, p) in sel and math.isfinite(sel[(d, m, p)].test_mean)]
             if not pts:
                 continue
-            x, y, e = (np.array(v, dtype=float) for v in zip(*pts))
-            (line,) = ax.plot(x, y, marker="o", ms=3, label=m)
-            ax.fill_between(x, y - e, y + e, color=line.get_color(), alpha=0.2, lw=0)
+            _plot_band(ax, pts, m)
         ax.set_xlabel("fraction of hidden training labels")
         ax.set_ylabel("test mAP")
         ax.set_title(d)

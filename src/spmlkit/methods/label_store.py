@@ -246,6 +246,7 @@ class _Store:
         if self.lrs.numel() != self.G:
             raise ConfigError(f"{self.G} members but {self.lrs.numel()} estimator learning rates")
         self.opt = RowAdam(adam, betas, eps)
+        self._synced = None  # (global step, rows) that ``read`` brought up to date last
 
     # -------------------------------------------------------------- rows
     def _flat(self, index: torch.Tensor) -> torch.Tensor:
@@ -280,7 +281,7 @@ class _Store:
     def update(self, index: torch.Tensor, grad: torch.Tensor) -> None:
         """One optimizer step from ``grad`` = d loss / d (the logits returned by ``read``)."""
         flat = self._flat(index)
-        synced = getattr(self, "_synced", None)
+        synced = self._synced
         if synced is None or synced[0] != self.opt.t or not torch.equal(synced[1], flat):
             self._sync(flat)  # rows not read at this step (``read`` already synced them otherwise)
         self._synced = None
