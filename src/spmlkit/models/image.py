@@ -56,8 +56,6 @@ class ImageModel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.head_kind == "decoder":
             return self.head(self.backbone.forward_map(x))[0].unsqueeze(0)
-        if x.shape[0] == 0:  # an empty shard of a distributed batch: no backbone pass (BatchNorm
-            return self.head(x.new_zeros(0, self.backbone.out_dim))  # statistics of nothing would be NaN)
         return self.head(self.backbone(x))
 
     def embed(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

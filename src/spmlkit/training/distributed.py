@@ -244,11 +244,16 @@ def broadcast_buffers_(module: torch.nn.Module, src: int = 0) -> None:
     ctx = context()
     if not ctx.enabled:
         return
-    for b in module.buffers():
-        t = _comm(b.data, ctx)
-        dist.broadcast(t, src)
-        if t is not b.data:
-            b.data.copy_(t.to(b.dtype))
+    buffers = list(module.buffers())
+    for dtype in dict.fromkeys(b.dtype for b in buffers):  # one broadcast per dtype, not per buffer
+        same = [b for b in buffers if b.dtype == dtype]
+        flat = _comm(torch.cat([b.detach().reshape(-1) for b in same]), ctx)
+        dist.broadcast(flat, src)
+        flat = flat.to(dtype)
+        pos = 0
+        for b in same:
+            b.data.copy_(flat[pos:pos + b.numel()].view_as(b))
+            pos += b.numel()
 
 
 def all_gather_cat(tensor: torch.Tensor, dim: int = 0, sizes: list[int] | None = None) -> torch.Tensor:

@@ -137,8 +137,7 @@ class ImageLearner:
         rows = [perm[s:s + self.batch_size].tolist() for s in range(0, self.n_train, self.batch_size)]
         self.train_set.epoch = epoch
         ctx = distributed.context()
-        shards = [distributed.shard_bounds(len(r), ctx.world_size, ctx.rank) if ctx.enabled else (0, len(r))
-                  for r in rows]
+        shards = [distributed.shard_bounds(len(r), ctx.world_size, ctx.rank) for r in rows]  # (0, n) in one process
         local = [r[a:b] for r, (a, b) in zip(rows, shards)]
         loaded = iter(image_loader(self.train_set, [r for r in local if r], num_workers=self.num_workers))
         S = self.image_size
@@ -160,7 +159,8 @@ class ImageLearner:
         self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
-        distributed.broadcast_buffers_(self.model)  # BatchNorm statistics: rank 0's, on every rank
+        if not self.model.freeze_bn:  # BatchNorm statistics moved on each rank's shard: keep rank 0's
+            distributed.broadcast_buffers_(self.model)
         if self.ema is not None:
             self.ema.update(self.model)
 
@@ -174,16 +174,15 @@ class ImageLearner:
             ds = self._eval_sets[split] = ImageSet(self.paths[split], ("eval",), self.image_size)
         bs = max(self.batch_size, 16)
         ctx = distributed.context()
-        a, b = distributed.shard_bounds(len(ds), ctx.world_size, ctx.rank) if ctx.enabled else (0, len(ds))
+        a, b = distributed.shard_bounds(len(ds), ctx.world_size, ctx.rank)  # all rows in one process
         rows = [list(range(s, min(s + bs, b))) for s in range(a, b, bs)]
         was = model.training
         model.eval()
         out = [model(x)[0] for (x,) in image_loader(ds, rows, num_workers=self.num_workers)]
         model.train(was)
         mine = torch.cat(out).unsqueeze(0) if out else torch.zeros(1, 0, self.observed.shape[1])
-        if ctx.enabled:  # every rank scores its share of the rows and gets all of them
-            mine = distributed.all_gather_cat(mine, dim=1, sizes=distributed.shard_sizes(len(ds), ctx.world_size))
-        return mine
+        # every rank scores its share of the rows and gets all of them (identity in one process)
+        return distributed.all_gather_cat(mine, dim=1, sizes=distributed.shard_sizes(len(ds), ctx.world_size))
 
     def scores(self, split: str) -> torch.Tensor:
         """``(1, N, L)`` logits.  On ``val`` with an EMA, both models are scored and the
