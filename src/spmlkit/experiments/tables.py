@@ -51,6 +51,17 @@ def regime_label(regime: str) -> str:
     return get_regime(regime).table_label if regime in REGIMES else regime
 
 
+def fmt_selection(s, decimals: int = 1, value: str = "test") -> str:
+    """A selected configuration's test (or training-set) mAP, ``mean ± std`` over its seeds;
+    the mean alone for a single seed, which has no spread to show."""
+    mean, std = (s.test_mean, s.test_std) if value == "test" else (s.train_mean, s.train_std)
+    return fmt_cell(mean, std if s.n_seeds > 1 else None, decimals)
+
+
+def _n_seeds(n: int) -> str:
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
 def fmt_cell(mean, std, decimals: int = 1) -> str:
     """``mean ± std``; just the mean when ``std`` is None (e.g. a single seed)."""
     if mean is None or not math.isfinite(mean):
@@ -147,10 +158,7 @@ def render_main_table(sel: dict, datasets: list[str], methods: list[str], regime
             if s is None:
                 cells.append("–")
                 continue
-            one = s.n_seeds < 2  # no spread to show for a single seed
-            text = fmt_cell(s.test_mean, None if one else s.test_std, decimals) if value == "test" else \
-                fmt_cell(s.train_mean, None if one else s.train_std, decimals)
-            cells.append(_decorate(text, marks.get(d, {}).get(m)))
+            cells.append(_decorate(fmt_selection(s, decimals, value), marks.get(d, {}).get(m)))
         out.append(f"| {m} | {label} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -164,7 +172,7 @@ def render_selected(sel: dict, datasets: list[str], methods: list[str], regimes:
         for d in datasets:
             s = sel.get((d, m, fraction, hide))
             cells.append("–" if s is None else
-                         f"lr {fmt_lr(s.lr)}, batch {s.batch_size}, {s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}")
+                         f"lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}")
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -187,8 +195,7 @@ def render_sweep(sel: dict, dataset: str, methods: list[str], columns: list, *, 
         cells = []
         for c in columns:
             s = sel.get((dataset, m, c, None) if axis == "fraction" else (dataset, m, 1.0, c))
-            cells.append("–" if s is None else _decorate(
-                fmt_cell(s.test_mean, s.test_std if s.n_seeds > 1 else None, decimals), marks[c].get(m)))
+            cells.append("–" if s is None else _decorate(fmt_selection(s, decimals), marks[c].get(m)))
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -367,7 +374,7 @@ def write_outputs(runner, groups, ctx: dict, *, figures: bool = True) -> dict:
                 for m in methods:
                     s = sel.get((d, m, 1.0, p))
                     if s is not None:
-                        text += f"- {d}, hide {p:g}, {m}: lr {fmt_lr(s.lr)}, batch {s.batch_size}, {s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}\n"
+                        text += f"- {d}, hide {p:g}, {m}: lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}\n"
         write_text(out / "partial.md", text)
         written["partial"] = out / "partial.md"
     if figures:
