@@ -60,21 +60,25 @@ def test_high_rank_gradient_finite_on_rank_deficient_matrix():
 
 
 def test_high_rank_closed_form_gradient_matches_autograd_and_gradcheck():
-    """The closed-form gradient 2(FFᵀ+δI)⁻¹F (both Gram orientations) equals autograd through
-    ``logdet`` and passes torch's numerical gradcheck."""
-    from spmlkit.methods.opml import _LogDetGram
-
+    """The closed-form gradient −λ·2(FFᵀ+δI)⁻¹F·σ'(s) (both Gram orientations) equals autograd
+    through ``sigmoid`` and ``logdet`` and passes torch's numerical gradcheck."""
     torch.manual_seed(1)
+    reg = HighRankRegularizer(lam=0.7, delta=1e-3)
     for B, L in [(4, 6), (6, 4), (5, 5)]:
-        F = torch.rand(3, B, L, dtype=torch.float64, requires_grad=True)
-        assert torch.autograd.gradcheck(lambda f: _LogDetGram.apply(f, 1e-3), (F,))
+        s = torch.randn(3, B, L, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(reg, (s,))
         w = torch.randn(3, dtype=torch.float64)
-        (_LogDetGram.apply(F, 1e-3) * w).sum().backward()
-        ours = F.grad.clone()
-        F.grad = None
+        (reg(s) * w).sum().backward()
+        ours = s.grad.clone()
+        s.grad = None
+        F = torch.sigmoid(s)
         G = F @ F.transpose(-1, -2) if B <= L else F.transpose(-1, -2) @ F
-        (torch.logdet(G + 1e-3 * torch.eye(G.shape[-1], dtype=G.dtype)) * w).sum().backward()
-        assert torch.allclose(ours, F.grad, atol=1e-10)
+        (-0.7 * torch.logdet(G + 1e-3 * torch.eye(G.shape[-1], dtype=G.dtype)) * w).sum().backward()
+        assert torch.allclose(ours, s.grad, atol=1e-10)
+        # float32 logits: float64 inside, the same gradient to float32 precision
+        s32 = s.detach().float().requires_grad_()
+        (reg(s32) * w.float()).sum().backward()
+        assert s32.grad.dtype == torch.float32 and torch.allclose(s32.grad.double(), s.grad, atol=1e-6)
 
 
 def test_high_rank_is_per_member():

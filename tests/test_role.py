@@ -130,10 +130,13 @@ def test_duplicate_rows_in_a_batch_sum_their_gradients():
     assert np.allclose(a.table(0), b.table(0))
 
 
-@pytest.mark.parametrize("storage", ["float32", "memmap", "float16"])
-def test_dense_adam_mode_follows_torch_adam_on_the_whole_table(storage):
+@pytest.mark.parametrize("storage,distinct", [("float32", False), ("float32", True), ("memmap", False),
+                                              ("memmap", True), ("float16", True)])
+def test_dense_adam_mode_follows_torch_adam_on_the_whole_table(storage, distinct):
     """adam='dense' reproduces the authors' dense Adam (every row moves every step through
-    momentum), computed lazily on the batch rows."""
+    momentum), computed lazily on the batch rows (rows settled at their update, the tail
+    still to come added back when a row is read again within S steps — 25 rows, batches
+    of 4: nearly every read).  ``distinct`` batches skip the de-duplication."""
     torch.manual_seed(0)
     Z = observed_matrix(N=25, L=4)
     lrs = (0.05, 0.01)
@@ -144,7 +147,7 @@ def test_dense_adam_mode_follows_torch_adam_on_the_whole_table(storage):
     for _ in range(80):
         index = torch.stack([torch.randperm(25)[:4] for _ in range(2)])
         target = torch.randn(2, 4, 4)
-        rows = est.batch_inputs(Batch(None, index, torch.zeros(2, 4, 4, dtype=torch.int8)),
+        rows = est.batch_inputs(Batch(None, index, torch.zeros(2, 4, 4, dtype=torch.int8), distinct=distinct),
                                  torch.zeros(2, 4, 4))["estimator_logits"]
         for g in range(2):
             assert torch.allclose(rows[g].detach(), ref[g].detach()[index[g]], atol=tol)
@@ -309,3 +312,38 @@ def test_default_is_the_papers_dense_adam_trajectory():
 
     m = build_method("role")
     assert m.params["adam"] == "dense" and m.components[0].adam == "dense"
+
+
+@pytest.mark.parametrize("t_start", [0, 3000, 1_000_000])
+def test_dense_rows_follow_adam_at_any_global_step(t_start):
+    """RowAdam in dense mode against a float64 simulation of torch's Adam on one row, from
+    global step ``t_start`` (early: bias corrections large; 1e6: past the end of the
+    bias table, constant coefficients): updates at irregular steps, reads in between
+    (within and beyond the S-step tail)."""
+    from spmlkit.methods.label_store import RowAdam
+
+    torch.manual_seed(5)
+    lr, L = 0.02, 6
+    opt = RowAdam("dense")
+    opt.t = t_start
+    phi, m, v = torch.randn(1, L), torch.zeros(1, L), torch.zeros(1, L)
+    steps = torch.zeros(1, dtype=torch.int32)
+    p_ref, m_ref, v_ref = phi.double().clone(), torch.zeros(1, L, dtype=torch.float64), torch.zeros(1, L, dtype=torch.float64)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    t_ref = t_start
+    for gap in [1, 1, 7, 60, 300, 2, 175, 176, 177, 1000]:
+        for _ in range(gap - 1):  # zero-gradient steps the row misses
+            t_ref += 1
+            m_ref, v_ref = b1 * m_ref, b2 * v_ref
+            p_ref = p_ref - lr * (m_ref / (1 - b1 ** t_ref)) / ((v_ref / (1 - b2 ** t_ref)).sqrt() + eps)
+        opt.t = t_ref
+        now = phi.clone()
+        opt.current(now, m, v, steps, lr)  # the row read just before its update
+        assert torch.allclose(now.double(), p_ref, atol=2e-6), (gap, (now.double() - p_ref).abs().max())
+        g = torch.randn(1, L) * 10.0 ** float(torch.randint(-7, 0, ()))
+        t_ref += 1
+        m_ref = b1 * m_ref + (1 - b1) * g.double()
+        v_ref = b2 * v_ref + (1 - b2) * g.double() ** 2
+        p_ref = p_ref - lr * (m_ref / (1 - b1 ** t_ref)) / ((v_ref / (1 - b2 ** t_ref)).sqrt() + eps)
+        opt.t = t_ref
+        phi, steps = opt.step(now, m, v, steps, g, lr)

@@ -60,8 +60,40 @@ def pairwise_logsumexp_loss(logits: torch.Tensor, targets: torch.Tensor, *, a: f
     The common core of ZLPR (``a = b = 1``) and OPML (Li et al., reconstructed Eq. 6 / 11).
     ``targets`` are constants in [0, 1] shaped like ``logits``.
     """
-    t = targets.detach().to(logits.dtype)
-    return log_offset_sum_exp(logits, 1.0 - t, a) + log_offset_sum_exp(-logits, t, b)
+    if not (a > 0 and b > 0):
+        raise ConfigError(f"the constants inside the logarithms must be > 0, got a={a}, b={b}")
+    t = targets.detach().to(logits.dtype).expand_as(logits)
+    return _PairwiseLogSumExp.apply(logits, t, math.log(a), math.log(b))
+
+
+class _PairwiseLogSumExp(torch.autograd.Function):
+    """Both log-sum-exps of :func:`pairwise_logsumexp_loss` in one pass, with the
+    closed-form gradient
+
+        ∂L/∂s_j = (1 − t_j) e^{s_j} / (a + Σ_k (1 − t_k) e^{s_k})  −  t_j e^{−s_j} / (b + Σ_k t_k e^{−s_k})
+
+    (a softmax over each side, offsets included).  The same numbers as
+    ``log_offset_sum_exp(s, 1 − t, a) + log_offset_sum_exp(−s, t, b)`` under autograd
+    (tested), with one autograd node instead of a dozen: at batch 8 and 20 labels the
+    loss's forward + backward is dominated by per-operation overhead (issue 7's speed
+    targets).  The two sides are stacked on a new leading dimension; each side's
+    maximum is taken over its entries of non-zero weight (``log 0 = −inf``) and its
+    log-offset, so it is finite for logits of any magnitude."""
+
+    @staticmethod
+    def forward(ctx, s, t, log_a: float, log_b: float):
+        z = torch.stack((s, -s)) + torch.log(torch.stack((1.0 - t, t)))  # (2, ..., L): x_j + log w_j
+        log_off = torch.tensor([log_a, log_b], dtype=s.dtype, device=s.device).view(2, *([1] * s.dim()))
+        top = torch.maximum(z.amax(dim=-1, keepdim=True), log_off)
+        e = torch.exp(z - top)
+        total = e.sum(dim=-1, keepdim=True) + torch.exp(log_off - top)
+        ctx.save_for_backward(e / total)  # each side's softmax weights
+        return (torch.log(total) + top).sum(dim=0)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (p,) = ctx.saved_tensors
+        return (p[0] - p[1]) * grad_out, None, None, None
 
 
 def soft_observation_targets(observed: torch.Tensor, soft_targets: torch.Tensor | None,

@@ -76,6 +76,9 @@ class Batch:
     index: torch.Tensor  # (G, B) long
     observed: torch.Tensor  # (G, B, L) int8
     extras: dict = field(default_factory=dict)  # e.g. a second augmented view
+    #: every member's row numbers are distinct (a slice of a permutation): index-addressed
+    #: state (ROLE's estimator rows) then needs no de-duplication.  False = may repeat.
+    distinct: bool = False
     # distributed runs only (spmlkit.training.distributed):
     shard: tuple[int, int] | None = None  # this rank's rows [start, stop) of the global batch
     local: "Batch | None" = None  # on the global batch: this rank's own batch (with inputs)

@@ -66,34 +66,46 @@ def _override(observed: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
 
 
 # ------------------------------------------------------------- high-rank (Eq. 10)
-class _LogDetGram(torch.autograd.Function):
-    """``log det(G + δI)`` of the smaller Gram matrix ``G`` of ``F`` (..., B, L), with the
-    closed-form gradient ``∂/∂F log det(FFᵀ + δI) = 2 (FFᵀ + δI)⁻¹ F`` (and
-    ``2 F (FᵀF + δI)⁻¹`` for the other Gram matrix) from the saved Cholesky factor:
-    one triangular solve instead of autograd through the factorisation (~35% less time
-    per step on this CPU).  Float64 inside (the Gram matrix's condition number reaches
-    L/δ), the input's dtype outside."""
+def _log_det_gram(F64: torch.Tensor, delta: float) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """``log det(G + δI)`` of the smaller Gram matrix ``G`` of ``F64`` (..., B, L) (float64),
+    its Cholesky factor, and whether ``G = FFᵀ`` (``B ≤ L``) rather than ``FᵀF``."""
+    rows = F64.shape[-2] <= F64.shape[-1]
+    gram = F64 @ F64.transpose(-1, -2) if rows else F64.transpose(-1, -2) @ F64
+    gram.diagonal(dim1=-2, dim2=-1).add_(delta)
+    chol, _ = torch.linalg.cholesky_ex(gram)  # positive definite: δ > 0 (no status check, no sync)
+    return 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1), chol, rows
+
+
+class _HighRankTerm(torch.autograd.Function):
+    """``−λ log det(G + δI)``, ``G`` the smaller Gram matrix of ``F = σ(logits)`` (..., B, L),
+    with the closed-form gradient
+
+        ∂/∂F log det(FFᵀ + δI) = 2 (FFᵀ + δI)⁻¹ F     (and 2 F (FᵀF + δI)⁻¹ for the other Gram)
+
+    from the saved Cholesky factor, times ``σ'(s) = F(1 − F)``: one triangular solve and
+    one autograd node instead of autograd through the sigmoid, the factorisation and the
+    scaling (issue 7's speed targets: at batch 8 the term's cost is per-operation
+    overhead).  Float64 inside (the Gram matrix's condition number reaches L/δ), the
+    input's dtype outside."""
 
     @staticmethod
-    def forward(ctx, F: torch.Tensor, delta: float) -> torch.Tensor:
-        F64 = F.detach().to(torch.float64)
-        rows = F64.shape[-2] <= F64.shape[-1]
-        gram = F64 @ F64.transpose(-1, -2) if rows else F64.transpose(-1, -2) @ F64
-        gram.diagonal(dim1=-2, dim2=-1).add_(delta)
-        chol = torch.linalg.cholesky(gram)  # positive definite: δ > 0
-        ctx.save_for_backward(F64, chol)
-        ctx.rows = rows
-        return (2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1)).to(F.dtype)
+    def forward(ctx, logits: torch.Tensor, lam: float, delta: float) -> torch.Tensor:
+        F = torch.sigmoid(logits.detach())
+        F64 = F.to(torch.float64)
+        value, chol, rows = _log_det_gram(F64, delta)
+        ctx.save_for_backward(F, F64, chol)
+        ctx.rows, ctx.lam = rows, lam
+        return (-lam * value).to(logits.dtype)
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
-        F64, chol = ctx.saved_tensors
+        F, F64, chol = ctx.saved_tensors
         if ctx.rows:
-            grad = torch.cholesky_solve(F64, chol)
+            solved = torch.cholesky_solve(F64, chol)
         else:
-            grad = torch.cholesky_solve(F64.transpose(-1, -2), chol).transpose(-1, -2)
-        grad = 2.0 * grad * grad_out.to(torch.float64)[..., None, None]
-        return grad.to(grad_out.dtype), None
+            solved = torch.cholesky_solve(F64.transpose(-1, -2), chol).transpose(-1, -2)
+        scale = (-2.0 * ctx.lam) * grad_out[..., None, None]
+        return solved.to(F.dtype) * (F * (1.0 - F)) * scale, None, None
 
 
 class HighRankRegularizer:
@@ -105,7 +117,7 @@ class HighRankRegularizer:
     ``log det(FᵀF + δI)`` up to the constant ``|L − B| log δ``; it is computed as
     ``log det`` of the smaller Gram matrix (``FFᵀ`` or ``FᵀF``) ``+ δI`` by a Cholesky
     factorisation in float64, with the closed-form gradient ``2(FFᵀ + δI)⁻¹F``
-    (:class:`_LogDetGram`) — differentiable everywhere (no singular-vector derivatives)
+    (:class:`_HighRankTerm`) — differentiable everywhere (no singular-vector derivatives)
     and finite for rank-deficient ``F``.
 
     Defaults (the paper's λ values are in its Fig. 6, whose numbers our copy lacks; its
@@ -128,13 +140,13 @@ class HighRankRegularizer:
         self.delta = float(delta)
 
     def log_det_term(self, probs: torch.Tensor) -> torch.Tensor:
-        """``Σ_i log(σ_i(F)² + δ)`` of ``F = probs`` (..., B, L) -> (...)."""
-        return _LogDetGram.apply(probs, self.delta)
+        """``Σ_i log(σ_i(F)² + δ)`` of ``F = probs`` (..., B, L) -> (...), not differentiated."""
+        return _log_det_gram(probs.detach().to(torch.float64), self.delta)[0].to(probs.dtype)
 
     def __call__(self, logits: torch.Tensor, batch: Batch | None = None, model=None) -> torch.Tensor:
         if self.lam == 0:
             return logits.new_zeros(logits.shape[:-2])
-        return -self.lam * self.log_det_term(torch.sigmoid(logits))
+        return _HighRankTerm.apply(logits, self.lam, self.delta)
 
     def __repr__(self) -> str:
         return f"HighRankRegularizer(lam={self.lam}, delta={self.delta})"

@@ -118,7 +118,7 @@ class LabelEstimator(Component):
             self.setup(self.ctx)
 
     def batch_inputs(self, batch: Batch, logits: torch.Tensor) -> dict:
-        rows = self.store.read(batch.index).to(logits.device).requires_grad_(True)
+        rows = self.store.read(batch.index, distinct=batch.distinct).to(logits.device).requires_grad_(True)
         self._pending = (batch.index, rows)
         return {"estimator_logits": rows}
 

@@ -144,12 +144,12 @@ class ImageLearner:
         for r, mine, (a, b) in zip(rows, local, shards):
             views = next(loaded) if mine else tuple(torch.zeros(0, 3, S, S) for _ in self.views)
             idx = torch.tensor(mine, dtype=torch.long).view(1, -1)
-            batch = Batch(inputs=views[0], index=idx, observed=self.observed[idx],
+            batch = Batch(inputs=views[0], index=idx, observed=self.observed[idx], distinct=True,
                           extras=dict(zip(self.views[1:], views[1:])))
             if ctx.enabled:
                 whole = torch.tensor(r, dtype=torch.long).view(1, -1)
                 batch.shard = (a, b)
-                batch.global_batch = Batch(inputs=None, index=whole, observed=self.observed[whole])
+                batch.global_batch = Batch(inputs=None, index=whole, observed=self.observed[whole], distinct=True)
             yield batch
 
     def zero_grad(self) -> None:

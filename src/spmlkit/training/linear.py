@@ -180,12 +180,12 @@ class LinearLearner:
             G, n = idx.shape
             obs = Z.index_select(0, idx.reshape(-1)).view(G, n, L)
             if not ctx.enabled:
-                yield Batch(inputs=train.gather(idx), index=idx, observed=obs)
+                yield Batch(inputs=train.gather(idx), index=idx, observed=obs, distinct=True)
                 continue
             a, b = distributed.shard_bounds(n, ctx.world_size, ctx.rank)
             mine = idx[:, a:b]
-            yield Batch(inputs=train.gather(mine), index=mine, observed=obs[:, a:b], shard=(a, b),
-                        global_batch=Batch(inputs=None, index=idx, observed=obs))
+            yield Batch(inputs=train.gather(mine), index=mine, observed=obs[:, a:b], shard=(a, b), distinct=True,
+                        global_batch=Batch(inputs=None, index=idx, observed=obs, distinct=True))
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad()
