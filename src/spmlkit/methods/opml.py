@@ -32,6 +32,8 @@ method          parts                                                       pape
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from typing import Callable
 
@@ -67,13 +69,19 @@ def _override(observed: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------- high-rank (Eq. 10)
 def _log_det_gram(F64: torch.Tensor, delta: float) -> tuple[torch.Tensor, torch.Tensor, bool]:
-    """``log det(G + δI)`` of the smaller Gram matrix ``G`` of ``F64`` (..., B, L) (float64),
+    """``½ log det(G + δI)`` of the smaller Gram matrix ``G`` of ``F64`` (..., B, L) (float64),
     its Cholesky factor, and whether ``G = FFᵀ`` (``B ≤ L``) rather than ``FᵀF``."""
     rows = F64.shape[-2] <= F64.shape[-1]
-    gram = F64 @ F64.transpose(-1, -2) if rows else F64.transpose(-1, -2) @ F64
-    gram.diagonal(dim1=-2, dim2=-1).add_(delta)
+    A, Bt = (F64, F64.transpose(-1, -2)) if rows else (F64.transpose(-1, -2), F64)
+    gram = torch.baddbmm(_ridge(A.shape[-2], delta), A, Bt) if A.dim() == 3 else A @ Bt + _ridge(A.shape[-2], delta)
     chol, _ = torch.linalg.cholesky_ex(gram)  # positive definite: δ > 0 (no status check, no sync)
-    return 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1), chol, rows
+    return torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1), chol, rows
+
+
+@functools.lru_cache(maxsize=16)
+def _ridge(n: int, delta: float) -> torch.Tensor:
+    """``δI`` (n × n, float64), made once; never written to."""
+    return torch.eye(n, dtype=torch.float64).mul_(delta)
 
 
 class _HighRankTerm(torch.autograd.Function):
@@ -82,30 +90,30 @@ class _HighRankTerm(torch.autograd.Function):
 
         ∂/∂F log det(FFᵀ + δI) = 2 (FFᵀ + δI)⁻¹ F     (and 2 F (FᵀF + δI)⁻¹ for the other Gram)
 
-    from the saved Cholesky factor, times ``σ'(s) = F(1 − F)``: one triangular solve and
-    one autograd node instead of autograd through the sigmoid, the factorisation and the
+    from the Cholesky factor, times ``σ'(s) = F(1 − F)``: one triangular solve and one
+    autograd node instead of autograd through the sigmoid, the factorisation and the
     scaling (issue 7's speed targets: at batch 8 the term's cost is per-operation
-    overhead).  Float64 inside (the Gram matrix's condition number reaches L/δ), the
-    input's dtype outside."""
+    overhead).  The gradient is formed in the forward pass (the factor is at hand; the
+    term exists only in training losses).  Float64 inside (the Gram matrix's condition
+    number reaches L/δ), the input's dtype outside."""
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, lam: float, delta: float) -> torch.Tensor:
-        F = torch.sigmoid(logits.detach())
-        F64 = F.to(torch.float64)
-        value, chol, rows = _log_det_gram(F64, delta)
-        ctx.save_for_backward(F, F64, chol)
-        ctx.rows, ctx.lam = rows, lam
-        return (-lam * value).to(logits.dtype)
-
-    @staticmethod
-    def backward(ctx, grad_out: torch.Tensor):
-        F, F64, chol = ctx.saved_tensors
-        if ctx.rows:
+        F64 = torch.sigmoid(logits.to(torch.float64))
+        half_logdet, chol, rows = _log_det_gram(F64, delta)
+        if rows:
             solved = torch.cholesky_solve(F64, chol)
         else:
             solved = torch.cholesky_solve(F64.transpose(-1, -2), chol).transpose(-1, -2)
-        scale = (-2.0 * ctx.lam) * grad_out[..., None, None]
-        return solved.to(F.dtype) * (F * (1.0 - F)) * scale, None, None
+        # ½ ∂ log det / ∂ logits = (G + δI)⁻¹F · σ'(s)
+        ctx.save_for_backward(solved.mul_(F64 - F64 * F64).to(logits.dtype))
+        ctx.lam = lam
+        return half_logdet.mul_(-2.0 * lam).to(logits.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        (half_grad,) = ctx.saved_tensors
+        return half_grad * ((-2.0 * ctx.lam) * grad_out)[..., None, None], None, None
 
 
 class HighRankRegularizer:
@@ -141,7 +149,7 @@ class HighRankRegularizer:
 
     def log_det_term(self, probs: torch.Tensor) -> torch.Tensor:
         """``Σ_i log(σ_i(F)² + δ)`` of ``F = probs`` (..., B, L) -> (...), not differentiated."""
-        return _log_det_gram(probs.detach().to(torch.float64), self.delta)[0].to(probs.dtype)
+        return (2.0 * _log_det_gram(probs.detach().to(torch.float64), self.delta)[0]).to(probs.dtype)
 
     def __call__(self, logits: torch.Tensor, batch: Batch | None = None, model=None) -> torch.Tensor:
         if self.lam == 0:
