@@ -108,3 +108,21 @@ def test_members_are_independent_and_shape():
     for g in range(3):
         assert torch.allclose(out[g], zlpr(s[g], Z[g]))
     assert reduce_mean(out).shape == (3,)
+
+
+def test_fused_form_equals_two_log_offset_sum_exps_with_gradients():
+    """The one-node pairwise loss equals log_offset_sum_exp(s, 1−t, a) + log_offset_sum_exp(−s, t, b)
+    under autograd — values and gradients — for soft targets and a, b ≠ 1, and passes gradcheck."""
+    torch.manual_seed(6)
+    s = torch.randn(2, 5, 7, dtype=torch.float64, requires_grad=True)
+    t = torch.rand(2, 5, 7, dtype=torch.float64)
+    t[0, 0] = 0.0  # a side with no weight left but its offset
+    w = torch.rand(2, 5, 1, dtype=torch.float64)
+    (pairwise_logsumexp_loss(s, t, a=2.0, b=0.5) * w).sum().backward()
+    ours = s.grad.clone()
+    s.grad = None
+    ref = log_offset_sum_exp(s, 1.0 - t, 2.0) + log_offset_sum_exp(-s, t, 0.5)
+    assert torch.allclose(pairwise_logsumexp_loss(s, t, a=2.0, b=0.5), ref)
+    (ref * w).sum().backward()
+    assert torch.allclose(ours, s.grad, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda x: pairwise_logsumexp_loss(x, t, a=2.0, b=0.5), (s.detach().requires_grad_(),))
