@@ -304,7 +304,7 @@ class _BatchRows:
     flat: torch.Tensor
     rows: torch.Tensor
     inv: torch.Tensor
-    lr: torch.Tensor
+    lr: "float | torch.Tensor"
     phi: torch.Tensor
     m: torch.Tensor
     v: torch.Tensor
@@ -327,7 +327,7 @@ class _Store:
         if self.lrs.numel() != self.G:
             raise ConfigError(f"{self.G} members but {self.lrs.numel()} estimator learning rates")
         self.opt = RowAdam(adam, betas, eps)
-        self._pending = None  # the rows ``read`` gathered (and brought up to date) for ``update``
+        self._pending = None  # the rows ``read`` gathered (values at the current step) for ``update``
         self._offsets = torch.arange(self.G, dtype=torch.long).unsqueeze(1) * self.N  # member g's rows start at g·N
         self._lr0 = float(self.lrs[0])  # one member: a Python float (cheaper than a tensor per row)
 
@@ -659,6 +659,7 @@ class FactorisedStore(_Store):
     (a rank-L factorisation is already exact and larger than the table)."""
 
     kind = "factorised"
+    FIT_ROWS = 4096  # rows per float64 sub-block when fitting the factors
 
     def __init__(self, n_members, n_rows, n_labels, *, rank: int = 64, **kw):
         super().__init__(n_members, n_rows, n_labels, **kw)
@@ -719,7 +720,7 @@ class FactorisedStore(_Store):
         return phi @ self.V[g] + self.b[g]
 
     def set_member_table(self, g, chunks):
-        chunks = list(chunks)
+        chunks = list(chunks)  # two passes over a one-shot iterator (load_member_state re-reads instead)
         self._fit_member(g, lambda: iter(chunks))
 
     def initialise(self, observed, seeds):
@@ -730,21 +731,26 @@ class FactorisedStore(_Store):
         """Best rank-r approximation with a per-label bias: ``b`` = column means, ``V`` = the
         top-r eigenvectors of the centred Gram matrix, ``U`` = centred rows projected on
         them.  Two passes over the chunks (column sums and Gram matrix in float64, then
-        the codes): never more than one chunk of the table in memory."""
+        the codes), the float64 arithmetic on sub-blocks of ``FIT_ROWS`` rows: never more
+        than one chunk of the table and a few MB of temporaries in memory (``make_chunks``
+        is called once per pass)."""
         L, r, N = self.L, self.rank, self.N
         s = np.zeros(L)
         gram = np.zeros((L, L))
         for _, block in make_chunks():
-            b64 = block.astype(np.float64)
-            s += b64.sum(0)
-            gram += b64.T @ b64
+            for i in range(0, len(block), self.FIT_ROWS):
+                b64 = block[i:i + self.FIT_ROWS].astype(np.float64)
+                s += b64.sum(0)
+                gram += b64.T @ b64
         mean = s / N
         _, vecs = np.linalg.eigh(gram - N * np.outer(mean, mean))  # ascending eigenvalues
         W = vecs[:, ::-1][:, :r].copy()  # (L, r)
         base = g * N
         for start, block in make_chunks():
-            code = (block.astype(np.float64) - mean) @ W
-            self.U[base + start: base + start + len(block)] = torch.from_numpy(code.astype(np.float32))
+            for i in range(0, len(block), self.FIT_ROWS):
+                code = (block[i:i + self.FIT_ROWS].astype(np.float64) - mean) @ W
+                row = base + start + i
+                self.U[row: row + len(code)] = torch.from_numpy(code.astype(np.float32))
         self.V[g] = torch.from_numpy(W.T.astype(np.float32))
         self.b[g, 0] = torch.from_numpy(mean.astype(np.float32))
         self._reset_member(g)
@@ -772,7 +778,8 @@ class FactorisedStore(_Store):
             self.b[g] = torch.as_tensor(state["b"]).float()
             self._reset_member(g)
             return
-        self.set_member_table(g, _chunks_from_state(state, self.N, self.L))
+        self._pending = None
+        self._fit_member(g, lambda: _chunks_from_state(state, self.N, self.L))  # read twice, never held whole
 
     _TENSORS = ("U", "U_exp_avg", "U_exp_avg_sq", "steps", "V", "V_exp_avg", "V_exp_avg_sq", "b", "b_exp_avg",
                 "b_exp_avg_sq", "dense_steps")
