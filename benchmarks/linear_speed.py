@@ -118,10 +118,9 @@ def make_run(method_name: str, data: dict, batch: int, lrs, seeds, params: dict 
     X, Y = data["train"]
     spec = get_method_spec(method_name)
     Z = observe(Y, spec.regime if spec.regime in REGIMES else "single_positive", seed=0)
-    stores = {"train": FeatureStore(X), "val": FeatureStore(data["val"][0])}
-    if "test" in data:
-        stores["test"] = FeatureStore(data["test"][0])
-    learner = LinearLearner(stores, Z, lrs=list(lrs), seeds=list(seeds), batch_size=batch, n_labels=data["L"])
+    if "stores" not in data:  # built once per data set, shared (read-only) by every run on it
+        data["stores"] = {split: FeatureStore(data[split][0]) for split in ("train", "val", "test") if split in data}
+    learner = LinearLearner(data["stores"], Z, lrs=list(lrs), seeds=list(seeds), batch_size=batch, n_labels=data["L"])
     method = build_method(method_name, **(params or {}))
     method.setup(TrainContext(n_train=len(Z), n_labels=data["L"], observed=learner.observed, n_members=len(lrs),
                               expected_positives=expected_positives(Y), base_lrs=tuple(lrs), epochs=25))
