@@ -1,6 +1,6 @@
 """Speed of the linear protocol against a bare PyTorch loop (issue 7).
 
-    PYTHONPATH=src python benchmarks/linear_speed.py            # the full table (about an hour on 2 busy cores)
+    PYTHONPATH=src python benchmarks/linear_speed.py            # the full table (~32 min on a quiet 2-core machine)
     PYTHONPATH=src python benchmarks/linear_speed.py --quick    # a few minutes: fewer steps, one repetition
 
 Prints Markdown tables and writes ``benchmarks/results/linear_speed.md`` (with the
@@ -25,8 +25,8 @@ command, date, machine and load average):
    measured per batch size and extrapolated to 25 epochs + the final test/train scoring.
 3. **mAP time** for 40,137 × 80 predictions (vectorised, and scikit-learn per class).
 4. **method state memory** per scale (the bytes of tensors a method's components hold
-   after set-up, e.g. ROLE's estimator table); peak process memory of ROLE per scale
-   is phase 2 of issue 7.
+   after set-up, e.g. ROLE's estimator table).
+5. **peak process memory of ROLE** per storage and scale, each in a fresh process.
 """
 from __future__ import annotations
 
