@@ -2,6 +2,7 @@
 (gloo; the rendezvous picks a free port)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,3 +19,17 @@ def torchrun(args, nproc: int = 2, timeout: int = 600) -> subprocess.CompletedPr
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
     return p
+
+
+def worker_cases(bundle_path: str, cases_json: str):
+    """In a worker launched by :func:`torchrun` with two processes: join the gloo process
+    group, open the bundle and read the cases.  Returns ``(ctx, bundle, cases)`` with
+    ``cases`` a list of ``(name, case, TrainConfig(**case["config"]))``."""
+    from spmlkit.config import TrainConfig
+    from spmlkit.data import Bundle
+    from spmlkit.training import distributed
+
+    ctx = distributed.init_from_env()
+    assert ctx.world_size == 2 and ctx.backend == "gloo", ctx
+    cases = [(name, case, TrainConfig(**case["config"])) for name, case in json.loads(cases_json).items()]
+    return ctx, Bundle(bundle_path), cases

@@ -1,13 +1,11 @@
 """Worker for tests/test_distributed_finetune.py, launched by ``torchrun --nproc_per_node 2``:
 fine-tunes each case on every rank, checks that the ranks end with identical weights
 (parameters and BatchNorm buffers), and has rank 0 save the results."""
-import json
 import sys
 
 import torch
 
-from spmlkit.config import TrainConfig
-from spmlkit.data import Bundle
+from _torchrun import worker_cases
 from spmlkit.training import distributed
 from spmlkit.training.finetune import train_finetune
 
@@ -25,12 +23,9 @@ def no_decoder_dropout(on: bool) -> None:
 
 
 def main(bundle_path: str, out: str, cases_json: str) -> None:
-    ctx = distributed.init_from_env()
-    assert ctx.world_size == 2 and ctx.backend == "gloo", ctx
-    bundle = Bundle(bundle_path)
+    ctx, bundle, cases = worker_cases(bundle_path, cases_json)
     results = {}
-    for name, case in json.loads(cases_json).items():
-        cfg = TrainConfig(**case["config"])
+    for name, case, cfg in cases:
         no_decoder_dropout(case.get("no_dropout", False))
         res = None
         for epochs in case.get("stages", [cfg.finetune_epochs]):  # several stages = killed and resumed

@@ -8,19 +8,15 @@ import sys
 
 import torch
 
-from spmlkit.config import TrainConfig
-from spmlkit.data import Bundle
+from _torchrun import worker_cases
 from spmlkit.training import distributed
 from spmlkit.training.linear import train_linear
 
 
 def main(bundle_path: str, out: str, cases_json: str, cli_json: str = "[]") -> None:
-    ctx = distributed.init_from_env()
-    assert ctx.world_size == 2 and ctx.backend == "gloo", ctx
-    bundle = Bundle(bundle_path)
+    ctx, bundle, cases = worker_cases(bundle_path, cases_json)
     results = {}
-    for name, case in json.loads(cases_json).items():
-        cfg = TrainConfig(**case["config"])
+    for name, case, cfg in cases:
         for epochs in case.get("stages", [cfg.epochs]):  # several stages = killed and resumed
             res = train_linear(bundle, cfg.replace(epochs=epochs), lrs=case.get("lrs"), seeds=case.get("seeds"),
                                keep_state=True, run_dir=case.get("run_dir"))

@@ -19,8 +19,9 @@ positives have ``t = 1``, observed negatives ``t = 0`` and unobserved entries ta
 ``soft_targets`` a method supplies.
 
 Both losses couple the labels of an example, so they return one value per example,
-shape ``(..., B, 1)``.  Everything is a log-sum-exp (:func:`log_offset_sum_exp`), stable
-for logits of any magnitude.  OPML (:mod:`.opml`) is the same computation with the
+shape ``(..., B, 1)``.  Both sides are log-sum-exps with an offset
+(:func:`log_offset_sum_exp` is one side; the loss computes the two in one autograd node,
+:class:`_PairwiseLogSumExp`), stable for logits of any magnitude.  OPML (:mod:`.opml`) is the same computation with the
 constants 1 replaced by ``a, b``.
 """
 from __future__ import annotations

@@ -33,7 +33,6 @@ method          parts                                                       pape
 from __future__ import annotations
 
 import functools
-
 import math
 from typing import Callable
 
