@@ -250,18 +250,21 @@ def _cmd_train(args) -> int:
         bundle = Bundle(args.bundle)
         out = Path(args.out) if args.out else \
             Path("runs") / f"{bundle.name}-{config.method}-lr{config.lr:g}-s{config.seed}"
-        total = config.epochs
+        from .methods import build_method
+
+        method = build_method(config.method, **config.param_dict)
+        total = config.epochs * max(1, len(method.candidates))  # a recipe trains each member method in turn
         if config.setting == "finetune":
-            from .methods import build_method
             from .training.finetune import resolve_recipe
 
-            total = resolve_recipe(config, build_method(config.method, **config.param_dict))["epochs"]
+            total = resolve_recipe(config, method)["epochs"]
         bar = _progress(total, f"{config.method} on {bundle.name}") if dctx.is_main else None
 
         def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
             if bar is not None:
                 r = info["rows"][0]
-                bar.set_postfix(loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
+                extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
+                bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
                 bar.update(1)
 
         done = None if args.no_resume else finished_run(bundle, config, out)

@@ -410,6 +410,30 @@ class Bundle:
         write_text(p.with_name(p.name + ".sha256"), sha256_file(p) + "\n")
         return Z
 
+    def selection_observations(self, split: str = "val", regime: str = "single_positive") -> np.ndarray:
+        """What a practitioner would have for ``split`` (default ``val``): the user's own
+        observations when the bundle has them; otherwise observations simulated from the
+        split's full labels under ``regime`` (the training regime), from a seed stream of
+        the bundle's seed of its own (the training draw is unchanged), not cached.
+
+        The observed-label selection criteria (``observed_map``, the ``auto`` recipe's
+        choice) score with these, so a benchmark on fully labelled data selects exactly
+        as a user with single-positive validation data would (issue 16)."""
+        self._check_split(split)
+        if split == "train":
+            return self.observations("train", regime=regime)
+        Y = self.labels(split)
+        if Y is None:
+            return self.observations(split)
+        name = regime if regime == OBSERVED_ONLY else get_regime(regime).name
+        if name in ("full", OBSERVED_ONLY):
+            from ..labels import full_observations
+
+            return full_observations(Y)
+        stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw
+        return observe(Y, name, seed=stream, hide_prob=float(self.meta.get("hide_prob", 0.5)),
+                       areas=self.areas(split))
+
     @staticmethod
     def _checked_z(Z: np.ndarray, path: Path) -> np.ndarray:
         """Observations must be int8 in {-1, 0, +1}."""

@@ -70,6 +70,11 @@ class ArrayBundle:
     def labels(self, split: str):
         return self._Y.get(split)
 
+    def selection_observations(self, split: str = "val", regime: str | None = None) -> np.ndarray:
+        """The user's observations of ``split`` (their full labels as observations when they
+        gave full labels): in-memory data is never re-observed (``regime`` is not used)."""
+        return self.observations(split)
+
     def observations(self, split: str = "train", regime: str | None = None) -> np.ndarray:
         if split == "train":
             if regime not in (None, OBSERVED_ONLY):

@@ -482,9 +482,12 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                     base = TrainConfig(method=mname, params=params, batch_size=bs, epochs=run_epochs,
                                        patience=spec.patience, regime=spec.regime, hide_prob=hide,
                                        lr=spec.lrs[0], seed=unit_seeds[0], **run_cfg)
-                    members = [(float(lr), int(s)) for lr in spec.lrs for s in unit_seeds]
+                    # a recipe (e.g. auto) searches its own learning rates: one member per seed
+                    row_lrs = spec.lrs[:1] if method.candidates else spec.lrs
+                    members = [(float(lr), int(s)) for lr in row_lrs for s in unit_seeds]
                     member_groups = [members] if stacked else [[m] for m in members]
-                    hist = bool(spec.histograms and fraction == 1.0 and hide is None)
+                    # (a recipe's epochs belong to several member methods: no histogram of its own)
+                    hist = bool(spec.histograms and fraction == 1.0 and hide is None and not method.candidates)
                     for mg in member_groups:
                         cfg = base.replace(lr=mg[0][0], seed=mg[0][1])
                         cd = cfg.to_dict()

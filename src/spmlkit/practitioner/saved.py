@@ -60,7 +60,7 @@ class SavedModel:
     head: str
     hidden: int
     n_features: int
-    state: dict  # head state of one member (no leading member axis)
+    state: dict  # head state of one member (no leading member axis), or of ``members`` stacked members
     mean: np.ndarray | None = None
     std: np.ndarray | None = None
     method: str = ""
@@ -73,6 +73,9 @@ class SavedModel:
     image: dict | None = None  # fine-tuned image models: ImageModel.spec() + image_size; state = full state dict
     #: where predictions are computed (``spml evaluate/predict --device``); files stay device-free
     device: "str | torch.device" = field(default="cpu", compare=False, repr=False)
+    #: > 1: an ensemble (a recipe such as ``auto``): ``state`` holds that many stacked heads
+    #: and the prediction is the mean of their probabilities
+    members: int = 1
 
     @property
     def takes_images(self) -> bool:
@@ -84,10 +87,13 @@ class SavedModel:
                             **fields) -> "SavedModel":
         """A model from ``RunResult.state`` (``train_linear(..., keep_state=True)``)."""
         head = state["head"]
-        n_features = int(head["weight"].shape[0] if "weight" in head else head["hidden.weight"].shape[0])
+        members = int(state.get("members", 1))
+        axis = 0 if members == 1 else 1  # stacked members: (G, D, ...)
+        n_features = int(head["weight"].shape[axis] if "weight" in head else head["hidden.weight"].shape[axis])
         return cls(label_names=list(label_names), head=config.get("head", "linear"),
                    hidden=int(config.get("hidden", 512)), n_features=n_features, state=head, mean=state["mean"],
-                   std=state["std"], method=method, params=dict(params), config=dict(config), **fields)
+                   std=state["std"], method=method, params=dict(params), config=dict(config), members=members,
+                   **fields)
 
     def _module(self):
         try:
@@ -106,9 +112,9 @@ class SavedModel:
                 mod = build_image_model(self.image, image_size=int(self.image["image_size"]), pretrained=False)
             mod.load_state_dict(self.state)
             return mod.to(self.device).eval()
-        gen = [torch.Generator(device="cpu").manual_seed(0)]
+        gen = [torch.Generator(device="cpu").manual_seed(0)] * self.members
         mod = build_head(self.head, self.n_features, len(self.label_names), gen, hidden=self.hidden)
-        mod.load_state_dict({k: v.unsqueeze(0) for k, v in self.state.items()})
+        mod.load_state_dict(self.state if self.members > 1 else {k: v.unsqueeze(0) for k, v in self.state.items()})
         mod.to(self.device).eval()
         return mod
 
@@ -135,7 +141,13 @@ class SavedModel:
                 x = torch.from_numpy(block)
                 if self.mean is not None:
                     x = (x - torch.from_numpy(self.mean)) / torch.from_numpy(self.std)
-                out[s:s + len(block)] = mod(x.to(self.device))[0].cpu().numpy()
+                logits = mod(x.to(self.device))
+                if self.members > 1:  # an ensemble: the logit of the members' mean probability
+                    from ..training.recipe import mean_probability_logits
+
+                    out[s:s + len(block)] = mean_probability_logits(logits).float().cpu().numpy()
+                else:
+                    out[s:s + len(block)] = logits[0].cpu().numpy()
         return out
 
     def _image_logits(self, paths: list[str], batch_size: int = 16) -> np.ndarray:
@@ -202,7 +214,8 @@ def save_model(model: SavedModel, path: str | Path) -> Path:
         "format": MODEL_FORMAT, "spmlkit_version": __version__, "label_names": model.label_names,
         "head": model.head, "hidden": model.hidden, "n_features": model.n_features, "method": model.method,
         "params": model.params, "config": model.config, "info": model.info, "label_sets": model.label_sets,
-        "input": model.input, **({"image": model.image} if model.image is not None else {})})
+        "input": model.input, **({"image": model.image} if model.image is not None else {}),
+        **({"members": model.members} if model.members != 1 else {})})
     return path
 
 
@@ -228,7 +241,9 @@ def load_model(path: str | Path) -> SavedModel:
                              and all(isinstance(n, str) for n in meta["label_names"])),
                             ("head", isinstance(meta.get("head"), str)),
                             ("hidden", isinstance(meta.get("hidden"), int)),
-                            ("n_features", isinstance(meta.get("n_features"), int))) if not ok]
+                            ("n_features", isinstance(meta.get("n_features"), int)),
+                            ("members", isinstance(meta.get("members", 1), int) and not isinstance(
+                                meta.get("members", 1), bool) and meta.get("members", 1) >= 1)) if not ok]
     if bad:
         raise CorruptFileError(f"{meta_path}: damaged model description ({', '.join(bad)} missing or of the wrong "
                                "type)")
@@ -244,4 +259,5 @@ def load_model(path: str | Path) -> SavedModel:
                       method=meta.get("method", ""), params=meta.get("params", {}), config=meta.get("config", {}),
                       info=meta.get("info", {}),
                       label_sets=meta.get("label_sets") or {"rule": "threshold", "threshold": 0.5},
-                      input=meta.get("input") or {"kind": "features"}, path=path, image=meta.get("image"))
+                      input=meta.get("input") or {"kind": "features"}, path=path, image=meta.get("image"),
+                      members=meta.get("members", 1))

@@ -423,6 +423,7 @@ class RunResult:
     n_empty_test_classes: int = 0
     test_observed: dict | None = None  # observed-label metrics on a test split without full labels
     expected_positives: float | None = None  # k given to the method (config, or Eq. A1 on full labels)
+    notes: dict | None = None  # a recipe's choices (spmlkit.training.recipe): members, their lr and score
     state: dict | None = field(default=None, repr=False)  # best-epoch head weights (+ method state)
 
     def to_record(self) -> dict:
@@ -435,6 +436,11 @@ class RunResult:
         return cls(**{k: v for k, v in record.items() if k in names})
 
 
+def training_regime(method: Method, config: TrainConfig | None = None) -> str:
+    """The regime ``method`` trains on: ``config.regime`` when set, else its registered one."""
+    return config.regime if config is not None and config.regime is not None else method.regime
+
+
 def observations_for(bundle: Bundle, method: Method, config: TrainConfig | None = None) -> np.ndarray:
     """Training observations in the regime the method trains on: ``config.regime`` when
     set (an explicit override, e.g. ``full``), else the method's registered regime;
@@ -445,7 +451,7 @@ def observations_for(bundle: Bundle, method: Method, config: TrainConfig | None 
     the user's observations already have what that regime provides (``full``: no
     unobserved entry; ``…negative(s)`` regimes: an observed negative in every row;
     ``partial``: anything)."""
-    regime = config.regime if config is not None and config.regime is not None else method.regime
+    regime = training_regime(method, config)
     hide_prob = config.hide_prob if config is not None else None
     if not bundle.has_full_labels:
         Z = bundle.observations("train")
@@ -485,6 +491,11 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     if len(lrs) != len(seeds):
         raise ConfigError("give one seed per learning rate")
     method = build_method(config.method, **config.param_dict)
+    if method.candidates:  # a recipe (e.g. auto): trained as its member methods, then combined
+        from .recipe import train_recipe
+
+        return train_recipe(bundle, config, method, lrs=lrs, seeds=seeds, run_dir=run_dir, resume=resume,
+                            on_epoch=on_epoch, keep_state=keep_state)
     if method.setting == "finetune":
         raise ConfigError(f"method {config.method!r} needs end-to-end training on images (--setting finetune)")
     if len(lrs) > 1 and not method.supports_members:
@@ -506,7 +517,11 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     Z = observations_for(bundle, method, config)
     Y_train = bundle.labels("train")
     Y_val = bundle.labels("val") if "val" in stores else None
-    Z_val = bundle.observations("val") if Y_val is None and "val" in stores else None
+    Z_val = None
+    if "val" in stores and (Y_val is None or config.selection.startswith("observed")):
+        # observed-label criteria score what a user would have: single positives drawn in the
+        # training regime from full validation labels (Bundle.selection_observations)
+        Z_val = bundle.selection_observations("val", training_regime(method, config))
     Y_test = bundle.labels("test") if "test" in stores else None
     Z_test = bundle.observations("test") if Y_test is None and "test" in stores else None
     selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)

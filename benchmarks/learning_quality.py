@@ -1,0 +1,238 @@
+"""The learning-quality table (issue 16): every linear-setting method and the ``auto``
+recipe on every shared dataset, uniform and biased single positives, 3 draws.
+
+One command runs ``spml bench`` once per part (each part's own ``table.md`` and
+``runs.csv`` land in ``OUT/<part>/``, resumable) and then writes ``OUT/table.md``:
+
+* per regime, a table of test mAP (mean ± std over 3 seeds, each seed with its **own
+  draw** — ``--vary-draw``: its own single positives and validation split, so the
+  spread is over draws and initialisations together) and the **gap closed**
+  ``(mAP − mAP_AN) / (mAP_BCE − mAP_AN)`` per dataset where BCE − AN ≥ 3 mAP, with the
+  average over those datasets and the worst difference to AN over all datasets;
+* the protocol: every method except ``auto`` picks its (lr, batch) by **full-label**
+  validation mAP (the papers' protocol, Cole et al. §6.1); ``auto`` never reads a full
+  label (its members and learning rates are chosen by observed-label validation mAP on
+  single positives simulated in the training regime).  BCE is trained once on full
+  labels (uniform part) and is the upper reference of every regime of the same draw.
+
+    python benchmarks/learning_quality.py --data-root ../shared/data [--jobs 2]
+    python benchmarks/learning_quality.py --table-only      # re-write table.md from the parts
+
+The parts: ``tabular`` (yeast scene emotions medical genbase birds flags foodtruck) and
+``images`` (digits coco-tiny coco-mini on cached EfficientNet-Lite0 features at 224 px)
+for the regimes ``single_positive`` (uniform, each method's own regime),
+``single_positive_most_frequent`` and ``single_positive_least_frequent``; plus
+``single_positive_largest`` on coco-tiny / coco-mini (instance areas).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "results" / "learning-quality"
+TABULAR = ["yeast", "scene", "emotions", "medical", "genbase", "birds", "flags", "foodtruck"]
+IMAGES = ["digits", "coco-tiny", "coco-mini"]
+REGIMES = ["single_positive", "single_positive_most_frequent", "single_positive_least_frequent",
+           "single_positive_largest"]
+SHORT = {"single_positive": "uniform", "single_positive_most_frequent": "most-frequent",
+         "single_positive_least_frequent": "least-frequent", "single_positive_largest": "largest"}
+LRS = ["1e-2", "1e-3", "1e-4"]
+MIN_GAP = 3.0  # issue 16: gap closed is reported where BCE − AN ≥ 3 mAP
+
+
+def methods_for(regime: str) -> list[str]:
+    """Every default linear bench method (+ auto); a biased part only the single-positive
+    ones (``--regime`` would retrain BCE/IUN/IU on single positives)."""
+    from spmlkit.experiments.bench import default_methods
+    from spmlkit.methods.base import METHODS, get_method_spec
+
+    names = default_methods("linear")
+    METHODS.discover()
+    names += [n for n, s in METHODS.items() if n not in names and s.setting in ("any", "linear")
+              and "pseudo_scores" not in s.hyperparameters and s.family != "recipe"]  # the newer methods
+    if regime != "single_positive":
+        names = [n for n in names if get_method_spec(n).regime == "single_positive"]
+    return names + ["auto"]
+
+
+def parts() -> list[tuple[str, list[str], str, list[str]]]:
+    """(name, datasets, regime, extra options) of every bench part."""
+    out = []
+    for regime in REGIMES[:3]:
+        for kind, sets, extra in (("tabular", TABULAR, []), ("images", IMAGES, ["--image-size", "224"])):
+            out.append((f"{kind}-{SHORT[regime]}", sets, regime, extra))
+    out.append(("images-largest", ["coco-tiny", "coco-mini"], "single_positive_largest", ["--image-size", "224"]))
+    return out
+
+
+def bench_command(name, sets, regime, extra, args) -> list[str]:
+    cmd = [sys.executable, "-m", "spmlkit", "bench", "--datasets", *sets, "--methods", *methods_for(regime),
+           "--lrs", *LRS, "--batch-sizes", "8", "--seeds", str(args.seeds), "--vary-draw", "--epochs",
+           str(args.epochs), "--no-histograms", "--no-figures", "--jobs", str(args.jobs), "--threads", "1",
+           "-o", str(args.out / name), *extra]
+    if regime != "single_positive":
+        cmd += ["--regime", regime]
+    if args.data_root:
+        cmd += ["--data-root", args.data_root]
+    return cmd
+
+
+def load_runs(folder: Path) -> list[dict]:
+    p = folder / "runs.json"
+    if not p.exists():
+        return []
+    return json.loads(p.read_text(encoding="utf-8"))["runs"]
+
+
+def cells(runs: list[dict]) -> dict:
+    """``{(dataset, method): Selection}`` by the bench's protocol (best mean validation
+    score over seeds; test mean ± std over the selected configuration's seeds)."""
+    from spmlkit.experiments.protocol import select_best
+
+    by: dict = {}
+    for r in sorted(runs, key=lambda r: (r["dataset"], r["method"], r["lr"], r["batch_size"], r["seed"])):
+        by.setdefault((r["dataset"], r["method"]), []).append(r)
+    out = {}
+    for k, rs in by.items():
+        try:
+            out[k] = select_best(rs)
+        except ValueError:
+            out[k] = None
+    return out
+
+
+def fmt(x, d=1) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
+
+
+def write_table(args) -> Path:
+    from spmlkit.experiments.machine import machine_info
+
+    all_parts = parts()
+    bce: dict = {}  # dataset -> BCE selection (uniform parts)
+    per_regime: dict = {}
+    for name, sets, regime, _ in all_parts:
+        sel = cells(load_runs(args.out / name))
+        if not sel:
+            continue
+        per_regime.setdefault(regime, {"datasets": [], "sel": {}})
+        per_regime[regime]["datasets"] += sets
+        per_regime[regime]["sel"].update(sel)
+        for (ds, m), s in sel.items():
+            if m == "bce" and s is not None:
+                bce[ds] = s
+    lines = ["# Learning quality: every method and the `auto` recipe, uniform and biased single positives", "",
+             f"- command: `python benchmarks/learning_quality.py{' --data-root ' + args.data_root if args.data_root else ''}"
+             f" --jobs {args.jobs}` (one `spml bench` per part; each part's command is in its `table.md`)",
+             f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+             f"- machine: {machine_info(jobs=args.jobs, threads=1)}",
+             f"- protocol: linear setting, lr ∈ {{{', '.join(LRS)}}}, batch 8, {args.epochs} epochs, best epoch "
+             f"kept; seeds 0–{args.seeds - 1}, **each seed on its own draw** (`--vary-draw`: its own single "
+             "positives and validation split), so ± is the population std over draws and initialisations "
+             "together.",
+             "- selection: every method except `auto` takes the (lr, batch) with the best mean **full-label** "
+             "validation mAP (the papers' protocol); **`auto` reads no full label**: its members' learning rates "
+             "and best epochs are chosen by observed-label validation mAP on single positives drawn in the "
+             "training regime (docs/recipe.md). `auto`'s defaults were fixed on a development draw "
+             "(prepare seed 5) before this table was run.",
+             f"- gap closed = (mAP − AN) / (BCE − AN) × 100, where BCE − AN ≥ {MIN_GAP:g}; BCE is trained on full "
+             "labels once per draw (the uniform part) and is the reference of every regime.",
+             "- not in the table: `vlpl`/`gpr` (they need the user's pseudo-label scores), fine-tuning-only "
+             "methods (`lac`, `*-boostlu`).", ""]
+    summary_rows = []
+    for regime in REGIMES:
+        if regime not in per_regime:
+            continue
+        sel, sets = per_regime[regime]["sel"], per_regime[regime]["datasets"]
+        methods = [m for m in methods_for(regime) if any((d, m) in sel for d in sets)]
+        if regime == "single_positive":
+            methods = ["bce"] + [m for m in methods if m != "bce"]
+        an = {d: sel.get((d, "an")) for d in sets}
+        gaps = {d: (bce[d].test_mean - an[d].test_mean) if d in bce and an[d] is not None else None for d in sets}
+        big = [d for d in sets if gaps[d] is not None and gaps[d] >= MIN_GAP]
+        lines += [f"## {SHORT[regime]} (`{regime}`)", "",
+                  "BCE (full labels) − AN per dataset: " + ", ".join(f"{d} {fmt(gaps[d])}" for d in sets) +
+                  f". Gap closed is averaged over the {len(big)} datasets with a gap ≥ {MIN_GAP:g}: "
+                  f"{', '.join(big) or 'none'}.", "",
+                  "| method | " + " | ".join(sets) + " | avg gap closed | worst vs AN |",
+                  "|---|" + "---:|" * (len(sets) + 2)]
+        ranked = []
+        for m in methods:
+            cells_ = []
+            gcs, diffs = [], []
+            for d in sets:
+                s = bce.get(d) if m == "bce" else sel.get((d, m))
+                if s is None:
+                    cells_.append("—")
+                    continue
+                txt = f"{s.test_mean:.1f} ± {s.test_std:.1f}"
+                if an[d] is not None and m != "bce":
+                    diffs.append(s.test_mean - an[d].test_mean)
+                    if d in big:
+                        gc = 100 * (s.test_mean - an[d].test_mean) / gaps[d]
+                        gcs.append(gc)
+                        txt += f" ({gc:+.0f}%)"
+                cells_.append(txt)
+            avg = float(np.mean(gcs)) if gcs and len(gcs) == len(big) else None
+            worst = min(diffs) if diffs else None
+            name = f"**{m}**" if m == "auto" else m
+            lines.append(f"| {name} | " + " | ".join(cells_) + f" | {fmt(avg, 0)}{'%' if avg is not None else ''} | "
+                         f"{'' if worst is None else f'{worst:+.1f}'} |")
+            if m != "bce" and avg is not None:
+                ranked.append((avg, m, worst))
+        lines.append("")
+        ranked.sort(reverse=True)
+        best = ranked[0] if ranked else None
+        auto = next((r for r in ranked if r[1] == "auto"), None)
+        rank_auto = next((i + 1 for i, r in enumerate(ranked) if r[1] == "auto"), None)
+        summary_rows.append((regime, len(big), best, auto, rank_auto, len(ranked)))
+    lines += ["## Summary", "",
+              "| regime | datasets with gap ≥ 3 | best method (avg gap closed, worst vs AN) | auto (avg, worst vs AN) | "
+              "auto's rank |", "|---|---:|---|---|---:|"]
+    for regime, nbig, best, auto, rank, n in summary_rows:
+        b = f"{best[1]} ({best[0]:.0f}%, {best[2]:+.1f})" if best else "—"
+        a = f"{auto[0]:.0f}%, {auto[2]:+.1f}" if auto else "—"
+        lines.append(f"| {SHORT[regime]} | {nbig} | {b} | {a} | {rank or '—'} of {n} |")
+    lines += ["", "Gap closed in parentheses after each mAP; \"worst vs AN\" is the method's lowest mAP difference "
+              "to AN over all datasets of the regime (also those with a small gap).", ""]
+    path = args.out / "table.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", default=None, help="folder of the shared datasets (or set SPMLKIT_DATA)")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=25)
+    ap.add_argument("--parts", nargs="+", default=None, help="only these parts (default: all)")
+    ap.add_argument("--table-only", action="store_true", help="only re-write table.md from the parts' runs")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.table_only:
+        for name, sets, regime, extra in parts():
+            if args.parts and name not in args.parts:
+                continue
+            cmd = bench_command(name, sets, regime, extra, args)
+            print(f"== {name}: {shlex.join(cmd[1:])}", flush=True)
+            t = dt.datetime.now()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            print(f"   {name} done in {(dt.datetime.now() - t).total_seconds():.0f} s", flush=True)
+    path = write_table(args)
+    print(path.read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""The ``auto`` recipe (issue 16): registered, usable from the CLI, SPMLClassifier and
+bench, chooses with observed labels only, and combines exactly what it says."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from spmlkit.config import TrainConfig
+from spmlkit.errors import ConfigError
+from spmlkit.methods.base import build_method, describe_methods, get_method_spec
+from spmlkit.metrics import observed_positive_map
+from spmlkit.training.linear import train_linear
+from spmlkit.training.recipe import mean_probability_logits
+
+from conftest import make_toy_dataset
+
+FAST = dict(epochs=3, batch_size=16)
+SMALL = dict(members="an,l1r", lrs="1e-2,1e-3")
+
+
+def test_registered_and_described():
+    spec = get_method_spec("auto")
+    assert spec.family == "recipe" and spec.setting == "linear" and not spec.in_default_bench
+    m = build_method("auto")
+    assert m.candidates == ("l1r", "em-apl", "wan", "ll-ct") and m.candidate_lrs == (1e-2, 1e-3, 1e-4)
+    assert any(d["name"] == "auto" for d in describe_methods())
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"members": "an,nope"}, "nope"),
+    ({"members": "bce"}, "regime"),
+    ({"members": "lac"}, "fine-tuning"),
+    ({"members": "auto"}, "recipe"),
+    ({"members": " , "}, "empty"),
+    ({"lrs": "fast"}, "numbers"),
+    ({"lrs": "-1e-3"}, "positive"),
+    ({"combine": "vote"}, "combine"),
+])
+def test_bad_hyperparameters_are_one_clear_error(params, message):
+    with pytest.raises(Exception) as e:
+        build_method("auto", **params)
+    assert message in str(e.value)
+
+
+def _member_runs(bundle, name, lrs, seeds, **cfg):
+    c = TrainConfig(method=name, selection="observed_map", **{**FAST, **cfg})
+    return train_linear(bundle, c, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
+                        keep_state=True)
+
+
+def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
+    """Per seed: each member's lr is the one with the best observed-label validation mAP
+    (simulated single positives, never the full labels), and the recipe's scores are the
+    logit of the mean of those runs' probabilities."""
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    res = train_linear(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
+    Z_val = toy_bundle.selection_observations("val", "single_positive")
+    assert ((Z_val == 1).sum(1) <= 1).all() and (Z_val == 1).any()  # single positives, not the full labels
+    for r in res:
+        chosen = []
+        for name in ("an", "l1r"):
+            runs = [x for x in _member_runs(toy_bundle, name, (1e-2, 1e-3), (0, 1)) if x.seed == r.seed]
+            best = max(runs, key=lambda x: x.val_score)
+            assert best.val_score == pytest.approx(observed_positive_map(Z_val, best.state["val_logits"]))
+            chosen.append(best)
+        assert [(m["method"], m["lr"]) for m in r.notes["members"]] == [("an", chosen[0].lr), ("l1r", chosen[1].lr)]
+        expected = mean_probability_logits(torch.stack([torch.as_tensor(c.state["val_logits"]) for c in chosen]))
+        np.testing.assert_allclose(r.state["val_logits"], expected.numpy(), rtol=1e-5, atol=1e-5)
+        assert r.selection == "observed_map" and r.state["members"] == 2
+        assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
+        assert r.test_map is not None and 0 < r.test_map <= 100
+
+
+def test_select_keeps_the_one_best_member(toy_bundle):
+    cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
+    (r,) = train_linear(toy_bundle, cfg, keep_state=True)
+    assert r.state["members"] == 1 and len(r.notes["members"]) == 1
+
+
+def test_seeds_are_independent_of_grouping(toy_bundle):
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    both = train_linear(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])
+    (one,) = train_linear(toy_bundle, cfg, seeds=[1])
+    assert both[1].test_map == pytest.approx(one.test_map, abs=1e-9)
+    assert both[1].notes == one.notes
+
+
+def test_refusals(toy_bundle):
+    from spmlkit.data.memory import ArrayBundle
+
+    b = toy_bundle
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    none = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")))
+    with pytest.raises(ConfigError, match="validation"):
+        train_linear(none, cfg)
+    with pytest.raises(ConfigError, match="observed_map only"):
+        train_linear(b, cfg.replace(selection="map"))
+    with pytest.raises(ConfigError, match="linear setting"):
+        from spmlkit.training.recipe import train_recipe
+
+        train_recipe(b, cfg.replace(setting="finetune"), build_method("auto", **SMALL), lrs=[1e-3], seeds=[0])
+
+
+def test_cli_train_predict_saved_ensemble(toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r,wan", "--param",
+                 "lrs=1e-2,1e-3", "--epochs", "3", "-o", str(out)]) == 0
+    model = load_model(out)
+    assert model.members == 3 and model.method == "auto"
+    assert json.loads((out / "model" / "model.json").read_text())["members"] == 3
+    result = json.loads((out / "result.json").read_text())
+    assert [m["method"] for m in result["notes"]["members"]] == ["an", "l1r", "wan"]
+    X = np.asarray(toy_bundle.features("test"))
+    from spmlkit.metrics import mean_average_precision
+
+    assert mean_average_precision(toy_bundle.labels("test"), model.decision_function(X)).map == \
+        pytest.approx(result["test_map"], abs=1e-3)
+    # the saved ensemble predicts the mean of its members' probabilities
+    P = model.predict_proba(X)
+    heads = [{k: v[g] for k, v in model.state.items()} for g in range(3)]
+    Xs = (torch.from_numpy(X) - torch.from_numpy(model.mean)) / torch.from_numpy(model.std)
+    probs = [torch.sigmoid(Xs @ h["weight"] + h["bias"]) for h in heads]
+    np.testing.assert_allclose(P, torch.stack(probs).mean(0).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_damaged_members_field_is_refused(toy_bundle, tmp_path):
+    from spmlkit.cli import main
+    from spmlkit.errors import CorruptFileError
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r", "--param",
+                 "lrs=1e-3", "--epochs", "2", "-o", str(out)]) == 0
+    meta = json.loads((out / "model" / "model.json").read_text())
+    meta["members"] = "two"
+    (out / "model" / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(CorruptFileError, match="members"):
+        load_model(out)
+
+
+def test_spml_classifier_auto():
+    from spmlkit import SPMLClassifier
+
+    ds = make_toy_dataset(n=160)
+    X, Y = ds.splits["train"].X, ds.splits["train"].Y
+    from spmlkit.labels import observe
+
+    Z = observe(Y, "single_positive", seed=0)
+    clf = SPMLClassifier(method="auto", method_params=SMALL, epochs=3).fit(X, Z)
+    assert clf.model_.members == 2
+    assert clf.predict_proba(X).shape == Y.shape
+    with pytest.raises(ConfigError, match="validation"):
+        SPMLClassifier(method="auto", method_params=SMALL, epochs=2, validation_fraction=0).fit(X, Z)
+
+
+def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):
+    from spmlkit.experiments.bench import BenchSpec, run_bench
+
+    spec = BenchSpec(datasets=[str(toy_bundle.path)], methods=["an", "auto"], lrs=(1e-2, 1e-3), batch_sizes=(16,),
+                     seeds=(0, 1), epochs=2, params={"auto": dict(SMALL)}, histograms=False)
+    run_bench(spec, tmp_path / "bench", figures=False)
+    runs = json.loads((tmp_path / "bench" / "runs.json").read_text())["runs"]
+    auto = [r for r in runs if r["method"] == "auto"]
+    assert sorted(r["seed"] for r in auto) == [0, 1] and {r["selection"] for r in auto} == {"observed_map"}
+    assert len([r for r in runs if r["method"] == "an"]) == 4
+
+
+def test_selection_observations_simulate_the_training_regime(toy_bundle):
+    Y = np.asarray(toy_bundle.labels("val"), dtype=bool)
+    Z = toy_bundle.selection_observations("val", "single_positive")
+    assert ((Z == 1) <= Y).all() and ((Z == 1).sum(1) == Y.any(1)).all() and not (Z == -1).any()
+    np.testing.assert_array_equal(Z, toy_bundle.selection_observations("val", "single_positive"))  # seeded
+    most = toy_bundle.selection_observations("val", "single_positive_most_frequent")
+    freq = Y.sum(0)
+    for row, y in zip(most, Y):
+        if y.any():
+            assert freq[np.flatnonzero(row == 1)[0]] == freq[y].max()
+    full = toy_bundle.selection_observations("val", "full")
+    assert ((full == 1) == Y).all()
+
+
+def test_observed_map_selection_works_on_fully_labelled_bundles(toy_bundle):
+    """--selection observed_map used to need an observed-only bundle; it now scores the
+    simulated single positives of the validation split."""
+    (r,) = train_linear(toy_bundle, TrainConfig(method="an", selection="observed_map", **FAST), keep_state=True)
+    Z_val = toy_bundle.selection_observations("val", "single_positive")
+    assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
