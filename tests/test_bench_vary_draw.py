@@ -52,3 +52,28 @@ def test_vary_draw_refuses_pseudo_scores_aligned_with_one_draw(tmp_path):
     with pytest.raises(ConfigError, match="cannot be combined"):
         B.validate_spec(B.BenchSpec(datasets=["yeast"], vary_draw=True, **{**SMALL, "methods": ["vlpl"]},
                                     params={"vlpl": {"pseudo_scores": str(tmp_path / "s.npy")}}))
+
+
+def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, monkeypatch):
+    """With --vary-draw an image dataset has one bundle per draw; the linear setting caches
+    backbone features for each of them (it used to refuse: 'mixes image and feature
+    datasets', because it compared bundles with datasets)."""
+    from _image_fixtures import tiny_digits_bundle
+
+    import spmlkit.features as F
+
+    draws = {s: (tiny_digits_bundle(tmp_path / f"d{s}", seed=s), f"fp{s}") for s in (0, 1)}
+    ds = B.BenchDataset("digits", draws[0][0], "fp0", draws)
+    seen = []
+    monkeypatch.setattr(F, "ensure_features", lambda b, **kw: seen.append(b.path) or "efficientnet-lite0-32")
+    runner = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL), tmp_path / "out",
+                           progress=False, figures=False, log=lambda m: None)
+    runner._cache_image_features([ds])
+    assert sorted(seen) == sorted(b.path for b, _ in draws.values())
+    assert runner.spec.config["feature_set"] == "efficientnet-lite0-32"
+    tab = B.BenchDataset("yeast-like", object(), "fp", {})
+    tab.bundle = type("FeatureBundle", (), {"kind": "features"})()
+    fresh = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL), tmp_path / "out2",
+                          progress=False, figures=False, log=lambda m: None)
+    with pytest.raises(ConfigError, match="mixes image and feature"):
+        fresh._cache_image_features([ds, tab])

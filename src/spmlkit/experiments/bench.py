@@ -633,10 +633,11 @@ class BenchRunner:
         and train on it."""
         if self.spec.setting != "linear" or "feature_set" in self.spec.config:
             return
-        images = [b for d in datasets for b in d.bundles() if b.kind == "images"]
+        every = [b for d in datasets for b in d.bundles()]  # with --vary-draw: one bundle per draw
+        images = [b for b in every if b.kind == "images"]
         if not images:
             return
-        if len(images) != len(datasets):
+        if len(images) != len(every):
             raise ConfigError("this bench mixes image and feature datasets; run them separately (the image ones "
                               "train on a cached backbone feature set)")
         from ..features import DEFAULT_BACKBONE, ensure_features
