@@ -169,6 +169,8 @@ def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):
     auto = [r for r in runs if r["method"] == "auto"]
     assert sorted(r["seed"] for r in auto) == [0, 1] and {r["selection"] for r in auto} == {"observed_map"}
     assert len([r for r in runs if r["method"] == "an"]) == 4
+    table = (tmp_path / "bench" / "table.md").read_text()
+    assert "own lr per member on observed labels (an " in table  # not the bench lr it did not use
 
 
 def test_selection_observations_simulate_the_training_regime(toy_bundle):

@@ -170,10 +170,24 @@ def render_selected(sel: dict, datasets: list[str], methods: list[str], regimes:
         cells = []
         for d in datasets:
             s = sel.get((d, m, fraction, hide))
-            cells.append("–" if s is None else
-                         f"lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}")
+            cells.append("–" if s is None else _selected_cell(s))
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _selected_cell(s) -> str:
+    """One cell of the "Selected configuration" table.  A recipe's runs (``notes`` with
+    its members, e.g. ``auto``) chose their members' learning rates themselves on
+    observed labels: the cell lists them instead of the (unused) bench lr."""
+    notes = [r.get("notes") if isinstance(r, dict) else getattr(r, "notes", None) for r in (s.runs or [])]
+    if notes and all(isinstance(n, dict) and n.get("members") for n in notes):
+        picks: dict = {}
+        for n in notes:
+            for m in n["members"]:
+                picks.setdefault(m["method"], []).append(fmt_lr(m["lr"]))
+        chosen = "; ".join(f"{name} {'/'.join(lrs)}" for name, lrs in picks.items())
+        return f"own lr per member on observed labels ({chosen}), batch {s.batch_size}, {_n_seeds(s.n_seeds)}"
+    return f"lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}"
 
 
 def render_sweep(sel: dict, dataset: str, methods: list[str], columns: list, *, axis: str, decimals: int = 1,
