@@ -213,6 +213,22 @@ class TrainConfig:
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
 
+    def members(self, lrs=None, seeds=None) -> tuple[list[float], list[int]]:
+        """The ``(lrs, seeds)`` of the members a trainer runs: the given lists (one seed per
+        learning rate), else the single member ``(lr, seed)``; ``seeds`` alone defaults to
+        ``seed`` for every learning rate.
+
+        >>> TrainConfig(lr=0.01, seed=3).members()
+        ([0.01], [3])
+        >>> TrainConfig(seed=3).members(lrs=[0.1, 0.01])
+        ([0.1, 0.01], [3, 3])
+        """
+        lrs = [self.lr] if lrs is None else list(lrs)
+        seeds = [self.seed] * len(lrs) if seeds is None else list(seeds)
+        if len(lrs) != len(seeds):
+            raise ConfigError("give one seed per learning rate")
+        return lrs, seeds
+
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["params"] = self.param_dict

@@ -394,10 +394,7 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
     """Fine-tune ``config.method`` end to end on ``bundle``'s images; one result per (lr, seed),
     trained one after another.  With several members and a ``run_dir``, member ``g`` runs in
     ``run_dir/member<g>-lr<lr>-s<seed>/``."""
-    lrs = [config.lr] if lrs is None else list(lrs)
-    seeds = [config.seed] * len(lrs) if seeds is None else list(seeds)
-    if len(lrs) != len(seeds):
-        raise ConfigError("give one seed per learning rate")
+    lrs, seeds = config.members(lrs, seeds)
     log = log or (lambda m: print(m, file=sys.stderr))
     results = []
     for g, (lr, seed) in enumerate(zip(lrs, seeds)):

@@ -486,10 +486,7 @@ def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None
 
 def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state) -> list[RunResult]:
     t_start = time.perf_counter()
-    lrs = [config.lr] if lrs is None else list(lrs)
-    seeds = [config.seed] * len(lrs) if seeds is None else list(seeds)
-    if len(lrs) != len(seeds):
-        raise ConfigError("give one seed per learning rate")
+    lrs, seeds = config.members(lrs, seeds)
     method = build_method(config.method, **config.param_dict)
     if method.candidates:  # a recipe (e.g. auto): trained as its member methods, then combined
         from .recipe import train_recipe
