@@ -524,7 +524,10 @@ def _cmd_bench(args) -> int:
     param_items = list(args.param or [])
     if args.pseudo_scores:  # every benchmarked method with a pseudo_scores hyper-parameter (vlpl, gpr)
         param_items.append(f"pseudo_scores={Path(args.pseudo_scores).resolve()}")
-    spec.params = parse_method_params(param_items, args.methods or _bench_default_methods(spec))
+    import dataclasses
+
+    spec = dataclasses.replace(spec, params=parse_method_params(param_items,
+                                                                args.methods or _bench_default_methods(spec)))
     argv = getattr(args, "argv", None)
     command = "spml " + shlex.join(argv) if argv else None
     summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs,

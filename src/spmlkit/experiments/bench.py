@@ -68,9 +68,11 @@ SUBSAMPLE_SEED = 999  # the authors' ss_seed (the authors' data preparation, eli
 
 
 # ---------------------------------------------------------------------------- spec
-@dataclass
+@dataclass(frozen=True)
 class BenchSpec:
-    """Everything ``spml bench`` was asked to do (see the module docstring)."""
+    """Everything ``spml bench`` was asked to do (see the module docstring).  Frozen: a
+    changed spec is a new one (``dataclasses.replace``), so what a runner was given is
+    what its tables record."""
 
     datasets: list[str]
     methods: list[str] | None = None  # None: every registered method of the setting (or the sweep's default)
