@@ -15,24 +15,23 @@ import numpy as np
 
 from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS, TrainConfig  # the grid constants live in torch-free config
 from ..data.bundle import Bundle
-from ..methods import build_method
-from ..training.linear import RunResult, train_linear
+from ..training.linear import RunResult
 
 
 def run_grid(bundle: Bundle, base: TrainConfig, *, lrs=DEFAULT_LRS, batch_sizes=DEFAULT_BATCH_SIZES,
              seeds=(0, 1, 2), on_done=None) -> list[RunResult]:
-    """Train the grid; ``on_done(results_of_one_batch)`` is called after each group."""
-    method = build_method(base.method, **base.param_dict)
+    """Train the grid; ``on_done(results_of_one_stack)`` is called after each stacked group.
+
+    One batch size at a time, its learning rates × seeds through
+    :func:`spmlkit.training.grid.train_members` (one stacked model when the method
+    allows it), so this protocol and ``spml bench`` train members the same way."""
+    from ..training.grid import train_members
+
     out: list[RunResult] = []
     for bs in batch_sizes:
-        cfg = base.replace(batch_size=bs)
         members = [(lr, s) for lr in lrs for s in seeds]
-        groups = [members] if method.supports_members else [[m] for m in members]
-        for group in groups:
-            res = train_linear(bundle, cfg, lrs=[m[0] for m in group], seeds=[m[1] for m in group])
-            out.extend(res)
-            if on_done is not None:
-                on_done(res)
+        out.extend(train_members(bundle, base.replace(batch_size=bs), [m[0] for m in members],
+                                 [m[1] for m in members], on_done=on_done))
     return out
 
 
