@@ -193,3 +193,14 @@ def test_observed_map_selection_works_on_fully_labelled_bundles(toy_bundle):
     (r,) = train_linear(toy_bundle, TrainConfig(method="an", selection="observed_map", **FAST), keep_state=True)
     Z_val = toy_bundle.selection_observations("val", "single_positive")
     assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
+
+
+def test_a_stopped_recipe_resumes_each_member(toy_bundle, tmp_path):
+    """Each member method checkpoints in RUN/members/NAME/: a run stopped after one epoch
+    and started again with 3 epochs gives the uninterrupted run's result."""
+    cfg = TrainConfig(method="auto", params=SMALL, batch_size=16, epochs=3)
+    train_linear(toy_bundle, cfg.replace(epochs=1), run_dir=tmp_path / "run")
+    assert sorted(p.name for p in (tmp_path / "run" / "members").iterdir()) == ["an", "l1r"]
+    (resumed,) = train_linear(toy_bundle, cfg, run_dir=tmp_path / "run")
+    (fresh,) = train_linear(toy_bundle, cfg)
+    assert resumed.test_map == pytest.approx(fresh.test_map, abs=1e-9) and resumed.notes == fresh.notes
