@@ -136,3 +136,16 @@ def test_bundle_keeps_areas_for_the_largest_regime(tmp_path):
     assert (np.argmax(Z == 1, axis=1) == np.argmax(A[rows], axis=1)).all()
     b2 = prepare_bundle(ds, tmp_path / "b2", seed=0, log=lambda m: None)  # uniform regime first
     assert np.array_equal(b2.observations("train", "single_positive_largest"), Z)  # generated on demand
+
+
+def test_prepare_accepts_the_short_names_of_biased_regimes(tmp_path, capsys):
+    import json
+
+    from spmlkit.cli import main
+
+    assert main(["prepare", "yeast", "-o", str(tmp_path / "b"), "--regime", "1p-rare"]) == 0
+    assert json.loads((tmp_path / "b" / "meta.json").read_text())["regime"] == "single_positive_least_frequent"
+    with pytest.raises(SystemExit) as e:
+        main(["prepare", "yeast", "-o", str(tmp_path / "c"), "--regime", "1p-nope"])
+    assert e.value.code == 2 and "unknown observation regime '1p-nope'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()

@@ -55,6 +55,17 @@ def _seed(text):
     return _number(int, text, low=0, high=2**32 - 1, what=f"a whole number from 0 to {2**32 - 1}")
 
 
+def _regime_name(text):
+    """An observation regime or one of its short names (``1p-frequent``), as its full name."""
+    from .errors import UnknownNameError
+    from .labels import get_regime
+
+    try:
+        return get_regime(text).name
+    except UnknownNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _pos_float(text):
     return _number(float, text, low=0.0, low_open=True, what="a number > 0")
 
@@ -640,7 +651,7 @@ def _add_bench_parser(sub) -> None:
 # -------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     from .data import FORMATS
-    from .labels import REGIMES
+    from .labels import REGIME_ALIASES, REGIMES
 
     parser = _Parser(prog="spml", description="Single-positive multi-label learning toolkit.")
     parser.add_argument("--version", action="version", version=f"spmlkit {__version__}")
@@ -666,8 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "validation, observations simulated under --regime and stored.")
     p.add_argument("source", help="a dataset name (see 'spml datasets') or a file/folder path")
     p.add_argument("-o", "--out", required=True, help="bundle folder to create")
-    p.add_argument("--regime", default="single_positive", choices=sorted(REGIMES),
-                   help="observation regime simulated for training (default: single_positive)")
+    p.add_argument("--regime", default="single_positive", type=_regime_name, metavar="REGIME",
+                   help="observation regime simulated for training (default: single_positive): "
+                        + ", ".join(sorted(REGIMES)) + "; short names: "
+                        + ", ".join(f"{a}={n}" for a, n in REGIME_ALIASES.items() if a in ("1p-frequent", "1p-rare",
+                                                                                          "1p-largest")))
     p.add_argument("--seed", type=_seed, default=0, help="seed of the splits and the observations (default 0)")
     p.add_argument("--val-fraction", type=_unit_float, default=0.2, help="share of training data held out for validation")
     p.add_argument("--test-fraction", type=_unit_float, default=0.2,
