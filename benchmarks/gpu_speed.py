@@ -144,7 +144,7 @@ def finetune_section(device, args, rows_out):
                 rows_out.append(row)
                 print(f"finetune {size}px batch {bs} {precision}: ours {ips_ours:.1f} img/s, bare {ips_bare:.1f} "
                       f"img/s, ratio {row['ratio']:.3f}", flush=True)
-                del learner, ours_model, bare, opt
+                learner = ours_model = bare = opt = None  # free the models (closures above still name them)
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
 
@@ -174,7 +174,7 @@ def features_section(device, args, rows_out):
             ips = bs * args.steps / (time.perf_counter() - t0)
             rows_out.append({"size": size, "batch": bs, "precision": precision, "ips": ips})
             print(f"features {size}px batch {bs} {precision}: {ips:.1f} img/s", flush=True)
-            del net
+            net = None  # free the model (the closure above still names it)
             if device.type == "cuda":
                 torch.cuda.empty_cache()
 
