@@ -129,6 +129,14 @@ def test_cli_train_predict_saved_ensemble(toy_bundle, tmp_path, capsys):
     np.testing.assert_allclose(P, torch.stack(probs).mean(0).numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_cli_says_that_lr_is_not_used(toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an", "--param", "lrs=1e-3",
+                 "--lr", "0.5", "--epochs", "1", "-o", str(tmp_path / "run")]) == 0
+    assert "--lr is not used" in capsys.readouterr().err
+
+
 def test_damaged_members_field_is_refused(toy_bundle, tmp_path):
     from spmlkit.cli import main
     from spmlkit.errors import CorruptFileError
