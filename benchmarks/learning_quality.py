@@ -87,10 +87,39 @@ def bench_command(name, sets, regime, extra, args) -> list[str]:
 
 
 def load_runs(folder: Path) -> list[dict]:
+    """A part's runs: ``runs.json`` when present (the bench's own record; not committed,
+    25 MB for the whole table), else the committed ``runs.csv`` (scores at 4 decimals)."""
     p = folder / "runs.json"
+    if p.exists():
+        return json.loads(p.read_text(encoding="utf-8"))["runs"]
+    p = folder / "runs.csv"
     if not p.exists():
         return []
-    return json.loads(p.read_text(encoding="utf-8"))["runs"]
+    import csv
+
+    def num(v):
+        try:
+            return float(v) if v not in ("", None) else math.nan
+        except ValueError:
+            return v
+
+    with p.open(encoding="utf-8", newline="") as f:
+        return [{k: (num(v) if k in ("lr", "val_score", "test_map", "train_map") else
+                     int(v) if k in ("batch_size", "seed") else v) for k, v in row.items()}
+                for row in csv.DictReader(f)]
+
+
+def wall_seconds(folder: Path) -> float | None:
+    """A part's wall time from the header of its ``table.md`` ("wall time: 13 min 11 s")."""
+    import re
+
+    p = folder / "table.md"
+    m = re.search(r"wall time: (?:(\d+) h )?(?:(\d+) min )?(\d+) s", p.read_text(encoding="utf-8")) \
+        if p.exists() else None
+    if not m:
+        return None
+    h, mi, se = (int(g) if g else 0 for g in m.groups())
+    return 3600 * h + 60 * mi + se
 
 
 def cells(runs: list[dict]) -> dict:
@@ -131,10 +160,13 @@ def write_table(args) -> Path:
         for (ds, m), s in sel.items():
             if m == "bce" and s is not None:
                 bce[ds] = s
+    secs = [wall_seconds(args.out / name) for name, *_ in all_parts]
+    walls = "unknown" if any(x is None for x in secs) else f"{sum(secs) / 60:.0f} min for {len(secs)} parts"
     lines = ["# Learning quality: every method and the `auto` recipe, uniform and biased single positives", "",
              f"- command: `python benchmarks/learning_quality.py{' --data-root ' + args.data_root if args.data_root else ''}"
              f" --jobs {args.jobs}` (one `spml bench` per part; each part's command is in its `table.md`)",
              f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+             f"- wall time: {walls} (the sum of the parts' wall times, each in its own `table.md`)",
              f"- machine: {machine_info(jobs=args.jobs, threads=1)}",
              f"- protocol: linear setting, lr ∈ {{{', '.join(LRS)}}}, batch 8, {args.epochs} epochs, best epoch "
              f"kept; seeds 0–{args.seeds - 1}, **each seed on its own draw** (`--vary-draw`: its own single "
