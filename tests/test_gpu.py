@@ -56,7 +56,8 @@ def test_linear_run_on_cuda_equals_the_cpu_run(toy_bundle, method):
 
     m = build_method(method)
     stacked = m.supports_members
-    discrete = any(type(c).__name__ in DISCRETE_COMPONENTS for c in m.components)
+    # a recipe (auto) makes discrete choices too: its members' lrs, and members with discrete components
+    discrete = any(type(c).__name__ in DISCRETE_COMPONENTS for c in m.components) or bool(m.candidates)
     w_tol, map_tol = (DISCRETE_WEIGHT_ATOL, DISCRETE_MAP_ATOL) if discrete else (WEIGHT_ATOL, MAP_ATOL)
     lrs, seeds = ([1e-2, 1e-3], [0, 1]) if stacked else ([1e-2], [0])
     cfg = TrainConfig(method=method, epochs=3, batch_size=16)
