@@ -264,7 +264,7 @@ def _cmd_train(args) -> int:
         from .methods import build_method
 
         method = build_method(config.method, **config.param_dict)
-        if method.candidates and getattr(args, "lr", None) is not None and dctx.is_main:
+        if method.candidates and args.lr is not None and dctx.is_main:
             print(f"note: {config.method} tries each member at its own learning rates "
                   f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
                   "--lr is not used", file=sys.stderr)

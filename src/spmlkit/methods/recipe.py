@@ -58,8 +58,6 @@ class Recipe(Method):
     The trainer recognises it by :attr:`Method.candidates` (non-empty) and hands it to
     :func:`spmlkit.training.recipe.train_recipe`; its own loss is never used."""
 
-    setting_note = "linear setting only"
-
     def __init__(self, name: str, members: tuple[str, ...], lrs: tuple[float, ...], combine: str):
         super().__init__(name, "an", setting="linear")
         self.candidates = members

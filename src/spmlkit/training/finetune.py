@@ -52,7 +52,8 @@ from ..metrics import mean_average_precision
 from ..models.image import ImageModel
 from . import distributed
 from .ema import ModelEMA
-from .linear import RunResult, make_evaluator, observations_for, train_linear, training_regime
+from .linear import (RunResult, make_evaluator, observations_for, train_linear, training_regime,
+                     validation_observations)
 from .loop import fit
 
 FINETUNE_EPOCHS = 10  # Cole et al. §6.1
@@ -366,8 +367,7 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
     Z = observations_for(bundle, method)
     Y_val = bundle.labels("val")
-    Z_val = bundle.selection_observations("val", training_regime(method)) \
-        if Y_val is None or config.selection.startswith("observed") else None
+    Z_val = validation_observations(bundle, config.selection, training_regime(method))
     selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
     info["selection"] = selection
     paths = {s: bundle.paths(s) for s in ("train", "val", "test")}

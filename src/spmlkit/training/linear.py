@@ -436,6 +436,36 @@ class RunResult:
         return cls(**{k: v for k, v in record.items() if k in names})
 
 
+def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_test, Z_test, Y_train,
+                 empty: str = "exclude") -> dict:
+    """The :class:`RunResult` fields scored on the test and training splits: test mAP and
+    per-class AP (full test labels), observed-label test metrics (observed-only test
+    split), and label recovery, the training-set mAP against full training labels."""
+    test = mean_average_precision(Y_test, test_logits, empty=empty) if Y_test is not None else None
+    test_observed = None
+    if Z_test is not None:
+        from ..metrics import evaluate_scores
+
+        test_observed = evaluate_scores(test_logits, Z=Z_test)
+    train_map = None
+    if train_logits is not None and Y_train is not None:
+        train_map = mean_average_precision(Y_train, train_logits, empty=empty).map
+    return {"test_map": None if test is None else test.map,
+            "test_ap": None if test is None else [None if math.isnan(a) else float(a) for a in test.ap],
+            "n_empty_test_classes": 0 if test is None else test.n_empty,
+            "test_observed": test_observed, "train_map": train_map}
+
+
+def validation_observations(bundle, selection: str, regime: str) -> np.ndarray | None:
+    """The validation observations a selection criterion scores with: the data's own
+    observations when it has no full validation labels, and, for the observed-label
+    criteria, single positives drawn in the training ``regime``
+    (:meth:`spmlkit.data.Bundle.selection_observations`); None when full labels are used."""
+    if bundle.labels("val") is None or selection.startswith("observed"):
+        return bundle.selection_observations("val", regime)
+    return None
+
+
 def training_regime(method: Method, config: TrainConfig | None = None) -> str:
     """The regime ``method`` trains on: ``config.regime`` when set, else its registered one."""
     return config.regime if config is not None and config.regime is not None else method.regime
@@ -514,11 +544,8 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     Z = observations_for(bundle, method, config)
     Y_train = bundle.labels("train")
     Y_val = bundle.labels("val") if "val" in stores else None
-    Z_val = None
-    if "val" in stores and (Y_val is None or config.selection.startswith("observed")):
-        # observed-label criteria score what a user would have: single positives drawn in the
-        # training regime from full validation labels (Bundle.selection_observations)
-        Z_val = bundle.selection_observations("val", training_regime(method, config))
+    Z_val = validation_observations(bundle, config.selection, training_regime(method, config)) \
+        if "val" in stores else None
     Y_test = bundle.labels("test") if "test" in stores else None
     Z_test = bundle.observations("test") if Y_test is None and "test" in stores else None
     selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
@@ -552,25 +579,14 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     results = []
     for g, (lr, seed) in enumerate(zip(lrs, seeds)):
         m = tracker.members[g]
-        test = mean_average_precision(Y_test, test_scores[g].numpy(), empty=config.empty_classes) \
-            if Y_test is not None else None
-        test_observed = None
-        if Z_test is not None:
-            from ..metrics import evaluate_scores
-
-            test_observed = evaluate_scores(test_scores[g].numpy(), Z=Z_test)
         best_epoch = len(m.history) if selection == "last" else m.best_epoch
-        train_map = None
-        if train_scores is not None:
-            train_map = mean_average_precision(Y_train, train_scores[g].numpy(), empty=config.empty_classes).map
+        scored = split_scores(test_scores[g].numpy(), None if train_scores is None else train_scores[g].numpy(),
+                              Y_test=Y_test, Z_test=Z_test, Y_train=Y_train, empty=config.empty_classes)
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
             best_epoch=best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=selection,
-            test_map=None if test is None else test.map,
-            test_ap=None if test is None else [None if math.isnan(a) else float(a) for a in test.ap],
-            train_map=train_map, epochs_run=len(m.history), val_history=list(m.history),
-            seconds=time.perf_counter() - t_start, n_empty_test_classes=0 if test is None else test.n_empty,
-            test_observed=test_observed, expected_positives=k,
+            epochs_run=len(m.history), val_history=list(m.history), seconds=time.perf_counter() - t_start,
+            expected_positives=k, **scored,
             state=({"head": states[g], "method": to_cpu((m.snapshot or {}).get("method", {})),
                     "mean": mean, "std": std, "val_logits": val_scores[g].numpy(),
                     "test_logits": test_scores[g].numpy()} if keep_state else None)))

@@ -24,7 +24,7 @@ import torch
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from ..metrics import mean_average_precision, observed_positive_map
+from ..metrics import observed_positive_map
 from ..models.heads import build_head
 
 #: the recipe's selection criterion: observed labels only (no full label is ever read)
@@ -49,24 +49,32 @@ def _stack(states: list[dict]) -> dict:
     return {k: torch.stack([torch.as_tensor(s[k], device="cpu") for s in states]) for k in states[0]}
 
 
-def _split_logits(bundle, config: TrainConfig, head: dict, mean, std, split: str) -> torch.Tensor:
-    """``(G, N, L)`` logits of the stacked ``head`` on a split's features."""
+def _combine(logits: list[np.ndarray]) -> np.ndarray:
+    """The members' ``(N, L)`` logits -> the logit of their mean probability (float32)."""
+    return mean_probability_logits(torch.as_tensor(np.stack(logits), device="cpu")).float().numpy()
+
+
+def _score(run) -> float:
+    """A run's validation score for ``max`` (a run without a valid score never wins)."""
+    return -math.inf if math.isnan(run.val_score) else run.val_score
+
+
+def _training_logits(bundle, config: TrainConfig, head: dict, mean, std) -> np.ndarray:
+    """``(G, N, L)`` logits of the stacked ``head`` on the training features (the members'
+    runs keep their validation and test logits, not the training set's)."""
     from ..device import resolve_device
     from .linear import FeatureStore
 
     device = resolve_device(config.device, option="device")
     G = next(iter(head.values())).shape[0]
-    store = FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, device=device,
+    store = FeatureStore(bundle.features("train", config.feature_set), mean=mean, std=std, device=device,
                          max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
     with torch.device(device):  # every tensor on the run's device, none on a default device
         mod = build_head(config.head, store.dim, bundle.n_labels,
                          [torch.Generator(device="cpu").manual_seed(0)] * G, hidden=config.hidden)
     mod.load_state_dict(head)
-    out = []
     with torch.no_grad():
-        for x in store.chunks():
-            out.append(mod(x).cpu())
-    return torch.cat(out, 1) if out else torch.zeros(G, 0, bundle.n_labels, device="cpu")
+        return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
 
 
 def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds: list[int],
@@ -75,7 +83,7 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     """Train the recipe ``method`` once per member ``(lr, seed)`` of the caller (the
     recipe searches its own learning rates, so the caller's ``lr`` is recorded and not
     used); results in member order, like :func:`spmlkit.training.linear.train_linear`."""
-    from .linear import RunResult, train_linear
+    from .linear import RunResult, split_scores, train_linear, training_regime
 
     t_start = time.perf_counter()
     if config.setting == "finetune":
@@ -88,10 +96,8 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     if config.selection not in ("auto", RECIPE_SELECTION):
         raise ConfigError(f"method {method.name!r} selects with {RECIPE_SELECTION} only (observed labels); "
                           f"--selection {config.selection} is not used by it — leave --selection at auto")
-    from .linear import training_regime
-
     Z_val = np.asarray(bundle.selection_observations("val", training_regime(method, config)))
-    if not (Z_val == 1).any():
+    if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
@@ -113,45 +119,31 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     Y_test = bundle.labels("test") if bundle.size("test") > 0 else None
     Z_test = bundle.observations("test") if Y_test is None and bundle.size("test") > 0 else None
     Y_train = bundle.labels("train")
-    by_seed = {}
+    by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
-        chosen = []
-        for name in method.candidates:
-            cands = [r for r in runs[name] if r.seed == s]
-            best = max(cands, key=lambda r: -math.inf if math.isnan(r.val_score) else r.val_score)
-            chosen.append((name, best))
+        chosen = [max((r for r in runs[name] if r.seed == s), key=_score) for name in method.candidates]
         if method.combine == "select":
-            chosen = [max(chosen, key=lambda c: -math.inf if math.isnan(c[1].val_score) else c[1].val_score)]
-        head = _stack([r.state["head"] for _, r in chosen])
-        logits = {split: mean_probability_logits(_split_logits(bundle, config, head, mean, std, split)).float()
-                  for split in ("val", "test", "train") if bundle.size(split) > 0}
-        by_seed[s] = (chosen, head, logits)
+            chosen = [max(chosen, key=_score)]
+        head = _stack([r.state["head"] for r in chosen])
+        val_logits = _combine([r.state["val_logits"] for r in chosen])
+        test_logits = _combine([r.state["test_logits"] for r in chosen])
+        train_logits = None if Y_train is None else \
+            _combine(list(_training_logits(bundle, config, head, mean, std)))
+        by_seed[s] = dict(
+            best_epoch=max(r.best_epoch for r in chosen), epochs_run=max(r.epochs_run for r in chosen),
+            val_score=observed_positive_map(Z_val, val_logits),
+            notes={"members": [{"method": r.method, "lr": r.lr, "best_epoch": r.best_epoch,
+                                "val_observed_map": r.val_score} for r in chosen], "combine": method.combine},
+            **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                           empty=config.empty_classes),
+            state={"head": head, "members": len(chosen), "method": {}, "mean": mean, "std": std,
+                   "val_logits": val_logits, "test_logits": test_logits})
     results = []
     for lr, s in zip(lrs, seeds):
-        chosen, head, logits = by_seed[int(s)]
-        val_score = observed_positive_map(Z_val, logits["val"].numpy())
-        test = mean_average_precision(Y_test, logits["test"].numpy(), empty=config.empty_classes) \
-            if Y_test is not None else None
-        test_observed = None
-        if Z_test is not None:
-            from ..metrics import evaluate_scores
-
-            test_observed = evaluate_scores(logits["test"].numpy(), Z=Z_test)
-        train_map = mean_average_precision(Y_train, logits["train"].numpy(), empty=config.empty_classes).map \
-            if Y_train is not None else None
-        notes = {"members": [{"method": n, "lr": r.lr, "best_epoch": r.best_epoch,
-                              "val_observed_map": r.val_score} for n, r in chosen],
-                 "combine": method.combine}
+        fields = dict(by_seed[int(s)])
+        state = fields.pop("state")
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=int(s),
-            best_epoch=max(r.best_epoch for _, r in chosen), val_score=val_score, selection=RECIPE_SELECTION,
-            test_map=None if test is None else test.map,
-            test_ap=None if test is None else [None if math.isnan(a) else float(a) for a in test.ap],
-            train_map=train_map, epochs_run=max(r.epochs_run for _, r in chosen), val_history=[],
-            seconds=time.perf_counter() - t_start, n_empty_test_classes=0 if test is None else test.n_empty,
-            test_observed=test_observed, expected_positives=config.expected_positives, notes=notes,
-            state=({"head": head, "members": len(chosen), "method": {}, "mean": mean, "std": std,
-                    "val_logits": logits["val"].numpy(),
-                    "test_logits": logits["test"].numpy() if "test" in logits else
-                    np.zeros((0, bundle.n_labels), np.float32)} if keep_state else None)))
+            selection=RECIPE_SELECTION, val_history=[], seconds=time.perf_counter() - t_start,
+            expected_positives=config.expected_positives, state=state if keep_state else None, **fields))
     return results
