@@ -197,7 +197,7 @@ def test_every_linear_method_runs_under_the_device_trap(toy_bundle, tmp_path):
     allows it, with a checkpoint written and read back), explicitly on the CPU while the
     default device is ``meta``: a tensor created without ``device=`` fails the run."""
     from spmlkit.methods import build_method
-    from spmlkit.training.linear import train_linear
+    from spmlkit.training.run import train
 
     names = _linear_methods()
     assert len(names) >= 30
@@ -208,8 +208,8 @@ def test_every_linear_method_runs_under_the_device_trap(toy_bundle, tmp_path):
         cfg = TrainConfig(method=name, epochs=2, batch_size=16, device="cpu")
         try:
             with device_trap():
-                train_linear(toy_bundle, cfg.replace(epochs=1), lrs=lrs, seeds=seeds, run_dir=tmp_path / name)
-                res = train_linear(toy_bundle, cfg, lrs=lrs, seeds=seeds, run_dir=tmp_path / name, keep_state=True)
+                train(toy_bundle, cfg.replace(epochs=1), lrs=lrs, seeds=seeds, run_dir=tmp_path / name)
+                res = train(toy_bundle, cfg, lrs=lrs, seeds=seeds, run_dir=tmp_path / name, keep_state=True)
             assert all(np.isfinite(r.test_map) for r in res)
             assert all(t.device.type == "cpu" for t in res[0].state["head"].values())
             # state written in place on a meta tensor raises nothing: the checkpoint shows it

@@ -89,13 +89,14 @@ def test_global_random_state_is_checkpointed(toy_bundle, tmp_path, monkeypatch):
     """A component drawing from torch's global generator continues after a resume exactly
     as in an uninterrupted run (the random state is part of last.pt)."""
     import spmlkit.training.linear as linear
+    import spmlkit.training.prepare as prepare
     from spmlkit.methods.base import Component, Method
 
     class Dropout(Component):  # randomly ignores entries: uses the global torch generator
         def modify_loss(self, loss, batch, logits, observed):
             return loss * (torch.rand(loss.shape) > 0.3)
 
-    monkeypatch.setattr(linear, "build_method", lambda name, **p: Method("an", "an", components=[Dropout()]))
+    monkeypatch.setattr(prepare, "build_method", lambda name, **p: Method("an", "an", components=[Dropout()]))
     cfg = TrainConfig(method="an", epochs=5, lr=0.01)
     (full,) = linear.train_linear(toy_bundle, cfg, run_dir=tmp_path / "full")
     linear.train_linear(toy_bundle, cfg.replace(epochs=2), run_dir=tmp_path / "part")  # "killed" after epoch 2

@@ -12,7 +12,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.methods.base import build_method, describe_methods, get_method_spec
 from spmlkit.metrics import observed_positive_map
-from spmlkit.training.linear import train_linear
+from spmlkit.training.run import train
 from spmlkit.training.recipe import mean_probability_logits
 
 from conftest import make_toy_dataset
@@ -47,7 +47,7 @@ def test_bad_hyperparameters_are_one_clear_error(params, message):
 
 def _member_runs(bundle, name, lrs, seeds, **cfg):
     c = TrainConfig(method=name, selection="observed_map", **{**FAST, **cfg})
-    return train_linear(bundle, c, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
+    return train(bundle, c, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
                         keep_state=True)
 
 
@@ -56,7 +56,7 @@ def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
     (simulated single positives, never the full labels), and the recipe's scores are the
     logit of the mean of those runs' probabilities."""
     cfg = TrainConfig(method="auto", params=SMALL, **FAST)
-    res = train_linear(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
+    res = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
     Z_val = toy_bundle.selection_observations("val", "single_positive")
     assert ((Z_val == 1).sum(1) <= 1).all() and (Z_val == 1).any()  # single positives, not the full labels
     for r in res:
@@ -76,14 +76,14 @@ def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
 
 def test_select_keeps_the_one_best_member(toy_bundle):
     cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
-    (r,) = train_linear(toy_bundle, cfg, keep_state=True)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
     assert r.state["members"] == 1 and len(r.notes["members"]) == 1
 
 
 def test_seeds_are_independent_of_grouping(toy_bundle):
     cfg = TrainConfig(method="auto", params=SMALL, **FAST)
-    both = train_linear(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])
-    (one,) = train_linear(toy_bundle, cfg, seeds=[1])
+    both = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])
+    (one,) = train(toy_bundle, cfg, seeds=[1])
     assert both[1].test_map == pytest.approx(one.test_map, abs=1e-9)
     assert both[1].notes == one.notes
 
@@ -95,9 +95,9 @@ def test_refusals(toy_bundle):
     cfg = TrainConfig(method="auto", params=SMALL, **FAST)
     none = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")))
     with pytest.raises(ConfigError, match="validation"):
-        train_linear(none, cfg)
+        train(none, cfg)
     with pytest.raises(ConfigError, match="observed_map only"):
-        train_linear(b, cfg.replace(selection="map"))
+        train(b, cfg.replace(selection="map"))
     with pytest.raises(ConfigError, match="linear setting"):
         from spmlkit.training.recipe import train_recipe
 
@@ -198,7 +198,7 @@ def test_selection_observations_simulate_the_training_regime(toy_bundle):
 def test_observed_map_selection_works_on_fully_labelled_bundles(toy_bundle):
     """--selection observed_map used to need an observed-only bundle; it now scores the
     simulated single positives of the validation split."""
-    (r,) = train_linear(toy_bundle, TrainConfig(method="an", selection="observed_map", **FAST), keep_state=True)
+    (r,) = train(toy_bundle, TrainConfig(method="an", selection="observed_map", **FAST), keep_state=True)
     Z_val = toy_bundle.selection_observations("val", "single_positive")
     assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
 
@@ -207,8 +207,8 @@ def test_a_stopped_recipe_resumes_each_member(toy_bundle, tmp_path):
     """Each member method checkpoints in RUN/members/NAME/: a run stopped after one epoch
     and started again with 3 epochs gives the uninterrupted run's result."""
     cfg = TrainConfig(method="auto", params=SMALL, batch_size=16, epochs=3)
-    train_linear(toy_bundle, cfg.replace(epochs=1), run_dir=tmp_path / "run")
+    train(toy_bundle, cfg.replace(epochs=1), run_dir=tmp_path / "run")
     assert sorted(p.name for p in (tmp_path / "run" / "members").iterdir()) == ["an", "l1r"]
-    (resumed,) = train_linear(toy_bundle, cfg, run_dir=tmp_path / "run")
-    (fresh,) = train_linear(toy_bundle, cfg)
+    (resumed,) = train(toy_bundle, cfg, run_dir=tmp_path / "run")
+    (fresh,) = train(toy_bundle, cfg)
     assert resumed.test_map == pytest.approx(fresh.test_map, abs=1e-9) and resumed.notes == fresh.notes

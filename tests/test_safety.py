@@ -389,7 +389,7 @@ def test_a_failed_train_leaves_nothing_behind(yeast, tmp_path, capsys, monkeypat
     def boom(*a, **k):
         raise ValueError("simulated failure inside training")
 
-    monkeypatch.setattr(run_mod, "train_linear", boom)
+    monkeypatch.setattr(run_mod, "train", boom)
     with pytest.raises(ValueError):
         main(["train", str(yeast / "b"), "-m", "an", "--epochs", "1", "-o", str(tmp_path / "r")])
     assert not (tmp_path / "r").exists()

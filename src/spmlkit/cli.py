@@ -249,7 +249,7 @@ def _cmd_train(args) -> int:
     from .io import read_json
     from .practitioner.report import run_summary_lines
     from .training import distributed
-    from .practitioner.run import finished_run, run_training
+    from .practitioner.run import run_training
 
     from .device import validate_config
 
@@ -261,19 +261,15 @@ def _cmd_train(args) -> int:
         bundle = Bundle(args.bundle)
         out = Path(args.out) if args.out else \
             Path("runs") / f"{bundle.name}-{config.method}-lr{config.lr:g}-s{config.seed}"
-        from .methods import build_method
+        from .training.prepare import build_run_method
+        from .training.run import planned_epochs
 
-        method = build_method(config.method, **config.param_dict)
+        method = build_run_method(config)  # built once: the trainer sets this one up
         if method.candidates and args.lr is not None and dctx.is_main:
             print(f"note: {config.method} tries each member at its own learning rates "
                   f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
                   "--lr is not used", file=sys.stderr)
-        total = config.epochs * max(1, len(method.candidates))  # a recipe trains each member method in turn
-        if config.setting == "finetune":
-            from .training.finetune import resolve_recipe
-
-            total = resolve_recipe(config, method)["epochs"]
-        bar = _progress(total, f"{config.method} on {bundle.name}") if dctx.is_main else None
+        bar = _progress(planned_epochs(config, method), f"{config.method} on {bundle.name}") if dctx.is_main else None
 
         def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
             if bar is not None:
@@ -282,20 +278,18 @@ def _cmd_train(args) -> int:
                 bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
                 bar.update(1)
 
-        done = None if args.no_resume else finished_run(bundle, config, out)
-        if done is not None:
+        def on_finished(folder):  # rank 0 only
             if bar is not None:
                 bar.close()
-            if dctx.is_main:
-                print(f"run {out} already finished with this configuration: not retraining (--no-resume trains "
-                      "again)")
-        else:
-            try:
-                run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch,
-                             log=lambda m: print(m, file=sys.stderr, flush=True))
-            finally:
-                if bar is not None:
-                    bar.close()
+            print(f"run {folder} already finished with this configuration: not retraining (--no-resume trains "
+                  "again)")
+
+        try:
+            run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch, method=method,
+                         device=device, on_finished=on_finished, log=lambda m: print(m, file=sys.stderr, flush=True))
+        finally:
+            if bar is not None:
+                bar.close()
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")

@@ -426,15 +426,17 @@ def _canonical(obj) -> str:
 
 
 def _trainer(setting: str):
-    if setting == "linear":
-        from ..training.linear import train_linear
+    """The bench's trainer: :func:`spmlkit.training.run.train` in ``setting`` (the groups'
+    configs leave the setting out of their identity: it is the bench's)."""
+    from ..training.run import SETTINGS, train
 
-        return train_linear
-    try:
-        from ..training.finetune import train_finetune
-    except ImportError as exc:
-        raise ConfigError(f"--setting finetune needs spmlkit.training.finetune, which is not available ({exc})") from None
-    return train_finetune
+    if setting not in SETTINGS:
+        raise ConfigError(f"--setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
+
+    def trainer(bundle, config, **kw):
+        return train(bundle, config.replace(setting=setting), **kw)
+
+    return trainer
 
 
 def _draw_units(spec: BenchSpec, datasets: list[BenchDataset]) -> list[tuple]:

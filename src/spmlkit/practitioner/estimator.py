@@ -24,7 +24,7 @@ indicator matrix over ``classes_`` and :meth:`predict_proba` an ``(N, L)`` float
 of per-label probabilities: an SPML model is trained with one label per example and
 asked for all of them.
 
-Training reuses :func:`spmlkit.training.train_linear` unchanged on an in-memory
+Training reuses :func:`spmlkit.training.train` unchanged on an in-memory
 bundle (:class:`spmlkit.data.memory.ArrayBundle`): the same loop, methods
 (``build_method(name, **method_params)`` — any registered method), stacked Adam,
 best-epoch selection and seeds as ``spml train``; nothing is written to disk.
@@ -252,7 +252,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         from ..data.memory import ArrayBundle
         from .labelsets import RULES, choose_rule, default_rule, estimate_k, tune_label_thresholds
         from .saved import SavedModel
-        from ..training.linear import train_linear
+        from ..training.run import train
 
         if self.threshold_rule not in (*RULES, "auto"):
             raise ConfigError(f"threshold_rule must be auto or one of {', '.join(RULES)}, got {self.threshold_rule!r}")
@@ -297,7 +297,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         if config.expected_positives is None and k is not None:
             config = config.replace(expected_positives=k)
         data = ArrayBundle(X_tr, Z_tr, label_names=[str(c) for c in classes], name="SPMLClassifier", **val)
-        (res,) = train_linear(data, config, keep_state=True, on_epoch=self._progress(
+        (res,) = train(data, config, keep_state=True, on_epoch=self._progress(
             config, config.selection if config.selection != "auto" else
             ("map" if Y_val is not None else "observed_map" if val else "(none)")))
         st = res.state

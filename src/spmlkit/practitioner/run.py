@@ -34,7 +34,8 @@ from ..io import FolderLock, check_output_folder, read_json, remove_stale_tempor
 from ..methods.base import SCRATCH_DIR
 from .saved import SavedModel, save_model
 from ..training import distributed
-from ..training.linear import RunResult, train_linear
+from ..training.linear import RunResult
+from ..training.run import train
 
 
 def _resolved(bundle: Bundle, config: TrainConfig) -> dict:
@@ -103,17 +104,27 @@ def is_run_folder(path: Path) -> bool:
 
 
 def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, resume: bool = True,
-                 on_epoch=None, log=None) -> RunResult:
+                 on_epoch=None, log=None, method=None, device=None, on_finished=None) -> RunResult:
     """Train into ``out_dir`` (see the module docstring).  The folder is locked while
     the run writes it (a second process is refused; a killed one leaves no stale lock),
     temporaries left by a killed writer are removed, and a run that fails before its
     first checkpoint leaves nothing behind.  ``log(message)`` hears "resuming from
-    epoch N"."""
+    epoch N" (and the fine-tuning trainer's messages).
+
+    ``method`` / ``device``: the run's method (fresh) and resolved device when the caller
+    has them already (the CLI does), so neither is built twice; ``on_finished(out)`` is
+    called (on rank 0) instead of training when ``out`` already holds this finished run."""
     from ..device import validate_config
 
-    validate_config(config)  # an impossible device/precision is refused before the folder exists
+    if device is None:  # (a caller that passes the device has validated the config: the CLI)
+        device = validate_config(config)  # an impossible device/precision is refused before the folder exists
     out = check_output_folder(out_dir)
     dctx = distributed.context()
+    done = finished_run(bundle, config, out) if resume else None
+    if done is not None:  # recognised before the folder is locked: a finished run is not touched
+        if dctx.is_main and on_finished is not None:
+            on_finished(out)
+        return RunResult.from_record(done)
     if dctx.is_main and out.is_dir() and not is_run_folder(out) and any(
             p.name != FolderLock.NAME for p in out.iterdir()):
         raise ConfigError(f"refusing to write a run into {out}: it holds files that are not a spmlkit run (no "
@@ -124,7 +135,8 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
         lock = FolderLock(out, what="run folder").acquire()
         remove_stale_temporaries(out, recursive=True)
     try:
-        return _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log)
+        return _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
+                             device=device, on_finished=on_finished)
     except BaseException:
         if dctx.is_main and not (out / "last.pt").exists() and not (out / "result.json").exists():
             # nothing worth resuming: leave no config.json/metrics behind (and no folder we made)
@@ -143,7 +155,8 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
             lock.release()
 
 
-def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: bool, on_epoch, log) -> RunResult:
+def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: bool, on_epoch, log, method, device,
+                  on_finished) -> RunResult:
     dctx = distributed.context()
     cfg_path = out / "config.json"
     resolved = _resolved(bundle, config)
@@ -160,14 +173,15 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
             if problem is None:
                 if not resume:
                     (out / "result.json").unlink(missing_ok=True)
-                from ..device import device_info, resolve_device
+                from ..device import device_info
 
-                write_json(cfg_path, {**resolved, "world_size": dctx.world_size,
-                                      "device": device_info(resolve_device(config.device))})
+                write_json(cfg_path, {**resolved, "world_size": dctx.world_size, "device": device_info(device)})
     done, problem = distributed.broadcast_object((done, problem))  # every rank takes rank 0's decision
     if problem is not None:
         raise ConfigError(problem)
     if done is not None:  # a finished run: nothing to do
+        if dctx.is_main and on_finished is not None:
+            on_finished(out)
         return RunResult.from_record(done)
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
         from ..training.checkpoint import load_checkpoint
@@ -175,12 +189,8 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         epoch = int(load_checkpoint(out / "last.pt")["epoch"])
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
     finetune = config.setting == "finetune"
-    if finetune:
-        from ..training.finetune import train_finetune
-
-        (result,) = train_finetune(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True)
-    else:
-        (result,) = train_linear(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True)
+    (result,) = train(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True, log=log,
+                      method=method, device=device)
     if dctx.is_main:
         st = result.state
         rule, quality = _label_sets(bundle, result, st)
@@ -201,12 +211,12 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
                 params=result.params, label_sets=rule, input=input_description(bundle, config), info=info)
         save_model(model, out / "model")
         record = result.to_record()
-        from ..device import device_info, resolve_device
+        from ..device import device_info
 
         record.update({"labels": "full" if bundle.has_full_labels else "observed",
                        "label_sets": {k: v for k, v in rule.items() if k != "thresholds"},
                        "label_set_quality": quality, "world_size": dctx.world_size,
-                       "device": device_info(resolve_device(config.device))})
+                       "device": device_info(device)})
         from .report import write_run_report
 
         meta = dict(bundle.meta)

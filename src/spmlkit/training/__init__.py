@@ -3,7 +3,8 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .linear import FeatureStore, LinearLearner, RunResult, train_linear
 from .loop import fit
 from .optim import StackedAdam
+from .run import train
 from .tracking import BestTracker
 
 __all__ = ["load_checkpoint", "save_checkpoint", "FeatureStore", "LinearLearner", "RunResult", "train_linear", "fit",
-           "StackedAdam", "BestTracker"]
+           "StackedAdam", "BestTracker", "train"]

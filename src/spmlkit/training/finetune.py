@@ -47,13 +47,13 @@ import torch
 from ..config import TrainConfig
 from ..data.bundle import Bundle
 from ..errors import ConfigError
-from ..methods.base import SCRATCH_DIR, Batch, Method, TrainContext, build_method, expected_positives
+from ..methods.base import Batch, Method
 from ..metrics import mean_average_precision
 from ..models.image import ImageModel
 from . import distributed
 from .ema import ModelEMA
-from .linear import (RunResult, make_evaluator, observations_for, train_linear, training_regime,
-                     validation_observations)
+from .linear import RunResult, train_linear
+from .prepare import build_run_method, prepare_run
 from .loop import fit
 
 FINETUNE_EPOCHS = 10  # Cole et al. §6.1
@@ -327,19 +327,24 @@ def linear_init_phase(bundle: Bundle, config: TrainConfig, *, seed: int, run_dir
 
 
 def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: int, run_dir=None,
-                     resume: bool = True, log=None):
-    """Everything before the first fine-tuning epoch: ``(learner, method, evaluate, info)``.
+                     resume: bool = True, log=None, method: Method | None = None, device=None):
+    """Everything before the first fine-tuning epoch: ``(learner, method, evaluate, info)``;
+    ``info["parts"]`` is the run's :class:`~spmlkit.training.prepare.RunParts`.
 
     With ``config.linear_init`` this runs the linear phase and hands its best head and
-    method state over (``info["linear_init"]`` is the phase-1 :class:`RunResult`)."""
+    method state over (``info["linear_init"]`` is the phase-1 :class:`RunResult`).
+    ``method`` / ``device``: the run's method (fresh, not set up) and resolved device when
+    the caller has them already."""
     from ..device import check_precision, resolve_device
     from ..features.backbones import build_backbone
 
-    device = resolve_device(config.device, option="device")
+    if device is None:
+        device = resolve_device(config.device, option="device")
     check_precision(config.precision, device, option="precision")
     if bundle.kind != "images":
         raise ConfigError(f"{bundle.path} holds feature vectors; fine-tuning needs an image bundle")
-    method = build_method(config.method, **config.param_dict)
+    if method is None:
+        method = build_run_method(config)
     recipe = resolve_recipe(config, method)
     if config.linear_init and method.setting == "finetune":
         raise ConfigError(f"method {config.method!r} trains end to end only; LinearInit needs its linear setting")
@@ -365,24 +370,19 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
     if config.sync_bn and distributed.context().enabled and device.type == "cuda":
         # BatchNorm statistics over the global batch (one process: plain BatchNorm is the same)
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    Z = observations_for(bundle, method)
-    Y_val = bundle.labels("val")
-    Z_val = validation_observations(bundle, config.selection, training_regime(method))
-    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
-    info["selection"] = selection
+    # the run's parts (observations in the configured regime, validation, evaluator, k): training/prepare.py
+    parts = prepare_run(bundle, config, method=method, device=device)
+    evaluate = parts.evaluate
+    info["selection"], info["parts"] = parts.selection, parts
     paths = {s: bundle.paths(s) for s in ("train", "val", "test")}
-    learner = ImageLearner(paths, Z, model, lr=lr, seed=seed, batch_size=config.batch_size,
+    learner = ImageLearner(paths, parts.observed, model, lr=lr, seed=seed, batch_size=config.batch_size,
                            image_size=config.image_size, epochs=recipe["epochs"], views=recipe["views"],
                            optimizer=recipe["optimizer"], ema_decay=recipe["ema_decay"],
                            num_workers=config.num_workers, evaluate=evaluate, device=device,
                            precision=config.precision, channels_last=config.channels_last, compile=config.compile)
-    k = config.expected_positives if config.expected_positives is not None else expected_positives(
-        bundle.labels("train"))
-    info["expected_positives"] = k
-    ctx = TrainContext(n_train=len(Z), n_labels=bundle.n_labels, observed=learner.observed, n_members=1,
-                       expected_positives=k, base_lrs=(lr,), epochs=recipe["epochs"], device=device,
-                       scratch_dir=str(Path(run_dir) / SCRATCH_DIR) if run_dir is not None else None)
-    method.setup(ctx)
+    info["expected_positives"] = parts.expected_positives
+    parts.setup_method(learner.observed, lrs=(lr,), seeds=(seed,), epochs=recipe["epochs"], run_dir=run_dir,
+                       dist_ctx=distributed.context())
     if init is not None and init.state.get("method"):
         method.load_member_state(0, init.state["method"])
     return learner, method, evaluate, info
@@ -390,10 +390,12 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
 
 def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
                    seeds: list[int] | None = None, run_dir: str | Path | None = None, resume: bool = True,
-                   on_epoch=None, keep_state: bool = False, log=None) -> list[RunResult]:
+                   on_epoch=None, keep_state: bool = False, log=None, method: Method | None = None,
+                   device=None) -> list[RunResult]:
     """Fine-tune ``config.method`` end to end on ``bundle``'s images; one result per (lr, seed),
     trained one after another.  With several members and a ``run_dir``, member ``g`` runs in
-    ``run_dir/member<g>-lr<lr>-s<seed>/``."""
+    ``run_dir/member<g>-lr<lr>-s<seed>/``.  ``method``: the first member's method when the
+    caller has built it (fresh, not set up); every other member builds its own."""
     lrs, seeds = config.members(lrs, seeds)
     log = log or (lambda m: print(m, file=sys.stderr))
     results = []
@@ -408,16 +410,18 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
                     row["member"] = _g
                 on_epoch(info)
         results.append(_train_one(bundle, config, lr=lr, seed=seed, run_dir=rd, resume=resume, on_epoch=cb,
-                                  keep_state=keep_state, log=log))
+                                  keep_state=keep_state, log=log, method=method if g == 0 else None,
+                                  device=device))
     return results
 
 
-def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_state, log) -> FinetuneResult:
+def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_state, log,
+               method=None, device=None) -> FinetuneResult:
     t0 = time.perf_counter()
     learner, method, evaluate, info = prepare_finetune(bundle, config, lr=lr, seed=seed, run_dir=run_dir,
-                                                       resume=resume, log=log)
+                                                       resume=resume, log=log, method=method, device=device)
     epochs = info["recipe"]["epochs"]
-    tracker = fit(learner, method, epochs=epochs, evaluate=evaluate, patience=config.patience, run_dir=run_dir,
+    tracker = fit(learner, method, epochs=epochs, evaluate=evaluate, patience=info["parts"].patience, run_dir=run_dir,
                   resume=resume, on_epoch=on_epoch, member_info=[{"lr": lr, "seed": seed}])
     m = tracker.members[0]
     if m.snapshot is not None:

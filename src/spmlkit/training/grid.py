@@ -28,8 +28,9 @@ from pathlib import Path
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from ..methods.base import build_method
-from .linear import RunResult, train_linear
+from .linear import RunResult
+from .prepare import build_run_method
+from .run import train
 
 
 def member_groups(n_members: int, stack: int | None, supports_members: bool = True) -> list[list[int]]:
@@ -47,7 +48,7 @@ def member_groups(n_members: int, stack: int | None, supports_members: bool = Tr
 def _run_group(bundle_path: str, config: TrainConfig, lrs, seeds, keep_state: bool) -> list[RunResult]:
     from ..data.bundle import Bundle
 
-    return train_linear(Bundle(bundle_path), config, lrs=lrs, seeds=seeds, keep_state=keep_state)
+    return train(Bundle(bundle_path), config, lrs=lrs, seeds=seeds, keep_state=keep_state)
 
 
 def train_members(bundle, config: TrainConfig, lrs: list[float], seeds: list[int], *, stack: int | None = None,
@@ -58,7 +59,7 @@ def train_members(bundle, config: TrainConfig, lrs: list[float], seeds: list[int
     ``on_done(results_of_one_stack)`` is called as stacks finish (in the parent)."""
     if len(lrs) != len(seeds):
         raise ConfigError("give one seed per learning rate")
-    method = build_method(config.method, **config.param_dict)
+    method = build_run_method(config)
     groups = member_groups(len(lrs), stack, method.supports_members)
     jobs = max(1, min(int(jobs), len(groups)))
     if threads is None and jobs > 1:
@@ -74,7 +75,7 @@ def train_members(bundle, config: TrainConfig, lrs: list[float], seeds: list[int
 
     if jobs == 1:
         for group in groups:
-            collect(group, train_linear(bundle, cfg, lrs=[lrs[g] for g in group], seeds=[seeds[g] for g in group],
+            collect(group, train(bundle, cfg, lrs=[lrs[g] for g in group], seeds=[seeds[g] for g in group],
                                         keep_state=keep_state))
         return out  # type: ignore[return-value]
 

@@ -15,22 +15,23 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 
 from ..config import TrainConfig
 from ..device import to_cpu
-from ..data.bundle import OBSERVED_ONLY, Bundle
+from ..data.bundle import Bundle
 from ..errors import ConfigError
-from ..methods.base import SCRATCH_DIR, Batch, Method, TrainContext, build_method, expected_positives
-from ..metrics import (mean_average_precision, mean_average_precision_members, observed_positive_map,
-                       observed_positive_recall_at_k)
+from ..methods.base import Batch, Method, TrainContext
+from ..metrics import mean_average_precision
 from ..models.heads import build_head, select_members
 from . import distributed
 from .loop import fit
 from .optim import StackedAdam
+# the run set-up lives in .prepare; these names stay importable from here
+from .prepare import (RunParts, build_run_method, make_evaluator, observations_for,  # noqa: F401
+                      prepare_run, training_regime, validation_observations)
 
 CHUNK_ROWS = 8192  # rows per evaluation chunk of in-memory features
 CHUNK_BYTES = 16 * 2 ** 20  # bytes per chunk read from a memory map (at most max_memory_mb / 4)
@@ -360,48 +361,6 @@ class LinearLearner:
 
 
 # ---------------------------------------------------------------------- evaluation
-def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarray | None,
-                   empty: str = "exclude") -> tuple[str, Callable[[torch.Tensor], list[float]]]:
-    """Validation criterion: ``map`` needs full validation labels; ``observed_map`` and
-    ``observed_recall@k`` use observations only (issue 8).  ``auto`` = ``map`` when full
-    labels exist, else ``observed_map`` (the reasons are in :mod:`spmlkit.config`), and
-    ``last`` when there is no validation data at all.  ``last`` scores every epoch NaN,
-    so no epoch is "best" and the final weights are kept."""
-    if selection == "auto":
-        selection = "map" if Y_val is not None else ("observed_map" if Z_val is not None else "last")
-    if selection == "last":
-        return selection, lambda logits: [math.nan] * logits.shape[0]
-    no_positive = ("the validation split has no positive label, so selection {!r} cannot score any epoch (it "
-                   "would silently keep the untrained model); prepare the bundle again with a larger "
-                   "--val-fraction, or train with --selection last")
-    if selection == "map":
-        if Y_val is None:
-            raise ConfigError("selection 'map' needs full validation labels; this bundle has observations only "
-                              "(use observed_map / observed_recall@k, or give a fully labelled validation file)")
-        if not np.asarray(Y_val).any():
-            raise ConfigError(no_positive.format(selection))
-
-        def by_map(logits):
-            if logits.device.type != "cpu":  # on the device, read back once (the CPU path is unchanged)
-                return mean_average_precision_members(Y_val, logits, empty=empty)
-            return [mean_average_precision(Y_val, s.numpy(), empty=empty).map for s in logits]
-
-        return selection, by_map
-    if Z_val is None:
-        raise ConfigError(f"selection {selection!r} needs validation observations")
-    if not (np.asarray(Z_val) == 1).any():
-        raise ConfigError(no_positive.format(selection))
-    if selection == "observed_map":
-        def by_observed_map(logits):
-            if logits.device.type != "cpu":
-                return mean_average_precision_members(np.asarray(Z_val) == 1, logits)
-            return [observed_positive_map(Z_val, s.numpy()) for s in logits]
-
-        return selection, by_observed_map
-    k = int(selection.split("@")[1])
-    return selection, lambda logits: [observed_positive_recall_at_k(Z_val, s.numpy(), k) for s in logits.cpu()]
-
-
 @dataclass
 class RunResult:
     """The outcome of one member (one lr and seed) of a linear run."""
@@ -456,116 +415,81 @@ def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_
             "test_observed": test_observed, "train_map": train_map}
 
 
-def validation_observations(bundle, selection: str, regime: str) -> np.ndarray | None:
-    """The validation observations a selection criterion scores with: the data's own
-    observations when it has no full validation labels, and, for the observed-label
-    criteria, single positives drawn in the training ``regime``
-    (:meth:`spmlkit.data.Bundle.selection_observations`); None when full labels are used."""
-    if bundle.labels("val") is None or selection.startswith("observed"):
-        return bundle.selection_observations("val", regime)
-    return None
-
-
-def training_regime(method: Method, config: TrainConfig | None = None) -> str:
-    """The regime ``method`` trains on: ``config.regime`` when set, else its registered one."""
-    return config.regime if config is not None and config.regime is not None else method.regime
-
-
-def observations_for(bundle: Bundle, method: Method, config: TrainConfig | None = None) -> np.ndarray:
-    """Training observations in the regime the method trains on: ``config.regime`` when
-    set (an explicit override, e.g. ``full``), else the method's registered regime;
-    ``config.hide_prob`` is passed on for the ``partial`` regime.
-
-    Observed-only data (the user's own labels) cannot be re-observed: single-positive
-    methods take it as it is; a method meant for another regime is accepted only when
-    the user's observations already have what that regime provides (``full``: no
-    unobserved entry; ``…negative(s)`` regimes: an observed negative in every row;
-    ``partial``: anything)."""
-    regime = training_regime(method, config)
-    hide_prob = config.hide_prob if config is not None else None
-    if not bundle.has_full_labels:
-        Z = bundle.observations("train")
-        if regime in ("single_positive", OBSERVED_ONLY, "partial"):
-            return Z
-        if regime == "full" and (Z != 0).all():
-            return Z
-        if regime in ("single_positive_all_negatives", "single_positive_one_negative") and \
-                (Z == -1).any(axis=1).all():
-            return Z
-        raise ConfigError(f"method {method.name!r} needs the {regime!r} regime, which cannot be "
-                          "simulated from observed-only data (and these observations do not already provide it)")
-    if hide_prob is not None:
-        return bundle.observations("train", regime=regime, hide_prob=hide_prob)
-    return bundle.observations("train", regime=regime)
-
-
 def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
                  seeds: list[int] | None = None, run_dir: str | Path | None = None, resume: bool = True,
-                 on_epoch=None, keep_state: bool = False) -> list[RunResult]:
+                 on_epoch=None, keep_state: bool = False, method: Method | None = None,
+                 device: torch.device | None = None) -> list[RunResult]:
     """Train ``config.method`` on ``bundle``'s cached features.
 
     ``lrs`` and ``seeds`` (same length) define the members trained together; by default
     the single member ``(config.lr, config.seed)``.  In a distributed run (torchrun)
     every rank calls this and gets the same results; only rank 0 writes ``run_dir``.
+    ``method`` / ``device``: the run's method (fresh, not set up) and resolved device when
+    the caller has them already.  A recipe (``auto``) is trained by :func:`spmlkit.training.run.train`.
     """
     threads = config.threads if config.threads is not None else LINEAR_DEFAULT_THREADS
     with num_threads(threads):
         return _train_linear(bundle, config, lrs=lrs, seeds=seeds, run_dir=run_dir, resume=resume,
-                             on_epoch=on_epoch, keep_state=keep_state)
+                             on_epoch=on_epoch, keep_state=keep_state, method=method, device=device)
 
 
-def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state) -> list[RunResult]:
-    t_start = time.perf_counter()
-    lrs, seeds = config.members(lrs, seeds)
-    method = build_method(config.method, **config.param_dict)
-    if method.candidates:  # a recipe (e.g. auto): trained as its member methods, then combined
-        from .recipe import train_recipe
+@dataclass
+class LinearRun:
+    """An assembled linear-setting run: its :class:`RunParts`, the learner over the
+    cached features (standardised with ``mean``/``std`` when not None) and the context
+    the method was set up with."""
 
-        return train_recipe(bundle, config, method, lrs=lrs, seeds=seeds, run_dir=run_dir, resume=resume,
-                            on_epoch=on_epoch, keep_state=keep_state)
+    parts: RunParts
+    learner: LinearLearner
+    ctx: TrainContext
+    mean: np.ndarray | None
+    std: np.ndarray | None
+
+
+def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], seeds: list[int],
+                    run_dir: str | Path | None = None, method: Method | None = None,
+                    device: torch.device | None = None) -> LinearRun:
+    """Everything before the first epoch of a linear run of members ``zip(lrs, seeds)``:
+    the run's parts (:func:`spmlkit.training.prepare.prepare_run`), the feature stores,
+    the learner, and the method set up on its context."""
+    if method is None:
+        method = build_run_method(config)
+    if method.candidates:
+        raise ConfigError(f"method {config.method!r} is a recipe of several methods; train it with "
+                          "spmlkit.training.run.train (as spml train and spml bench do)")
     if method.setting == "finetune":
         raise ConfigError(f"method {config.method!r} needs end-to-end training on images (--setting finetune)")
     if len(lrs) > 1 and not method.supports_members:
         raise ConfigError(f"method {config.method!r} cannot train several members in one model; run them one by one")
     torch.manual_seed(seeds[0])  # components that draw from the global generator stay reproducible
     dctx = distributed.context()
-    from ..device import resolve_device
-
-    device = resolve_device(config.device, option="device")
-
+    parts = prepare_run(bundle, config, method=method, device=device)
     X_train = bundle.features("train", config.feature_set)
     max_bytes = None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20
     mean = std = None
     if resolve_standardize(bundle, config):
         mean, std = feature_statistics(X_train)
     stores = {split: FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, max_bytes=max_bytes,
-                                  device=device)
+                                  device=parts.device)
               for split in ("train", "val", "test") if split == "train" or bundle.size(split) > 0}
-    Z = observations_for(bundle, method, config)
-    Y_train = bundle.labels("train")
-    Y_val = bundle.labels("val") if "val" in stores else None
-    Z_val = validation_observations(bundle, config.selection, training_regime(method, config)) \
-        if "val" in stores else None
-    Y_test = bundle.labels("test") if "test" in stores else None
-    Z_test = bundle.observations("test") if Y_test is None and "test" in stores else None
-    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
-    patience = None if selection == "last" else config.patience
-
-    # k (Cole §5.3): given, else Eq. A1 on the full training labels, else on a fully labelled validation split
-    k = config.expected_positives if config.expected_positives is not None else \
-        expected_positives(Y_train if Y_train is not None else Y_val)
-    learner = LinearLearner(stores, Z, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
+    learner = LinearLearner(stores, parts.observed, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
                             n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, dist_ctx=dctx,
-                            device=device)
-    ctx = TrainContext(n_train=len(Z), n_labels=bundle.n_labels, observed=learner.observed, n_members=len(lrs),
-                       expected_positives=k, base_lrs=tuple(lrs), seeds=tuple(int(s) for s in seeds),
-                       epochs=config.epochs, world_size=dctx.world_size, rank=dctx.rank, device=device,
-                       scratch_dir=str(Path(run_dir) / SCRATCH_DIR) if run_dir is not None else None)
-    method.setup(ctx)
-    info = [{"lr": lr, "seed": s} for lr, s in zip(lrs, seeds)]
-    tracker = fit(learner, method, epochs=config.epochs, evaluate=evaluate, patience=patience,
-                  run_dir=run_dir, resume=resume, on_epoch=on_epoch, member_info=info)
+                            device=parts.device)
+    ctx = parts.setup_method(learner.observed, lrs=lrs, seeds=seeds, epochs=config.epochs, run_dir=run_dir,
+                             dist_ctx=dctx)
+    return LinearRun(parts, learner, ctx, mean, std)
 
+
+def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state, method,
+                  device) -> list[RunResult]:
+    t_start = time.perf_counter()
+    lrs, seeds = config.members(lrs, seeds)
+    run = assemble_linear(bundle, config, lrs=lrs, seeds=seeds, run_dir=run_dir, method=method, device=device)
+    parts, learner, method, mean, std = run.parts, run.learner, run.parts.method, run.mean, run.std
+    selection, k, Y_train = parts.selection, parts.expected_positives, parts.Y_train
+    info = [{"lr": lr, "seed": s} for lr, s in zip(lrs, seeds)]
+    tracker = fit(learner, method, epochs=config.epochs, evaluate=parts.evaluate, patience=parts.patience,
+                  run_dir=run_dir, resume=resume, on_epoch=on_epoch, member_info=info)
     # every member's best-epoch weights (or its last state if it never had a valid score),
     # restacked once so the test and training sets are scored once for all members
     active = getattr(tracker, "active", list(range(len(lrs))))
@@ -581,7 +505,7 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
         m = tracker.members[g]
         best_epoch = len(m.history) if selection == "last" else m.best_epoch
         scored = split_scores(test_scores[g].numpy(), None if train_scores is None else train_scores[g].numpy(),
-                              Y_test=Y_test, Z_test=Z_test, Y_train=Y_train, empty=config.empty_classes)
+                              Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=Y_train, empty=config.empty_classes)
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
             best_epoch=best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=selection,

@@ -26,6 +26,8 @@ from ..config import TrainConfig
 from ..errors import ConfigError
 from ..metrics import observed_positive_map
 from ..models.heads import build_head
+from .linear import FeatureStore, RunResult, split_scores, train_linear
+from .prepare import prepare_run, training_regime
 
 #: the recipe's selection criterion: observed labels only (no full label is ever read)
 RECIPE_SELECTION = "observed_map"
@@ -59,13 +61,9 @@ def _score(run) -> float:
     return -math.inf if math.isnan(run.val_score) else run.val_score
 
 
-def _training_logits(bundle, config: TrainConfig, head: dict, mean, std) -> np.ndarray:
+def _training_logits(bundle, config: TrainConfig, head: dict, mean, std, device) -> np.ndarray:
     """``(G, N, L)`` logits of the stacked ``head`` on the training features (the members'
     runs keep their validation and test logits, not the training set's)."""
-    from ..device import resolve_device
-    from .linear import FeatureStore
-
-    device = resolve_device(config.device, option="device")
     G = next(iter(head.values())).shape[0]
     store = FeatureStore(bundle.features("train", config.feature_set), mean=mean, std=std, device=device,
                          max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
@@ -79,12 +77,10 @@ def _training_logits(bundle, config: TrainConfig, head: dict, mean, std) -> np.n
 
 def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
-                 keep_state: bool = False) -> list:
+                 keep_state: bool = False, device=None) -> list:
     """Train the recipe ``method`` once per member ``(lr, seed)`` of the caller (the
     recipe searches its own learning rates, so the caller's ``lr`` is recorded and not
     used); results in member order, like :func:`spmlkit.training.linear.train_linear`."""
-    from .linear import RunResult, split_scores, train_linear, training_regime
-
     t_start = time.perf_counter()
     if config.setting == "finetune":
         raise ConfigError(f"method {method.name!r} is a recipe of the linear setting (it trains several heads on "
@@ -100,6 +96,8 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
+    # the splits the combined runs are scored on, as every run assembles them (training/prepare.py)
+    parts = prepare_run(bundle, config.replace(selection=RECIPE_SELECTION), method=method, device=device)
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
     m_lrs = [lr for lr in method.candidate_lrs for _ in unique_seeds]
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
@@ -113,12 +111,10 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
                 on_epoch({**info, "member": f"{name} ({i + 1}/{len(method.candidates)})"})
 
         runs[name] = train_linear(bundle, cfg, lrs=m_lrs, seeds=m_seeds, run_dir=sub_dir, resume=resume,
-                                  on_epoch=member_epoch, keep_state=True)
+                                  on_epoch=member_epoch, keep_state=True, device=parts.device)
     first = runs[method.candidates[0]][0].state
     mean, std = first["mean"], first["std"]
-    Y_test = bundle.labels("test") if bundle.size("test") > 0 else None
-    Z_test = bundle.observations("test") if Y_test is None and bundle.size("test") > 0 else None
-    Y_train = bundle.labels("train")
+    Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
         chosen = [max((r for r in runs[name] if r.seed == s), key=_score) for name in method.candidates]
@@ -128,7 +124,7 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
         val_logits = _combine([r.state["val_logits"] for r in chosen])
         test_logits = _combine([r.state["test_logits"] for r in chosen])
         train_logits = None if Y_train is None else \
-            _combine(list(_training_logits(bundle, config, head, mean, std)))
+            _combine(list(_training_logits(bundle, config, head, mean, std, parts.device)))
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in chosen), epochs_run=max(r.epochs_run for r in chosen),
             val_score=observed_positive_map(Z_val, val_logits),

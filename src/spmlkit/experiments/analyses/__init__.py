@@ -289,44 +289,10 @@ class LinearSetup:
 
 def linear_setup(bundle, config, seeds: list[int]) -> LinearSetup:
     """Build the learner and method of ``config`` on ``bundle`` for the members ``seeds``
-    (all at ``config.lr``); see :class:`LinearSetup`."""
-    from ...device import resolve_device
-    from ...methods.base import TrainContext, build_method, expected_positives
-    from ...training.linear import (
-        FeatureStore,
-        LinearLearner,
-        feature_statistics,
-        make_evaluator,
-        observations_for,
-        resolve_standardize,
-    )
+    (all at ``config.lr``) with the trainer's own assembly
+    (:func:`spmlkit.training.linear.assemble_linear`); see :class:`LinearSetup`."""
+    from ...training.linear import assemble_linear
 
-    method = build_method(config.method, **config.param_dict)
-    if method.setting == "finetune":
-        raise ConfigError(f"method {config.method!r} trains end to end only; this analysis uses the linear setting")
-    if len(seeds) > 1 and not method.supports_members:
-        raise ConfigError(f"method {config.method!r} cannot train several seeds in one model; use --seeds 1")
-    import torch
-
-    torch.manual_seed(seeds[0])
-    device = resolve_device(config.device, option="device")
-    X_train = bundle.features("train", config.feature_set)
-    mean = std = None
-    if resolve_standardize(bundle, config):
-        mean, std = feature_statistics(X_train)
-    stores = {s: FeatureStore(bundle.features(s, config.feature_set), mean=mean, std=std, device=device)
-              for s in ("train", "val", "test") if s == "train" or bundle.size(s) > 0}
-    Z = observations_for(bundle, method, config)
-    Y_val = bundle.labels("val") if "val" in stores else None
-    Z_val = bundle.observations("val") if Y_val is None and "val" in stores else None
-    _, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
-    Y_train = bundle.labels("train")
-    k = config.expected_positives if config.expected_positives is not None else expected_positives(Y_train)
-    lrs = [config.lr] * len(seeds)
-    learner = LinearLearner(stores, Z, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
-                            n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, device=device)
-    ctx = TrainContext(n_train=len(Z), n_labels=bundle.n_labels, observed=learner.observed, n_members=len(seeds),
-                       expected_positives=k, base_lrs=tuple(lrs), seeds=tuple(int(s) for s in seeds),
-                       epochs=config.epochs, device=device)
-    method.setup(ctx)
-    return LinearSetup(bundle, config, learner, method, evaluate, Z, k)
+    run = assemble_linear(bundle, config, lrs=[config.lr] * len(seeds), seeds=list(seeds))
+    p = run.parts
+    return LinearSetup(bundle, config, run.learner, p.method, p.evaluate, p.observed, p.expected_positives)
