@@ -80,6 +80,51 @@ def test_select_keeps_the_one_best_member(toy_bundle):
     assert r.state["members"] == 1 and len(r.notes["members"]) == 1
 
 
+def _reported_scores(monkeypatch, scores):
+    """The members' runs keep their own weights and logits but report the validation
+    scores ``scores[(method, lr)]``, so the recipe's choice is known in advance (on the
+    toy data an and l1r score alike, which hid a recipe that kept the first run)."""
+    import spmlkit.training.recipe as recipe
+
+    real = recipe.train_linear
+
+    def reporting(bundle, cfg, **kw):
+        runs = real(bundle, cfg, **kw)
+        for r in runs:
+            r.val_score = scores[(cfg.method, r.lr)]
+        return runs
+
+    monkeypatch.setattr(recipe, "train_linear", reporting)
+
+
+@pytest.mark.parametrize("scores, want", [
+    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.9, ("l1r", 1e-3): 0.4}, ("l1r", 1e-2)),
+    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.8, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.6}, ("an", 1e-3)),
+    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.1, ("l1r", 1e-3): 0.7}, ("l1r", 1e-3)),
+])
+def test_select_keeps_the_best_run_not_the_first(toy_bundle, monkeypatch, scores, want):
+    _reported_scores(monkeypatch, scores)
+    cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    assert [(m["method"], m["lr"]) for m in r.notes["members"]] == [want]
+    assert r.notes["members"][0]["val_observed_map"] == max(scores.values())
+
+
+@pytest.mark.parametrize("combine", ["mean_probability", "select"])
+def test_a_run_without_a_valid_score_never_wins(toy_bundle, monkeypatch, combine):
+    """A NaN validation score (no epoch ever scored) loses to any number, whichever comes
+    first: within a member method (its lrs) and, with ``select``, between members."""
+    nan = float("nan")
+    _reported_scores(monkeypatch, {("l1r", 1e-2): nan, ("l1r", 1e-3): nan, ("an", 1e-2): nan, ("an", 1e-3): 0.1})
+    cfg = TrainConfig(method="auto", params={"members": "l1r,an", "lrs": "1e-2,1e-3", "combine": combine}, **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    chosen = {m["method"]: m["lr"] for m in r.notes["members"]}
+    assert chosen["an"] == 1e-3
+    if combine == "select":
+        assert list(chosen) == ["an"]
+    assert np.isfinite(r.val_score)
+
+
 def test_seeds_are_independent_of_grouping(toy_bundle):
     cfg = TrainConfig(method="auto", params=SMALL, **FAST)
     both = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])
