@@ -75,7 +75,6 @@ EXPECTED_FAILED_CHECKS = {
                                         "(N, 2), the check ranks it as the 1-D score of a binary classifier",
     "check_supervised_y_2d": "a 2-D y is an observation matrix (+1/-1/0), not a column of class labels, so "
                              "y[:, None] of class ids 0..2 is rejected instead of raveled with a warning",
-    "check_classifier_data_not_an_array": "1-D y in, label sets out: compares predictions to class labels",
     "check_classifier_multioutput": "predict applies the model's label-set rule (expected-k by default: "
                                     "single-positive probabilities are not calibrated, issue 15), not "
                                     "predict_proba > 0.5 (threshold_rule='threshold' gives that)",
