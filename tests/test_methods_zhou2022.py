@@ -4,7 +4,7 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods import METHODS, Batch, TrainContext, build_method, get_method_spec
+from spmlkit.methods import METHODS, Batch, build_method, get_method_spec
 from spmlkit.methods.zhou2022 import WeightNorm, classifier_weights
 from spmlkit.models.heads import StackedLinear, StackedMLP
 from spmlkit.training import train_linear
@@ -96,15 +96,13 @@ def test_l2r_with_zero_lambda_is_an(toy_bundle):
 @pytest.mark.parametrize("regime", ["single_positive", "partial", "full"])
 def test_every_row_trains_on_every_regime(toy_bundle, regime):
     """The bench runs these rows on partial and full labels too: losses must accept observed negatives."""
-    from spmlkit.training.linear import FeatureStore, LinearLearner
+    from spmlkit.training.linear import assemble_linear
     from spmlkit.training.loop import fit
 
-    Z = toy_bundle.observations("train", regime=regime)
-    X = toy_bundle.features("train")
-    stores = {s: FeatureStore(toy_bundle.features(s)) for s in ("train", "val", "test")}
     for name in NAMES:
-        m = build_method(name)
-        learner = LinearLearner(stores, Z, lrs=[1e-2], seeds=[0], batch_size=16, n_labels=toy_bundle.n_labels)
-        m.setup(TrainContext(n_train=len(X), n_labels=toy_bundle.n_labels, observed=learner.observed, epochs=3))
-        tracker = fit(learner, m, epochs=3, evaluate=lambda logits: [float(torch.isfinite(logits).all())])
+        cfg = TrainConfig(method=name, regime=regime, epochs=3, batch_size=16, lr=1e-2)
+        run = assemble_linear(toy_bundle, cfg, lrs=[1e-2], seeds=[0])
+        assert (run.parts.observed == toy_bundle.observations("train", regime=regime)).all()
+        tracker = fit(run.learner, run.parts.method, epochs=3,
+                      evaluate=lambda logits: [float(torch.isfinite(logits).all())])
         assert tracker.members[0].best_score == 1.0, name

@@ -149,17 +149,11 @@ def test_memory_mapped_features_give_the_same_result(toy_bundle):
 def test_no_host_synchronisation_inside_an_epoch(toy_bundle, monkeypatch):
     """The training loop never reads a tensor value on the host per step (.item(),
     .tolist(), float(), bool(), .numpy()): on an accelerator each would stall the queue."""
-    from spmlkit.methods import build_method
-    from spmlkit.methods.base import TrainContext
-    from spmlkit.training.linear import FeatureStore, LinearLearner
+    from spmlkit.training.linear import assemble_linear
     from spmlkit.training.loop import train_epoch
 
-    X = toy_bundle.features("train")
-    Z = toy_bundle.observations("train")
-    stores = {s: FeatureStore(toy_bundle.features(s)) for s in ("train", "val", "test")}
-    learner = LinearLearner(stores, Z, lrs=[1e-2, 1e-3], seeds=[0, 1], batch_size=8, n_labels=Z.shape[1])
-    method = build_method("an")
-    method.setup(TrainContext(n_train=len(X), n_labels=Z.shape[1], observed=learner.observed, n_members=2))
+    run = assemble_linear(toy_bundle, TrainConfig(method="an", batch_size=8), lrs=[1e-2, 1e-3], seeds=[0, 1])
+    learner, method = run.learner, run.parts.method
     (loss_sum, n_steps), calls = host_reads_during(monkeypatch, lambda: train_epoch(learner, method, 1))
     assert n_steps == 12 and loss_sum.shape == (2,)
     assert calls == [], f"host synchronisation in the training loop: {calls[:5]}"
