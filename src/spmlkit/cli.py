@@ -83,19 +83,6 @@ def _unit_float(text):
 
 
 # ----------------------------------------------------------------------- helpers
-def _params(pairs: list[str] | None) -> dict:
-    from .errors import ConfigError
-    from .methods import parse_param_value
-
-    out = {}
-    for p in pairs or []:
-        if "=" not in p:
-            raise ConfigError(f"--param {p!r}: expected name=value")
-        k, v = p.split("=", 1)
-        out[k.strip()] = parse_param_value(v)
-    return out
-
-
 def _progress(total: int, desc: str, unit: str = "epoch"):
     from .progress import progress
 
@@ -237,7 +224,9 @@ def _train_config(args):
     if args.no_standardize:
         base["standardize"] = False
     params = dict(base.get("params") or {})
-    params.update(_params(args.param))
+    from .methods import parse_params
+
+    params.update(parse_params(args.param))
     if getattr(args, "pseudo_scores", None):  # vlpl / gpr: user-supplied pseudo-label scores
         params["pseudo_scores"] = str(Path(args.pseudo_scores).resolve())
     base["params"] = params

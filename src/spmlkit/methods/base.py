@@ -388,3 +388,19 @@ def parse_param_value(text: str):
         except ValueError:
             pass
     return text
+
+
+def parse_params(pairs, *, option: str = "--param") -> dict:
+    """``["name=value", ...]`` (the ``--param`` options of ``spml train`` and the analyses)
+    -> ``{name: parsed value}`` (:func:`parse_param_value`); a later name wins.
+
+    >>> parse_params(["k=2.5", "storage=float16", "adam=none"])
+    {'k': 2.5, 'storage': 'float16', 'adam': None}
+    """
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise ConfigError(f"{option} {p!r}: expected name=value")
+        name, value = p.split("=", 1)
+        out[name.strip()] = parse_param_value(value)
+    return out

@@ -216,6 +216,7 @@ def role_estimator(source, out, *, data_root=None, seed: int = 0, threads=None, 
     import torch
 
     from ...config import TrainConfig
+    from ...methods.base import parse_params
     from ...methods.role import LabelEstimator
     from ...training.linear import num_threads
 
@@ -224,7 +225,7 @@ def role_estimator(source, out, *, data_root=None, seed: int = 0, threads=None, 
     require_full_labels(bundle, "train")
     if not 0 < threshold < 1:
         raise _config_error(f"--threshold must be in (0, 1), got {threshold}")
-    params = _parse_params(param)
+    params = parse_params(param)
     sl = seed_list(seed, seeds)
     cfg = TrainConfig(method="role", params=params, epochs=epochs, lr=lr, batch_size=batch_size, threads=threads, device=device or "auto")
     Y = np.asarray(bundle.labels("train"), dtype=bool)
@@ -250,18 +251,6 @@ def role_estimator(source, out, *, data_root=None, seed: int = 0, threads=None, 
                "params": dict(setup.method.params), "rows": rows, "mean": _mean_by_epoch(rows)}
     write_table_figure(out, "role-estimator", rows, summary, plot_role_estimator)
     return summary
-
-
-def _parse_params(pairs) -> dict:
-    from ...methods import parse_param_value
-
-    out = {}
-    for p in pairs or []:
-        if "=" not in p:
-            raise _config_error(f"--param {p!r}: expected name=value")
-        a, b = p.split("=", 1)
-        out[a.strip()] = parse_param_value(b)
-    return out
 
 
 _CURVES = ("top_precision", "top_recall", "threshold_precision", "threshold_recall", "r_precision")

@@ -29,7 +29,7 @@ from . import (
     save_figure,
     write_table_figure,
 )
-from .cole import _parse_params
+from ...methods.base import parse_params
 
 
 # ------------------------------------------------------------------------ histograms
@@ -255,7 +255,7 @@ def maps_on_test_images(source, out, *, what: str, method: str, param, backbone,
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
     if bundle.kind != "images":
         raise ConfigError(f"{bundle.path} holds feature vectors; {what} need an image bundle")
-    cfg = TrainConfig(method=method, params=_parse_params(param), setting="finetune", backbone=backbone,
+    cfg = TrainConfig(method=method, params=parse_params(param), setting="finetune", backbone=backbone,
                       weights=weights, image_size=image_size, finetune_epochs=epochs, lr=lr, batch_size=batch_size,
                       ema_decay=ema_decay, seed=seed, threads=threads, device=device or "auto")
     with num_threads(threads), torch.random.fork_rng():

@@ -32,7 +32,7 @@ from . import (
     seed_list,
     write_table_figure,
 )
-from .cole import _parse_params
+from ...methods.base import parse_params
 
 _TRAIN_ARGS = (
     Arg(("--epochs",), dict(type=int, default=25, help="training epochs")),
@@ -287,7 +287,7 @@ def _method_params(pairs, methods) -> dict:
         m, rest = p.split(":", 1)
         if m not in methods:
             raise ConfigError(f"--param {p!r}: method {m!r} is not among --methods {list(methods)}")
-        out.setdefault(m, {}).update(_parse_params([rest]))
+        out.setdefault(m, {}).update(parse_params([rest]))
     return out
 
 
