@@ -609,7 +609,7 @@ def _add_bench_parser(sub) -> None:
                    help="do not record per-epoch histograms of unobserved positives (Cole Fig. 2)")
     p.add_argument("--no-figures", action="store_true", help="do not draw the figures at the end")
     p.add_argument("--decimals", type=_decimals, default=1, help="decimals in the tables (default 1, as in the papers)")
-    p.add_argument("--head", choices=["linear", "mlp"], help="classifier head (default linear)")
+    p.add_argument("--head", help="classifier head: linear (default), mlp, or another registered head")
     p.add_argument("--no-standardize", action="store_true",
                    help="feed raw features (default: z-score tabular features, feed backbone features raw as "
                         "the papers' linear setting)")
@@ -726,8 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--patience", type=_nonneg_int, help="stop after N epochs without validation improvement "
                                                 "(default: run all epochs, keep the best)")
     p.add_argument("--seed", type=_seed, help="seed of initialisation and batch order (default 0)")
-    p.add_argument("--head", choices=["linear", "mlp", "decoder"],
-                   help="classifier head (default linear; decoder = label-wise attention, fine-tuning only)")
+    p.add_argument("--head", help="classifier head: linear (default), mlp, another registered head, or decoder "
+                                  "(label-wise attention, fine-tuning only)")
     p.add_argument("--hidden", type=_pos_int, help="hidden units of the mlp head (default 512)")
     p.add_argument("--no-standardize", action="store_true",
                    help="feed raw features (default: z-score tabular features, feed backbone features raw as "

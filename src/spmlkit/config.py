@@ -180,8 +180,11 @@ class TrainConfig:
             raise ConfigError(f"hide_prob must be in [0, 1], got {self.hide_prob}")
         if self.threads is not None and self.threads < 1:
             raise ConfigError(f"threads must be >= 1 or None, got {self.threads}")
-        if self.head not in ("linear", "mlp", "decoder"):
-            raise ConfigError(f"head must be 'linear', 'mlp' or 'decoder', got {self.head!r}")
+        from .models.heads import HEADS  # the registered heads; "decoder" needs fine-tuning's feature map
+
+        if self.head != "decoder" and self.head not in HEADS:
+            raise ConfigError(f"head must be one of {', '.join(sorted(HEADS))} (or decoder when fine-tuning), "
+                              f"got {self.head!r}")
         if self.setting not in ("linear", "finetune"):
             raise ConfigError(f"setting must be 'linear' or 'finetune', got {self.setting!r}")
         if self.head == "decoder" and self.setting != "finetune":

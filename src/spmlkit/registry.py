@@ -1,6 +1,11 @@
 """One small generic registry: name -> spec, filled by decorators in the modules of one
 package, which are all imported on the first lookup (so adding a loss or a method is one
-module, with no list to edit).  Used by :mod:`spmlkit.losses` and :mod:`spmlkit.methods`.
+module, with no list to edit).  Every name table of spmlkit is one (issue 26): losses
+(:data:`spmlkit.losses.LOSSES`), methods (:data:`spmlkit.methods.METHODS`), datasets
+(:data:`spmlkit.data.DATASETS`), backbones (:data:`spmlkit.features.BACKBONES`), heads
+(:data:`spmlkit.models.heads.HEADS`) and analyses
+(:data:`spmlkit.experiments.analyses.ANALYSES`); each kind has a ``register_<kind>``
+decorator and a contract test (tests/test_registries.py).
 
 >>> r = Registry("colour", package=None)
 >>> r.add("red", 1, owner="a")
@@ -50,6 +55,19 @@ class Registry(dict):
             self._discovered = True
             import_submodules(self.package)
         return self
+
+    @classmethod
+    def of(cls, kind: str, specs: dict, *, package: str | None = None) -> "Registry":
+        """A registry holding ``specs`` (each spec registers itself as its owner)."""
+        reg = cls(kind, package)
+        for name, spec in specs.items():
+            reg.add(name, spec, owner=spec)
+        return reg
+
+    def remove(self, name: str) -> None:
+        """Unregister ``name`` (a plug-in withdrawn, or a test cleaning up)."""
+        self.pop(name, None)
+        self._owners.pop(name, None)
 
     def lookup(self, name: str) -> Any:
         self.discover()

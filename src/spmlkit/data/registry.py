@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError, UnknownNameError
+from ..registry import Registry
 from .dataset import MultiLabelDataset, Split
 
 
@@ -41,12 +42,18 @@ class DatasetSpec:
     citation: str = ""
 
 
-DATASETS: dict[str, DatasetSpec] = {}
+#: the named datasets (:class:`spmlkit.registry.Registry`); registered in this module
+DATASETS: Registry = Registry("dataset", package=None)
 
 
 def register_dataset(name: str, *, kind: str, builtin: bool, description: str, citation: str = ""):
+    """Register ``fn(data_root) -> MultiLabelDataset`` as dataset ``name`` (``kind``:
+    ``features`` or ``images``; ``builtin``: loads without a data root)."""
+    if kind not in ("features", "images"):
+        raise ValueError(f"dataset {name!r}: kind must be 'features' or 'images', got {kind!r}")
+
     def deco(fn):
-        DATASETS[name] = DatasetSpec(name, fn, kind, builtin, description, citation)
+        DATASETS.add(name, DatasetSpec(name, fn, kind, builtin, description, citation), owner=fn)
         return fn
 
     return deco

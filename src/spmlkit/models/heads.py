@@ -13,9 +13,13 @@ starts where a separate run with seed ``seed_g`` starts.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import nn
+
+from ..registry import Registry
 
 
 def _uniform(shape, bound: float, generators: list[torch.Generator], dtype=torch.float32) -> torch.Tensor:
@@ -65,7 +69,37 @@ class StackedMLP(nn.Module):
         return self.out(torch.relu(self.hidden(x)))
 
 
-HEADS = {"linear": StackedLinear, "mlp": StackedMLP}
+@dataclass(frozen=True)
+class HeadSpec:
+    name: str
+    #: ``build(in_features, out_features, generators, *, hidden) -> nn.Module``: a stacked
+    #: module mapping ``(G, B, in_features)`` to ``(G, B, out_features)``, one member per
+    #: generator, every parameter with the leading member axis (see :func:`select_members`)
+    build: Callable[..., nn.Module]
+    description: str
+
+
+#: the heads of the linear setting (and of fine-tuning's pooled features) by name
+HEADS: Registry = Registry("head", package=None)
+
+
+def register_head(name: str, *, description: str):
+    """Register a head builder (see :class:`HeadSpec`); ``--head NAME`` then accepts it."""
+    def deco(build):
+        HEADS.add(name, HeadSpec(name, build, description), owner=build)
+        return build
+
+    return deco
+
+
+@register_head("linear", description="one linear layer per member (the papers' linear setting)")
+def _linear_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
+    return StackedLinear(in_features, out_features, generators)
+
+
+@register_head("mlp", description="a hidden ReLU layer of width --hidden, then a linear layer, per member")
+def _mlp_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
+    return StackedMLP(in_features, out_features, generators, hidden=hidden)
 
 
 def select_members(module: nn.Module, keep) -> None:
@@ -81,10 +115,5 @@ def select_members(module: nn.Module, keep) -> None:
 
 def build_head(kind: str, in_features: int, out_features: int, generators: list[torch.Generator],
                hidden: int = 512) -> nn.Module:
-    from ..errors import UnknownNameError
-
-    if kind == "linear":
-        return StackedLinear(in_features, out_features, generators)
-    if kind == "mlp":
-        return StackedMLP(in_features, out_features, generators, hidden=hidden)
-    raise UnknownNameError("head", kind, HEADS)
+    """Head ``kind`` (:data:`HEADS`) with one member per generator."""
+    return HEADS.lookup(kind).build(in_features, out_features, generators, hidden=hidden)

@@ -15,19 +15,20 @@ from torch import nn
 
 from ..features.backbones import Backbone, build_backbone
 from .decoder import LabelDecoder
-from .heads import build_head
+from .heads import HEADS, build_head
 
-IMAGE_HEADS = ("linear", "mlp", "decoder")
+#: the head that needs the spatial feature map (every registered head of :data:`HEADS` works too)
+MAP_HEADS = ("decoder",)
 
 
 class ImageModel(nn.Module):
     def __init__(self, backbone: Backbone, n_labels: int, *, head: str = "linear", hidden: int = 512, seed: int = 0,
                  decoder: dict | None = None):
         super().__init__()
-        if head not in IMAGE_HEADS:
+        if head not in MAP_HEADS and head not in HEADS:
             from ..errors import UnknownNameError
 
-            raise UnknownNameError("image model head", head, IMAGE_HEADS)
+            raise UnknownNameError("image model head", head, [*HEADS, *MAP_HEADS])
         self.backbone = backbone
         self.head_kind = head
         self.n_labels = n_labels

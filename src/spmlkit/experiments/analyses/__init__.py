@@ -34,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import ConfigError, UnknownNameError
+from ...errors import ConfigError
+from ...registry import Registry
 from ...io import write_json
 
 
@@ -66,7 +67,9 @@ class Analysis:
     arguments: tuple  # of Arg, after the common ones
 
 
-ANALYSES: dict[str, Analysis] = {}
+#: the analyses by name (:class:`spmlkit.registry.Registry`); each module of this package
+#: registers its own with :func:`register_analysis`, found on the first lookup
+ANALYSES: Registry = Registry("analysis", package=__name__)
 
 #: arguments every analysis takes (the data, the output folder, reproducibility, threads, device)
 COMMON_ARGS = (
@@ -85,30 +88,20 @@ def register_analysis(name: str, *, help: str, paper: str, arguments: tuple = ()
     """Register ``func(source, out, *, data_root, seed, threads, <arguments>, log) -> dict``."""
 
     def deco(func):
-        if name in ANALYSES and ANALYSES[name].func is not func:
-            raise ValueError(f"analysis {name!r} registered twice")
         doc = (func.__doc__ or "").strip()
-        ANALYSES[name] = Analysis(name, func, help, doc.split("\n\n")[0].replace("\n", " "), paper, tuple(arguments))
+        ANALYSES.add(name, Analysis(name, func, help, doc.split("\n\n")[0].replace("\n", " "), paper,
+                                    tuple(arguments)), owner=func)
         return func
 
     return deco
 
 
-def _discover() -> None:
-    from . import cole, li, xie, zhou  # noqa: F401  (registration side effects)
-
-
 def get_analysis(name: str) -> Analysis:
-    _discover()
-    try:
-        return ANALYSES[name]
-    except KeyError:
-        raise UnknownNameError("analysis", name, ANALYSES) from None
+    return ANALYSES.lookup(name)
 
 
 def all_analyses() -> dict[str, Analysis]:
-    _discover()
-    return dict(ANALYSES)
+    return dict(ANALYSES.discover())
 
 
 def run_analysis(name: str, options: dict, *, log=None) -> dict:

@@ -29,7 +29,6 @@ from . import (
     save_figure,
     write_table_figure,
 )
-from ...methods.base import parse_params
 
 
 # ------------------------------------------------------------------------ histograms
@@ -248,6 +247,7 @@ def maps_on_test_images(source, out, *, what: str, method: str, param, backbone,
 
     from ...config import TrainConfig
     from ...errors import ConfigError
+    from ...methods.base import parse_params
     from ...training.linear import num_threads
 
     if images < 1 or top < 1:

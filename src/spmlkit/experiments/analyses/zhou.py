@@ -32,7 +32,6 @@ from . import (
     seed_list,
     write_table_figure,
 )
-from ...methods.base import parse_params
 
 _TRAIN_ARGS = (
     Arg(("--epochs",), dict(type=int, default=25, help="training epochs")),
@@ -279,6 +278,7 @@ def landscape(source, out, *, data_root=None, seed: int = 0, threads=None, devic
 
 def _method_params(pairs, methods) -> dict:
     from ...errors import ConfigError
+    from ...methods.base import parse_params
 
     out: dict = {}
     for p in pairs or []:
