@@ -48,11 +48,10 @@ from ..config import TrainConfig
 from ..data.bundle import Bundle
 from ..errors import ConfigError
 from ..methods.base import Batch, Method
-from ..metrics import mean_average_precision
 from ..models.image import ImageModel
 from . import distributed
 from .ema import ModelEMA
-from .linear import RunResult, train_linear
+from .linear import RunResult, split_scores, train_linear
 from .prepare import build_run_method, prepare_run
 from .loop import fit
 
@@ -426,15 +425,11 @@ def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_stat
     m = tracker.members[0]
     if m.snapshot is not None:
         learner.load_member_state(0, m.snapshot["learner"])
-    Y_test, Y_train = bundle.labels("test"), bundle.labels("train")
-    test = None
+    parts = info["parts"]  # the test and training splits are scored as in the linear setting (split_scores)
     test_logits = learner.scores("test")[0].cpu().numpy() if bundle.size("test") else np.zeros((0, bundle.n_labels))
-    if Y_test is not None:
-        test = mean_average_precision(Y_test, test_logits, empty=config.empty_classes)
-    train_map = None
-    if Y_train is not None:
-        train_map = mean_average_precision(Y_train, learner.scores("train")[0].cpu().numpy(),
-                                           empty=config.empty_classes).map
+    train_logits = learner.scores("train")[0].cpu().numpy() if parts.Y_train is not None else None
+    scored = split_scores(test_logits, train_logits, Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=parts.Y_train,
+                          empty=config.empty_classes)
     details = {"recipe": info["recipe"], "val_models": learner.val_log, "image_size": config.image_size,
                "backbone": config.backbone}
     init = info.get("linear_init")
@@ -452,9 +447,6 @@ def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_stat
                  "test_logits": test_logits}
     return FinetuneResult(
         method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
-        best_epoch=m.best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=info["selection"],
-        test_map=None if test is None else test.map,
-        test_ap=None if test is None else [None if math.isnan(a) else float(a) for a in test.ap],
-        train_map=train_map, epochs_run=len(m.history), val_history=list(m.history),
-        seconds=time.perf_counter() - t0, n_empty_test_classes=0 if test is None else test.n_empty,
-        state=state, finetune=details, expected_positives=info.get("expected_positives"))
+        best_epoch=len(m.history) if parts.selection == "last" else m.best_epoch,
+        val_score=m.best_score if m.best_epoch else math.nan, selection=info["selection"], **scored,
+        epochs_run=len(m.history), val_history=list(m.history), seconds=time.perf_counter() - t0, state=state, finetune=details, expected_positives=info.get("expected_positives"))
