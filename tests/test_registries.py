@@ -6,10 +6,14 @@ entry must provide, and that a new entry is found through the kind's own entry p
 without editing any list."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 
-from spmlkit.data import DATASETS, MultiLabelDataset, Split, load_dataset, register_dataset
+from spmlkit.data import (DATASETS, FILE_FORMATS, MultiLabelDataset, Split, detect_format, load_any, load_dataset,
+                          register_dataset, register_format)
 from spmlkit.errors import ConfigError, UnknownNameError
 from spmlkit.experiments.analyses import ANALYSES, Arg, all_analyses, get_analysis, register_analysis
 from spmlkit.features.backbones import BACKBONES, Backbone, TinyRandom, build_backbone, register_backbone
@@ -19,7 +23,7 @@ from spmlkit.models.heads import HEADS, StackedLinear, build_head, register_head
 from spmlkit.registry import Registry
 
 REGISTRIES = {"loss": LOSSES, "method": METHODS, "dataset": DATASETS, "backbone": BACKBONES, "head": HEADS,
-              "analysis": ANALYSES}
+              "analysis": ANALYSES, "file format": FILE_FORMATS}
 
 
 @pytest.mark.parametrize("kind", REGISTRIES)
@@ -150,3 +154,80 @@ def test_a_new_analysis_is_found_and_offered_by_the_cli(capsys):
         assert "contract-echo" in capsys.readouterr().out
     finally:
         ANALYSES.remove("contract-echo")
+
+
+# ------------------------------------------------------------------------ file formats
+def test_every_format_declares_how_it_is_detected_and_loaded():
+    assert {"arff", "csv", "tsv", "npz", "mulan", "voc", "coco", "nuswide", "cub"} <= set(FILE_FORMATS.names())
+    claimed = {}
+    for name, spec in FILE_FORMATS.items():
+        assert callable(spec.load) and spec.description and (spec.suffixes or spec.folder), name
+        for suffix in spec.suffixes:
+            assert suffix.startswith(".") and suffix not in claimed, (name, suffix, claimed.get(suffix))
+            claimed[suffix] = name
+
+
+def _write_pipe_table(path, X, Y):
+    """A made-up text format: one example per line, features ``|`` label indices."""
+    lines = [",".join(f"{v:g}" for v in x) + "|" + " ".join(str(j) for j in np.flatnonzero(y)) for x, y in zip(X, Y)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_new_format_is_detected_loaded_and_round_tripped(tmp_path, capsys):
+    """Registered in one place (here), found by ``load_any`` / ``spml prepare`` by its
+    extension and by ``--format``, and a prepared bundle gives back what was written."""
+    from spmlkit.cli import main
+    from spmlkit.data import Bundle
+
+    @register_format("contract-pipe", suffixes=(".pipe",), description="features | label indices")
+    def load_pipe(path, *, name=None, **_):
+        rows = [line.split("|") for line in Path(path).read_text().splitlines() if line]
+        X = np.array([[float(v) for v in a.split(",")] for a, _ in rows], dtype=np.float32)
+        Y = np.zeros((len(rows), 3), bool)
+        for i, (_, labels) in enumerate(rows):
+            Y[i, [int(j) for j in labels.split()]] = True
+        return MultiLabelDataset(name or Path(path).stem, ["a", "b", "c"], {"train": Split(X=X, Y=Y)})
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4)).round(3).astype(np.float32)
+    Y = rng.random((40, 3)) < 0.4
+    Y[np.arange(40), np.arange(40) % 3] = True
+    src = tmp_path / "toy.pipe"
+    _write_pipe_table(src, X, Y)
+    try:
+        assert detect_format(src) == "contract-pipe"
+        ds = load_any(str(src))
+        np.testing.assert_array_equal(ds.splits["train"].X, X)
+        np.testing.assert_array_equal(ds.splits["train"].Y, Y)
+        renamed = tmp_path / "toy.txt-not-csv"
+        renamed.write_text(src.read_text())
+        assert load_any(str(renamed), format="contract-pipe").n_labels == 3
+        assert main(["prepare", str(src), "-o", str(tmp_path / "b")]) == 0
+        b = Bundle(tmp_path / "b")
+        splits = [s for s in ("train", "val", "test") if b.size(s)]
+        rows = sorted(tuple(x) + tuple(y) for s in splits for x, y in zip(np.asarray(b.features(s)),
+                                                                          np.asarray(b.labels(s))))
+        assert rows == sorted(tuple(x) + tuple(y) for x, y in zip(X, Y))  # every example back, unchanged
+    finally:
+        FILE_FORMATS.remove("contract-pipe")
+    with pytest.raises(UnknownNameError, match="file format 'contract-pipe'"):
+        load_any(str(src), format="contract-pipe")
+    with pytest.raises(ValueError, match="suffixes"):
+        register_format("contract-bad", suffixes=("PIPE",))
+
+
+def test_a_new_folder_format_is_detected_by_its_layout(tmp_path):
+    (tmp_path / "d" / "MARKER").mkdir(parents=True)
+
+    @register_format("contract-folder", folder=lambda p: (p / "MARKER").is_dir(), order=5, description="marker")
+    def load_folder(path, **_):
+        Y = np.array([[1, 1], [1, 0], [0, 1]], dtype=bool)
+        return MultiLabelDataset("f", ["a", "b"], {"train": Split(X=np.eye(3, 2, dtype=np.float32), Y=Y)})
+
+    try:
+        assert detect_format(tmp_path / "d") == "contract-folder"
+        assert load_any(str(tmp_path / "d")).name == "f"
+    finally:
+        FILE_FORMATS.remove("contract-folder")
+    with pytest.raises(ConfigError, match="cannot tell the format of folder"):
+        detect_format(tmp_path / "d")

@@ -637,7 +637,6 @@ def _add_bench_parser(sub) -> None:
 
 # -------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
-    from .data import FORMATS
     from .labels import REGIME_ALIASES, REGIMES
 
     parser = _Parser(prog="spml", description="Single-positive multi-label learning toolkit.")
@@ -674,7 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-fraction", type=_unit_float, default=0.2,
                    help="share held out as test when the source has no official test split")
     p.add_argument("--hide-prob", type=_unit_float, default=0.5, help="hiding probability of the 'partial' regime")
-    p.add_argument("--format", choices=FORMATS, help="input format (default: from the extension / folder layout)")
+    p.add_argument("--format", help="input format: arff, csv, tsv, npz, mulan, voc, coco, nuswide, cub or another "
+                                    "registered one (default: from the extension / folder layout)")
     p.add_argument("--test", help="separate test file in the same format (official split)")
     p.add_argument("--labels-xml", help="Mulan label XML for an ARFF file")
     p.add_argument("--label-columns", help="CSV/TSV: comma-separated label column names or globs (e.g. 'Class*')")

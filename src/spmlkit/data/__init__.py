@@ -3,40 +3,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError, DataFormatError
+from ..errors import DataFormatError
 from .bundle import Bundle, prepare_bundle, split_indices
 from .dataset import MultiLabelDataset, Split
+from .formats.base import FILE_FORMATS, detect_format, register_format
 from .registry import (DATASETS, find_mulan_folder, load_dataset, load_mulan_folder, register_dataset,
                        unknown_dataset_error)
 
 __all__ = ["Bundle", "prepare_bundle", "split_indices", "MultiLabelDataset", "Split", "DATASETS", "load_dataset",
-           "load_mulan_folder", "register_dataset", "load_any", "FORMATS"]
+           "load_mulan_folder", "register_dataset", "load_any", "FORMATS", "FILE_FORMATS", "register_format",
+           "detect_format"]
 
-FORMATS = ("arff", "csv", "tsv", "npz", "mulan", "voc", "coco", "nuswide", "cub")
-
-
-def _detect_format(path: Path) -> str:
-    if path.is_dir():
-        if (path / "ImageSets" / "Main").is_dir() or (path / "Annotations").is_dir() or \
-                any((path / c / "ImageSets").is_dir() for c in ("VOC2012", "VOC2007")) or (path / "VOCdevkit").is_dir():
-            return "voc"
-        if (path / "annotations").is_dir():
-            return "coco"
-        if (path / "Groundtruth").is_dir():
-            return "nuswide"
-        if (path / "images.txt").exists() or (path / "CUB_200_2011").is_dir():
-            return "cub"
-        if any(path.glob("*.xml")) and any(path.glob("*.arff")):
-            return "mulan"
-        raise ConfigError(f"cannot tell the format of folder {path}; pass --format ({', '.join(FORMATS)})")
-    suffix = path.suffix.lower()
-    if suffix == ".gz":
-        suffix = Path(path.stem).suffix.lower()
-    mapping = {".arff": "arff", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "csv", ".npz": "npz",
-               ".json": "coco"}
-    if suffix not in mapping:
-        raise ConfigError(f"cannot tell the format of {path} from its extension; pass --format ({', '.join(FORMATS)})")
-    return mapping[suffix]
+#: the file formats (:mod:`spmlkit.data.formats.base`): a registry; a format registers itself
+#: with :func:`register_format` (detection and loader), ``spml prepare --format NAME`` uses it
+FORMATS = FILE_FORMATS
+_detect_format = detect_format  # (the former name, used by spmlkit.data.observed)
 
 
 def load_any(source: str, *, data_root=None, format: str | None = None, test: str | None = None,
@@ -104,44 +85,9 @@ def _load_any(source: str, *, data_root=None, format: str | None = None, test: s
         if format is None and "/" not in source and "." not in source:
             raise unknown_dataset_error(source, data_root)
         raise DataFormatError(path, "file or folder not found")
-    fmt = format or _detect_format(path)
-    if fmt not in ("csv", "tsv"):
+    fmt = format or detect_format(path)
+    spec = FILE_FORMATS.lookup(fmt)
+    if not spec.observed_auto:
         observed = bool(observed)
-    from . import formats as F
-
-    if fmt == "arff":
-        a = F.read_arff(path, labels_xml=labels_xml)
-        splits = {"train": Split(X=a.X, Y=None if observed else a.Y, Z=a.Y.astype("int8") if observed else None)}
-        if test:
-            b = F.read_arff(test, labels_xml=labels_xml)
-            if b.label_names != a.label_names or b.feature_names != a.feature_names:
-                raise DataFormatError(test, "attributes differ from the training file's")
-            splits["test"] = Split(X=b.X, Y=b.Y)
-        notes = [f"dropped identifier-like attributes: {', '.join(a.dropped_attributes)}"] if a.dropped_attributes else []
-        return MultiLabelDataset(name=name or path.stem.replace("-train", ""), label_names=a.label_names,
-                                 splits=splits, source=str(path), feature_names=a.feature_names, notes=notes)
-    if fmt == "mulan":
-        return load_mulan_folder(path, name=name)
-    if fmt in ("csv", "tsv"):
-        if fmt == "tsv":
-            table_options.setdefault("delimiter", "\t")
-        return F.load_table_dataset(path, test=test, name=name, observed=observed, log=log, **table_options)
-    if fmt == "npz":
-        ds = F.load_npz(path, name=name, observed=observed)
-        if test:
-            t = F.load_npz(test)
-            ds.splits["test"] = t.splits["train"]
-            ds.__post_init__()
-        return ds
-    if fmt == "voc":
-        return F.load_voc(path, name=name or "voc")
-    if fmt == "coco":
-        if path.is_dir():
-            return F.load_coco_folder(path, name=name)
-        return F.load_coco(path, images or path.parent, test_json=test, test_images=test_images,
-                           name=name or path.stem)
-    if fmt == "nuswide":
-        return F.load_nuswide(path, image_root=images, name=name or "nuswide")
-    if fmt == "cub":
-        return F.load_cub(path, name=name or "cub")
-    raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    return spec.load(path, test=test, name=name, observed=observed, labels_xml=labels_xml, images=images,
+                     test_images=test_images, log=log, **table_options)
