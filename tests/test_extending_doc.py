@@ -10,9 +10,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
 
 def _blocks() -> list[str]:
-    """The page's Python blocks: a method, a file format, a dataset (in that order)."""
+    """The page's Python blocks: a method, a loss, a file format, a dataset (in that order)."""
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     return blocks
 
 
@@ -52,7 +52,7 @@ def test_file_format_example_round_trips(tmp_path):
     """docs/extending.md's format: detected by its extension, prepared by ``spml prepare``,
     every example back unchanged; a bad line is one error naming the file and the line."""
     src, bad = tmp_path / "toy.svm", tmp_path / "bad.svm"
-    script = _blocks()[1] + textwrap.dedent(f"""
+    script = _blocks()[2] + textwrap.dedent(f"""
         import numpy as np
         from spmlkit.cli import main
         from spmlkit.data import Bundle, detect_format, load_any
@@ -84,7 +84,7 @@ def test_file_format_example_round_trips(tmp_path):
 
 
 def test_dataset_example_prepares_and_trains_by_name(tmp_path):
-    script = _blocks()[2] + textwrap.dedent(f"""
+    script = _blocks()[3] + textwrap.dedent(f"""
         from spmlkit.config import TrainConfig
         from spmlkit.data import load_dataset, prepare_bundle
         from spmlkit.training import train
@@ -94,6 +94,30 @@ def test_dataset_example_prepares_and_trains_by_name(tmp_path):
         b = prepare_bundle(ds, {str(tmp_path / "blobs")!r}, log=lambda m: None)
         (r,) = train(b, TrainConfig(method="an", epochs=2, batch_size=32))
         assert 0 < r.test_map <= 100
+        print("ok")
+    """)
+    assert _run(script).splitlines()[-1] == "ok"
+
+
+def test_loss_example_is_an_at_its_limit_and_trains(toy_bundle):
+    script = _blocks()[1] + textwrap.dedent(f"""
+        from spmlkit.config import TrainConfig
+        from spmlkit.data import Bundle
+        from spmlkit.losses import get_loss
+        from spmlkit.training import train
+
+        g = torch.Generator().manual_seed(0)
+        logits = torch.randn(2, 8, 5, generator=g) * 4
+        observed = torch.randint(-1, 2, (2, 8, 5), generator=g)
+        assert torch.allclose(get_loss("an-capped")(logits, observed, cap=1e9), get_loss("an")(logits, observed),
+                              atol=1e-6)
+        capped = get_loss("an-capped")(logits, observed, cap=0.5)
+        assert capped[observed != 1].max() <= 0.5 and (capped < get_loss("an")(logits, observed)).any()
+        b = Bundle({str(toy_bundle.path)!r})
+        cfg = TrainConfig(method="an-capped", epochs=3, batch_size=16, params={{"cap": 0.3}})
+        (r,) = train(b, cfg)
+        (an,) = train(b, cfg.replace(method="an", params={{}}))
+        assert 0 < r.test_map <= 100 and r.test_map != an.test_map
         print("ok")
     """)
     assert _run(script).splitlines()[-1] == "ok"
