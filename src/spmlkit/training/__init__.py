@@ -1,4 +1,5 @@
-"""Training: the shared loop, the linear (cached-feature) setting, optimisers, checkpoints."""
+"""Training: the entry point (:func:`train`, :mod:`.run`), the run assembly (:mod:`.prepare`), the shared
+loop, the linear (cached-feature) setting, optimisers, checkpoints."""
 from .checkpoint import load_checkpoint, save_checkpoint
 from .linear import FeatureStore, LinearLearner, RunResult, train_linear
 from .loop import fit
