@@ -21,3 +21,52 @@ def test_the_ordinary_suite_is_pinned_to_the_cpu():
     assert os.environ.get("CUDA_VISIBLE_DEVICES") == ""  # subprocesses (CLI, torchrun) see no GPU
     assert torch.cuda.is_available() is False
     assert resolve_device("auto") == torch.device("cpu")
+
+
+# ------------------------------------------------------------------ item 1: state loaded onto the run's device
+def _ctx(device, G=1, N=6, L=3):
+    from spmlkit.methods.base import TrainContext
+
+    obs = torch.zeros(N, L, dtype=torch.int8)
+    obs[torch.arange(N), torch.arange(N) % L] = 1
+    return TrainContext(n_train=N, n_labels=L, observed=obs, n_members=G, device=torch.device(device), epochs=4)
+
+
+def test_lac_queue_resumes_on_the_runs_device():
+    """A queue saved on the CPU (a checkpoint) and loaded by a run on another device (the
+    ``meta`` device stands in for CUDA) lives on that device; before, it stayed on the CPU
+    and the first stage-2 step's ``torch.cat([anchors, queue_z])`` mixed devices."""
+    from spmlkit.methods import build_method
+    from spmlkit.losses.lac import label_aware_contrastive
+
+    saved = build_method("lac", queue_size=4)
+    saved.setup(_ctx("cpu"))
+    saved.state.queue.push(torch.randn(3, 2, 5), torch.tensor([0, 1, 2]))
+    state = saved.state_dict()
+    run = build_method("lac", queue_size=4)
+    run.setup(_ctx("meta"))
+    run.load_state_dict(state)
+    qz, ql = run.state.queue.contents()
+    assert qz.device.type == "meta" and ql.device.type == "meta" and run.state.queue.count == 3
+    # the loss itself also accepts a queue left elsewhere
+    z = torch.randn(2, 2, 5, device="meta")
+    out = label_aware_contrastive(z, torch.tensor([0, 1], device="meta"), queue_z=saved.state.queue.contents()[0],
+                                  queue_labels=saved.state.queue.contents()[1])
+    assert out.device.type == "meta"
+
+
+def test_opml_smoothing_weights_and_training_ap_resume_on_the_runs_device():
+    """OPML's smoothing weights (AP^ρ) and training AP reload on the run's device, not the
+    CPU (where they were copied to the device at every step of the epoch)."""
+    from spmlkit.methods import build_method
+    from spmlkit.methods.opml import APSmoothing, TrainingAP
+
+    m = build_method("opml-soft")
+    sm = m.component(APSmoothing)
+    m.setup(_ctx("meta"))
+    state = m.state_dict()
+    key = next(k for k in state if k.endswith("APSmoothing"))
+    state[key] = {"weights": torch.rand(1, 3), "ap": {"ap": torch.rand(1, 3), "epoch": 2, "raw": torch.rand(1, 3)}}
+    m.load_state_dict(state)
+    assert sm.weights.device.type == "meta"
+    assert isinstance(sm.ap, TrainingAP) and sm.ap.ap.device.type == "meta"
