@@ -70,3 +70,41 @@ def test_opml_smoothing_weights_and_training_ap_resume_on_the_runs_device():
     m.load_state_dict(state)
     assert sm.weights.device.type == "meta"
     assert isinstance(sm.ap, TrainingAP) and sm.ap.ap.device.type == "meta"
+
+
+# ------------------------------------------------------------------ item 2: torchrun ranks beyond the GPUs
+def _gpus(monkeypatch, n):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: n)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+
+
+@pytest.mark.parametrize("spec", ["auto", "cuda"])
+def test_a_local_rank_beyond_the_gpus_is_a_clear_error(monkeypatch, spec):
+    from spmlkit.device import resolve_device
+
+    _gpus(monkeypatch, 1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(ConfigError, match=r"LOCAL_RANK=1 but this machine has 1 CUDA device.*--nproc_per_node 1"):
+        resolve_device(spec)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert resolve_device(spec) == torch.device("cuda", 0)
+
+
+def test_nccl_init_checks_the_local_rank_before_touching_the_gpu(monkeypatch):
+    from spmlkit.training import distributed
+
+    _gpus(monkeypatch, 1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(ConfigError, match="LOCAL_RANK=1"):
+        distributed.init_from_env(backend="nccl")
+
+
+def test_torchrun_test_workers_choose_gloo_and_see_no_gpu():
+    import inspect
+    import _torchrun
+
+    src = inspect.getsource(_torchrun)
+    assert 'init_from_env(backend="gloo")' in src and 'env["CUDA_VISIBLE_DEVICES"] = ""' in src

@@ -76,6 +76,17 @@ def _local_rank() -> int | None:
     return None
 
 
+def _local_gpu(local: int, option: str, text: str) -> torch.device:
+    """``cuda:$LOCAL_RANK`` under torchrun, after checking this machine has that GPU (more
+    processes per node than GPUs would hit an invalid device ordinal on the first CUDA call)."""
+    n = torch.cuda.device_count()
+    if local >= n:
+        raise ConfigError(f"{option} {text}: torchrun started this process with LOCAL_RANK={local} but this machine "
+                          f"has {n} CUDA device{'s' if n != 1 else ''} ({_available_text()}): start at most {n} "
+                          f"process{'es' if n != 1 else ''} per node (--nproc_per_node {n}), or use --device cpu")
+    return torch.device("cuda", local)
+
+
 def resolve_device(spec=None, *, option: str = "--device") -> torch.device:
     """``auto`` / ``cpu`` / ``cuda`` / ``cuda:N`` / ``mps`` (or a :class:`torch.device`) ->
     the :class:`torch.device` to run on, after checking that this machine has it."""
@@ -85,7 +96,8 @@ def resolve_device(spec=None, *, option: str = "--device") -> torch.device:
     local = _local_rank()
     if text == "auto":
         if cuda_available():
-            return torch.device("cuda", local if local is not None else torch.cuda.current_device())
+            return _local_gpu(local, option, text) if local is not None else \
+                torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
     if text == "cpu":
         return torch.device("cpu")
@@ -99,7 +111,8 @@ def resolve_device(spec=None, *, option: str = "--device") -> torch.device:
         raise ConfigError(f"{option} {text}: CUDA is not available ({why}; {_available_text()})")
     n = torch.cuda.device_count()
     if index is None:
-        return torch.device("cuda", local if local is not None else torch.cuda.current_device())
+        return _local_gpu(local, option, text) if local is not None else \
+            torch.device("cuda", torch.cuda.current_device())
     if int(index) >= n:
         raise ConfigError(f"{option} {text}: this machine has {n} CUDA device{'s' if n != 1 else ''} "
                           f"({_available_text()})")

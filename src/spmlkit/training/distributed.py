@@ -146,7 +146,9 @@ def init_from_env(backend: str | None = None, timeout_s: float = 1800) -> DistCo
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if backend == "nccl":
-        torch.cuda.set_device(local)
+        from ..device import _local_gpu
+
+        torch.cuda.set_device(_local_gpu(local, "NCCL", "process group"))  # a clear error past the last GPU
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
     _CONTEXT = _from_process_group()
     return _CONTEXT
