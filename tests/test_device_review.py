@@ -108,3 +108,62 @@ def test_torchrun_test_workers_choose_gloo_and_see_no_gpu():
 
     src = inspect.getsource(_torchrun)
     assert 'init_from_env(backend="gloo")' in src and 'env["CUDA_VISIBLE_DEVICES"] = ""' in src
+
+
+# ------------------------------------------------------------------ item 3: one device budget for the features
+def test_one_budget_for_every_split_and_the_method_state():
+    from spmlkit.device import plan_device_features
+
+    # before: each split took "half of the free memory" on its own (train, val and test all placed: 87.5 %)
+    assert plan_device_features({"train": 400, "val": 200, "test": 200}, 1000) == \
+        {"train": True, "val": False, "test": False}
+    assert plan_device_features({"train": 400, "val": 50, "test": 50}, 1000) == \
+        {"train": True, "val": True, "test": True}
+    # the method state comes out of the same budget
+    assert plan_device_features({"train": 400, "val": 50, "test": 50}, 1000, reserve=150) == \
+        {"train": False, "val": True, "test": True}
+    assert plan_device_features({"train": None, "test": 10}, 1000) == {"train": False, "test": True}
+
+
+def test_the_linear_trainer_plans_all_splits_with_one_budget(toy_bundle, monkeypatch):
+    """``train_linear`` on a (faked) GPU measures the free memory once and places the
+    splits within one budget that also holds the method state (ROLE: 12 bytes per member,
+    example and label); before, each store measured and took half of the free memory."""
+    import spmlkit.device as dev
+    import spmlkit.training.linear as lin
+
+    placed = {}
+
+    class Recorder:
+        def __init__(self, array, **kw):
+            placed[len(placed)] = (array.shape, kw.get("keep_on_device"))
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Stop
+
+    X = {s: toy_bundle.features(s) for s in ("train", "val", "test") if toy_bundle.size(s)}
+    N, L = X["train"].shape[0], toy_bundle.n_labels
+    reserve = dev.METHOD_STATE_BYTES_PER_ENTRY * 2 * N * L
+    free = 2 * (reserve + X["train"].nbytes + 1)  # room for the training rows and the state, nothing more
+    monkeypatch.setattr(dev, "resolve_device", lambda *a, **k: torch.device("cuda", 0))
+    monkeypatch.setattr(dev, "free_memory_bytes", lambda d: free)
+    monkeypatch.setattr(lin, "FeatureStore", Recorder)
+    monkeypatch.setattr(lin, "LinearLearner", stop)
+    with pytest.raises(Stop):
+        lin.train_linear(toy_bundle, TrainConfig(method="role", epochs=1, batch_size=8), lrs=[1e-2, 1e-3], seeds=[0, 0])
+    keep = [k for _, k in placed.values()]
+    assert keep[0] is True and len(keep) == len(X) and not any(keep[1:]), placed
+
+
+def test_features_left_on_the_host_are_not_pinned_whole(monkeypatch):
+    """When the features do not fit on the device they stay in ordinary host memory (the two
+    pinned staging buffers serve the copies); before, the whole array was pinned."""
+    import spmlkit.device as dev
+    from spmlkit.training.linear import FeatureStore
+
+    monkeypatch.setattr(dev, "free_memory_bytes", lambda d: 0)
+    store = FeatureStore(np.ones((10, 3), dtype=np.float32), device="cuda")
+    assert not store.on_device and store.tensor.device.type == "cpu" and not store.tensor.is_pinned()

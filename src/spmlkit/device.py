@@ -34,6 +34,10 @@ PRECISIONS = ("32", "bf16", "16-mixed")
 #: this fraction of the device's free memory (else batches are copied from pinned host
 #: memory, or read from the memory map, one step ahead)
 DEVICE_MEMORY_FRACTION = 0.5
+#: bytes of method state the linear setting reserves per (member, training example, label)
+#: before placing features on the device: ROLE's float32 estimator table and its two Adam
+#: moments (3 x 4 bytes), the largest per-entry state of the methods (issue 28, item 3)
+METHOD_STATE_BYTES_PER_ENTRY = 12
 
 _CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -207,6 +211,28 @@ def free_memory_bytes(device: torch.device) -> int | None:
         return None
     free, _ = torch.cuda.mem_get_info(device)
     return int(free)
+
+
+def plan_device_features(split_bytes: dict, free: int | None, *, reserve: int = 0,
+                         fraction: float | None = None) -> dict:
+    """Which feature splits the linear setting keeps on the device: one budget for all of
+    them, ``fraction`` (:data:`DEVICE_MEMORY_FRACTION`) of the free memory less
+    ``reserve`` (the method state allocated later), filled in the order given (train,
+    val, test); a split that does not fit stays on the host (rows copied through pinned
+    staging buffers).  ``free=None`` (not a CUDA device): every split is placed.
+
+    >>> plan_device_features({"train": 400, "val": 200, "test": 200}, 1000)
+    {'train': True, 'val': False, 'test': False}
+    """
+    if free is None:
+        return {k: True for k in split_bytes}
+    left = (DEVICE_MEMORY_FRACTION if fraction is None else fraction) * free - reserve
+    plan = {}
+    for name, nbytes in split_bytes.items():
+        plan[name] = nbytes is not None and nbytes <= left
+        if plan[name]:
+            left -= nbytes
+    return plan
 
 
 def to_cpu(obj):

@@ -48,14 +48,18 @@ class FeatureStore:
 
     ``device`` (issue 13): rows are returned on it.  Features standardised on the host
     (the CPU's arithmetic, so every device trains on the same numbers) are kept on the
-    device when they take at most ``device_fraction`` of its free memory
-    (:data:`spmlkit.device.DEVICE_MEMORY_FRACTION`); otherwise batches are gathered on
-    the host into pinned staging buffers (from the in-memory tensor or the memory map)
-    and copied without blocking, one step ahead (:meth:`LinearLearner.batches`)."""
+    device when ``keep_on_device`` (the linear trainer decides for all splits at once with
+    :func:`spmlkit.device.plan_device_features`: one budget for the features and the
+    method state) or, when it is None, when they take at most ``device_fraction`` of its
+    free memory (:data:`spmlkit.device.DEVICE_MEMORY_FRACTION`); otherwise batches are
+    gathered on the host into pinned staging buffers (from the in-memory tensor or the
+    memory map) and copied without blocking, one step ahead
+    (:meth:`LinearLearner.batches`).  The host array itself is not pinned (pinning all
+    of it would lock that much host memory for nothing: the staging buffers serve)."""
 
     def __init__(self, array: np.ndarray, *, mean: np.ndarray | None = None, std: np.ndarray | None = None,
                  max_bytes: float | None = None, device: torch.device | str = "cpu",
-                 device_fraction: float | None = None):
+                 device_fraction: float | None = None, keep_on_device: bool | None = None):
         self.array = array
         self.n, self.dim = array.shape
         self.device = torch.device(device)
@@ -73,13 +77,13 @@ class FeatureStore:
             if self.device.type != "cpu":
                 from ..device import DEVICE_MEMORY_FRACTION, free_memory_bytes
 
-                free = free_memory_bytes(self.device)
-                frac = DEVICE_MEMORY_FRACTION if device_fraction is None else device_fraction
-                if free is None or nbytes <= frac * free:
+                if keep_on_device is None:
+                    free = free_memory_bytes(self.device)
+                    frac = DEVICE_MEMORY_FRACTION if device_fraction is None else device_fraction
+                    keep_on_device = free is None or nbytes <= frac * free
+                if keep_on_device:
                     self.tensor = self.tensor.to(self.device)
                     self.on_device = True
-                elif self.device.type == "cuda":
-                    self.tensor = self.tensor.pin_memory()
         else:
             self.tensor = None
             budget = CHUNK_BYTES if max_bytes is None else min(CHUNK_BYTES, max_bytes / 4)
@@ -514,6 +518,25 @@ def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None
                              on_epoch=on_epoch, keep_state=keep_state)
 
 
+def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, n_members: int, n_labels: int) -> dict:
+    """``{split: keep on the device}`` for the linear trainer's feature stores (issue 28,
+    item 3): one budget (:func:`spmlkit.device.plan_device_features`) for all splits,
+    measured once, less the method state allocated after them
+    (:data:`~spmlkit.device.METHOD_STATE_BYTES_PER_ENTRY` per member, training example
+    and label; ROLE's table at COCO size with 12 members is 756 MB).  Memory-mapped
+    splits (over ``max_bytes``) never go to the device.  On the CPU: every split."""
+    from ..device import METHOD_STATE_BYTES_PER_ENTRY, free_memory_bytes, plan_device_features
+
+    if device.type == "cpu":
+        return {s: True for s in arrays}
+    sizes = {}
+    for s, a in arrays.items():
+        nbytes = a.shape[0] * a.shape[1] * 4
+        sizes[s] = nbytes if max_bytes is None or nbytes <= max_bytes else None
+    reserve = METHOD_STATE_BYTES_PER_ENTRY * n_members * arrays["train"].shape[0] * n_labels
+    return plan_device_features(sizes, free_memory_bytes(device), reserve=reserve)
+
+
 def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state) -> list[RunResult]:
     t_start = time.perf_counter()
     lrs, seeds = config.members(lrs, seeds)
@@ -538,9 +561,13 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     mean = std = None
     if resolve_standardize(bundle, config):
         mean, std = feature_statistics(X_train)
-    stores = {split: FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, max_bytes=max_bytes,
-                                  device=device)
-              for split in ("train", "val", "test") if split == "train" or bundle.size(split) > 0}
+    splits = [s for s in ("train", "val", "test") if s == "train" or bundle.size(s) > 0]
+    arrays = {s: bundle.features(s, config.feature_set) for s in splits}
+    on_device = device_feature_plan(arrays, device, max_bytes=max_bytes, n_members=len(lrs),
+                                    n_labels=bundle.n_labels)
+    stores = {split: FeatureStore(arrays[split], mean=mean, std=std, max_bytes=max_bytes, device=device,
+                                  keep_on_device=on_device[split])
+              for split in splits}
     Z = observations_for(bundle, method, config)
     Y_train = bundle.labels("train")
     Y_val = bundle.labels("val") if "val" in stores else None
