@@ -167,3 +167,30 @@ def test_features_left_on_the_host_are_not_pinned_whole(monkeypatch):
     monkeypatch.setattr(dev, "free_memory_bytes", lambda d: 0)
     store = FeatureStore(np.ones((10, 3), dtype=np.float32), device="cuda")
     assert not store.on_device and store.tensor.device.type == "cpu" and not store.tensor.is_pinned()
+
+
+# ------------------------------------------------------------------ item 4: SPLC's per-epoch counter
+@pytest.mark.parametrize("on_cuda", [False, True])
+def test_splc_counts_every_batch_of_the_epoch_on_any_device(on_cuda):
+    """The counter is the sum over the epoch's batches on every device; on the CUDA branch
+    (a tensor reporting ``cuda``) it was overwritten with the last batch's count."""
+    from _cuda_standin import reports_cuda
+    from spmlkit.methods import build_method
+    from spmlkit.methods.base import Batch
+    from spmlkit.methods.zhang2021 import SelfPacedCorrection
+
+    m = build_method("splc")
+    c = m.component(SelfPacedCorrection)
+    m.setup(_ctx("cpu", L=3))
+    c.on_epoch_start(c.start_epoch)
+    counts = []
+    for b in range(3):
+        logits = torch.full((1, 4, 3), -5.0)
+        logits[0, : b + 1, 1] = 5.0  # b+1 unobserved entries above tau
+        obs = torch.zeros(1, 4, 3, dtype=torch.int8)
+        obs[0, :, 0] = 1
+        if on_cuda:
+            logits, obs = reports_cuda(logits), reports_cuda(obs)
+        c.batch_inputs(Batch(inputs=None, index=torch.arange(4).view(1, 4), observed=obs), logits)
+        counts.append(b + 1)
+    assert c.n_corrected == sum(counts) == 6
