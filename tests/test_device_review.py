@@ -194,3 +194,25 @@ def test_splc_counts_every_batch_of_the_epoch_on_any_device(on_cuda):
         c.batch_inputs(Batch(inputs=None, index=torch.arange(4).view(1, 4), observed=obs), logits)
         counts.append(b + 1)
     assert c.n_corrected == sum(counts) == 6
+
+
+# ------------------------------------------------------------------ item 5: precision is part of the feature cache
+def test_feature_caches_of_different_precisions_are_distinct(tmp_path):
+    """A bf16 cache has its own name and meta; a float32 run never reuses it (before, both
+    were ``backbone-size`` and the bf16 features were silently reused by float32 runs), and
+    a cache resumed with another precision is refused instead of mixing precisions."""
+    from _image_fixtures import tiny_digits_bundle
+    from spmlkit.features.extract import ensure_features, extract_features, feature_set_meta
+
+    b = tiny_digits_bundle(tmp_path)
+    kw = dict(backbone="tiny-random", image_size=32, batch_size=8, progress=False, log=lambda m: None)
+    bf = extract_features(b, precision="bf16", **kw)
+    assert bf == "tiny-random-32-bf16" and feature_set_meta(b, bf)["precision"] == "bf16"
+    f32 = ensure_features(b, backbone="tiny-random", weights=None, image_size=32, batch_size=8, log=lambda m: None,
+                          precision="32")
+    assert f32 == "tiny-random-32" and feature_set_meta(b, f32)["precision"] == "32"
+    assert not np.array_equal(b.features("test", f32), b.features("test", bf))
+    assert ensure_features(b, backbone="tiny-random", weights=None, image_size=32, log=lambda m: None,
+                           precision="bf16") == bf
+    with pytest.raises(ConfigError, match="precision"):
+        extract_features(b, name=bf, precision="32", **kw)  # the bf16 folder, continued in float32

@@ -5,6 +5,10 @@
     <bundle>/features/<backbone>-<size>/meta.json      backbone, weights, input size, dimension
     <bundle>/features/<backbone>-<size>/{train,val,test}.npy   float32 (N, C), rows in bundle order
 
+(``<backbone>-<size>-bf16`` / ``-fp16`` when computed with ``precision`` ``bf16`` /
+``16-mixed``: the precision is part of the cache's identity, recorded in meta.json and
+checked when a cache is reused or resumed.)
+
 Each split is filled batch by batch into ``.<split>.npy.partial`` (``np.lib.format.open_memmap``,
 never held in memory whole); after every batch the array is flushed and a progress marker
 ``.<split>.progress.json`` is written atomically, so a killed extraction continues where it
@@ -33,8 +37,25 @@ from .backbones import BACKBONES, DEFAULT_BACKBONE, build_backbone
 from .transforms import ImageSet, image_loader
 
 
-def feature_set_name(backbone: str, image_size: int) -> str:
-    return f"{backbone}-{int(image_size)}"
+#: the name suffix of a reduced-precision cache (float32 caches keep the plain name)
+_PRECISION_SUFFIX = {"32": "", "bf16": "-bf16", "16-mixed": "-fp16"}
+
+
+def feature_set_name(backbone: str, image_size: int, precision: str = "32") -> str:
+    """``<backbone>-<size>`` for float32 features, ``-bf16`` / ``-fp16`` appended for the
+    reduced precisions (issue 28, item 5: precision is part of a cache's identity, so a
+    float32 run never reuses bf16 features and a resumed cache never mixes precisions).
+
+    >>> feature_set_name("resnet50", 448), feature_set_name("resnet50", 448, "bf16")
+    ('resnet50-448', 'resnet50-448-bf16')
+    """
+    return f"{backbone}-{int(image_size)}{_PRECISION_SUFFIX.get(str(precision), '-' + str(precision))}"
+
+
+def _meta_identity(meta: dict, keys) -> dict:
+    """A cache's identity as recorded in its meta.json (caches written before the precision
+    was recorded were float32)."""
+    return {k: meta.get(k, "32" if k == "precision" else None) for k in keys}
 
 
 def _weights_id(weights) -> dict:
@@ -72,12 +93,12 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
         raise UnknownNameError("backbone", backbone, BACKBONES)
     if batch_size < 1:
         raise ConfigError(f"batch size must be >= 1, got {batch_size}")
-    name = name or feature_set_name(backbone, image_size)
+    name = name or feature_set_name(backbone, image_size, precision)
     folder = Path(bundle.path) / "features" / name
-    wanted = {"backbone": backbone, "image_size": int(image_size), **_weights_id(weights)}
+    wanted = {"backbone": backbone, "image_size": int(image_size), **_weights_id(weights), "precision": str(precision)}
     meta = feature_set_meta(bundle, name)
     if meta is not None:
-        got = {k: meta.get(k) for k in wanted}
+        got = _meta_identity(meta, wanted)
         if got != wanted:
             raise ConfigError(f"{folder} holds features of {got}, not {wanted}; delete it or choose another --name")
         if (folder / "test.npy").exists():
@@ -90,7 +111,7 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
         write_json(folder / "meta.json", {
             **wanted, "dim": net.out_dim, "normalisation": {"mean": net.norm_mean.flatten().tolist(),
                                                             "std": net.norm_std.flatten().tolist()},
-            "view": "eval (resize, no crop)", "pooling": "global average", "precision": precision,
+            "view": "eval (resize, no crop)", "pooling": "global average",
             "sizes": {s: bundle.size(s) for s in SPLITS}, "spmlkit_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
 
@@ -212,10 +233,10 @@ def _progress_rows(folder: Path, split: str) -> int:
 def ensure_features(bundle: Bundle, *, backbone: str, weights: str | None, image_size: int, batch_size: int = 32,
                     num_workers: int = 0, log=None, device="cpu", precision: str = "32") -> str:
     """The name of a complete feature cache for this backbone and size, computing it if missing."""
-    name = feature_set_name(backbone, image_size)
+    name = feature_set_name(backbone, image_size, precision)
     if name in bundle.feature_sets():
-        meta = feature_set_meta(bundle, name) or {}
-        if meta.get("weights") == _weights_id(weights)["weights"]:
+        meta = _meta_identity(feature_set_meta(bundle, name) or {}, ("weights", "precision"))
+        if meta == {"weights": _weights_id(weights)["weights"], "precision": str(precision)}:
             return name
     return extract_features(bundle, backbone=backbone, weights=weights, image_size=image_size, batch_size=batch_size,
                             num_workers=num_workers, log=log, device=device, precision=precision)
