@@ -216,3 +216,69 @@ def test_feature_caches_of_different_precisions_are_distinct(tmp_path):
                            precision="bf16") == bf
     with pytest.raises(ConfigError, match="precision"):
         extract_features(b, name=bf, precision="32", **kw)  # the bf16 folder, continued in float32
+
+
+# ------------------------------------------------------------------ items 6 and 14: gradient all-reduce
+class _FakeWork:
+    def wait(self):
+        pass
+
+
+def _fake_collectives(monkeypatch, remote):
+    """A 2-rank all-reduce where the other rank contributes ``remote(t)`` (gloo, no group)."""
+    import torch.distributed as dist
+
+    from spmlkit.training import distributed
+
+    calls = []
+
+    def all_reduce(t, op=None, async_op=False):
+        calls.append(t.numel())
+        t.add_(remote(t))
+        return _FakeWork() if async_op else None
+
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    return distributed.DistContext(world_size=2, rank=0, backend="gloo"), calls
+
+
+def test_unused_parameters_keep_no_gradient_after_the_all_reduce(monkeypatch):
+    """A parameter no rank used keeps ``grad = None`` (one process: AdamW neither decays it
+    nor counts a step); before, it got a zero gradient.  The other rank's gradients equal
+    this rank's here, so the sums are twice the local ones."""
+    from spmlkit.training import distributed
+
+    ctx, calls = _fake_collectives(monkeypatch, lambda t: t.clone())
+    used, unused = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
+    used.grad = torch.tensor([1.0, 2.0, 3.0])
+    distributed.all_reduce_gradients([used, unused], ctx)
+    assert unused.grad is None
+    assert torch.equal(used.grad, torch.tensor([2.0, 4.0, 6.0]))
+    # AdamW on the result: the unused parameter is untouched, as in one process
+    opt = torch.optim.AdamW([used, unused], lr=0.1, weight_decay=0.1)
+    opt.step()
+    assert torch.equal(unused.detach(), torch.ones(2)) and unused not in opt.state
+
+
+def test_a_rank_without_rows_gets_the_other_ranks_gradients(monkeypatch):
+    from spmlkit.training import distributed
+
+    ctx, _ = _fake_collectives(monkeypatch, lambda t: torch.ones_like(t))  # the other rank: gradients of ones
+    a, b = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(2))
+    distributed.all_reduce_gradients([a, b], ctx)  # this rank had an empty shard: no gradients
+    assert torch.equal(a.grad, torch.ones(3)) and torch.equal(b.grad, torch.ones(2))
+
+
+def test_gradients_are_reduced_in_buckets(monkeypatch):
+    """Item 14: one collective per bucket (plus one for the used-flags), not per parameter."""
+    from spmlkit.training import distributed
+
+    ctx, calls = _fake_collectives(monkeypatch, lambda t: t.clone())
+    params = [torch.nn.Parameter(torch.zeros(10)) for _ in range(50)]
+    for p in params:
+        p.grad = torch.ones(10)
+    distributed.all_reduce_gradients(params, ctx)
+    assert len(calls) == 2 and sorted(calls) == [50, 500]
+    assert all(torch.equal(p.grad, torch.full((10,), 2.0)) for p in params)
+    calls.clear()
+    distributed.all_reduce_gradients(params, ctx, bucket_bytes=40 * 10)  # 10 parameters per bucket
+    assert len(calls) == 1 + 5
