@@ -31,3 +31,70 @@ class ReportsCuda(torch.Tensor):
 
 def reports_cuda(t: torch.Tensor) -> ReportsCuda:
     return t.as_subclass(ReportsCuda)
+
+
+def host_syncs_during(monkeypatch, fn):
+    """Run ``fn()`` recording every operation that synchronises the host with a GPU (or
+    makes a blocking copy) were the tensors on one: reads (``item``, ``tolist``, ``numpy``,
+    ``float``/``int``/``bool``), ``.cpu()``, ``.to("cpu")``, ``torch.as_tensor`` /
+    ``torch.tensor`` of Python numbers or lists (a blocking host-to-device copy on a GPU
+    device), ``nonzero``, indexing with a boolean mask (its size is read back) and
+    ``torch.equal``.  Returns ``(fn(), [names])`` (issue 28: a stronger detector than
+    ``_training_checks.host_reads_during``)."""
+    calls = []
+
+    def spy_method(name):
+        orig = getattr(torch.Tensor, name)
+
+        def spy(self, *a, **k):
+            calls.append(name)
+            return orig(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, name, spy)
+
+    for name in ("item", "tolist", "__float__", "__int__", "__bool__", "numpy", "cpu", "nonzero"):
+        spy_method(name)
+
+    orig_to = torch.Tensor.to
+
+    def to(self, *a, **k):
+        target = k.get("device", a[0] if a else None)
+        if (isinstance(target, str) and target == "cpu") or (isinstance(target, torch.device)
+                                                             and target.type == "cpu" and target != self.device):
+            calls.append("to(cpu)")
+        return orig_to(self, *a, **k)
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+
+    orig_getitem = torch.Tensor.__getitem__
+
+    def getitem(self, key):
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, torch.Tensor) and k.dtype == torch.bool for k in keys):
+            calls.append("mask indexing")
+        return orig_getitem(self, key)
+
+    monkeypatch.setattr(torch.Tensor, "__getitem__", getitem)
+
+    for name in ("as_tensor", "tensor"):
+        orig = getattr(torch, name)
+
+        def make(*a, _orig=orig, _name=name, **k):
+            data = a[0] if a else k.get("data")
+            # a device given as a torch.device (e.g. ``logits.device``) is the run's device, CUDA
+            # on a GPU: the data is copied there, blocking; the string "cpu" is a host tensor
+            if not isinstance(data, torch.Tensor) and k.get("device") not in (None, "cpu"):
+                calls.append(f"{_name}(python data, device=...)")
+            return _orig(*a, **k)
+
+        monkeypatch.setattr(torch, name, make)
+    for name in ("equal", "nonzero"):
+        orig = getattr(torch, name)
+
+        def spy_fn(*a, _orig=orig, _name=name, **k):
+            calls.append(f"torch.{_name}")
+            return _orig(*a, **k)
+
+        monkeypatch.setattr(torch, name, spy_fn)
+    out = fn()
+    return out, list(calls)

@@ -282,3 +282,48 @@ def test_gradients_are_reduced_in_buckets(monkeypatch):
     calls.clear()
     distributed.all_reduce_gradients(params, ctx, bucket_bytes=40 * 10)  # 10 parameters per bucket
     assert len(calls) == 1 + 5
+
+
+# ------------------------------------------------------------------ item 11 and the stronger host-sync detector
+@pytest.mark.parametrize("method", ["an", "an-ls", "bce-ls", "wan", "epr", "iun"])
+def test_no_host_synchronisation_in_a_linear_epoch_of_the_stateless_losses(toy_bundle, monkeypatch, method):
+    """The stronger detector (also ``.cpu()``, ``.to("cpu")``, ``as_tensor`` / ``tensor`` of
+    Python data onto the run's device, ``nonzero``, mask indexing, ``torch.equal``) finds
+    nothing in a linear epoch (prefetching path) of the stateless losses.  ``an-ls``,
+    ``bce-ls`` and ``wan`` built their targets with ``torch.as_tensor(float, device=...)``,
+    a blocking copy at every step on a GPU."""
+    from _cuda_standin import host_syncs_during
+    from spmlkit.methods import build_method
+    from spmlkit.methods.base import TrainContext
+    from spmlkit.training.linear import FeatureStore, LinearLearner
+    from spmlkit.training.loop import train_epoch
+
+    Z = toy_bundle.observations("train")
+    if method == "bce-ls":
+        Z = np.where(toy_bundle.labels("train"), 1, -1).astype(np.int8)
+    stores = {s: FeatureStore(toy_bundle.features(s)) for s in ("train", "val", "test")}
+    stores["train"].on_device = False
+    learner = LinearLearner(stores, Z, lrs=[1e-2, 1e-3], seeds=[0, 1], batch_size=8, n_labels=Z.shape[1])
+    m = build_method(method)
+    m.setup(TrainContext(n_train=len(Z), n_labels=Z.shape[1], observed=learner.observed, n_members=2,
+                         expected_positives=1.5))
+    (loss_sum, n_steps), calls = host_syncs_during(monkeypatch, lambda: train_epoch(learner, m, 1))
+    assert n_steps == 12 and calls == [], f"host synchronisation in the training loop: {calls[:8]}"
+
+
+def test_the_stronger_detector_sees_what_it_claims(monkeypatch):
+    from _cuda_standin import host_syncs_during
+
+    def work():
+        x = torch.arange(6.0)
+        x.cpu()
+        x.to("cpu")
+        torch.as_tensor(0.5, device=x.device)
+        x.nonzero()
+        x[x > 2]
+        torch.equal(x, x)
+        torch.tensor([1, 2], device="cpu")  # a host tensor: fine
+
+    _, calls = host_syncs_during(monkeypatch, work)
+    assert calls == ["cpu", "to(cpu)", "as_tensor(python data, device=...)", "nonzero", "mask indexing",
+                     "torch.equal"]

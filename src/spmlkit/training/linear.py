@@ -106,7 +106,7 @@ class FeatureStore:
         on the host are copied through a pinned staging buffer without blocking."""
         if self.in_memory and self.on_device:
             return self.tensor.index_select(0, idx.to(self.tensor.device).reshape(-1)).view(*idx.shape, self.dim)
-        rows = self._host_rows(idx.cpu())
+        rows = self._host_rows(idx if idx.device.type == "cpu" else idx.cpu())  # the learner passes host indices
         return self._to_device(rows).view(*idx.shape, self.dim)
 
     def _to_device(self, rows: torch.Tensor) -> torch.Tensor:
