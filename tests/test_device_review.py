@@ -327,3 +327,20 @@ def test_the_stronger_detector_sees_what_it_claims(monkeypatch):
     _, calls = host_syncs_during(monkeypatch, work)
     assert calls == ["cpu", "to(cpu)", "as_tensor(python data, device=...)", "nonzero", "mask indexing",
                      "torch.equal"]
+
+
+# ------------------------------------------------------------------ item 16: bf16 only where the GPU has it
+@pytest.mark.parametrize("capability, ok", [((7, 0), False), ((7, 5), False), ((8, 0), True), ((9, 0), True)])
+def test_bf16_is_refused_on_gpus_that_only_emulate_it(monkeypatch, capability, ok):
+    from spmlkit.device import check_precision
+
+    _gpus(monkeypatch, 1)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=None: capability)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "Tesla V100" if capability < (8, 0) else "A100")
+    dev = torch.device("cuda", 0)
+    assert check_precision("32", dev) == "32" and check_precision("16-mixed", dev) == "16-mixed"
+    if ok:
+        assert check_precision("bf16", dev) == "bf16"
+    else:
+        with pytest.raises(ConfigError, match=r"bf16: cuda:0 \(Tesla V100, compute capability 7\.\d\).*16-mixed or 32"):
+            check_precision("bf16", dev)

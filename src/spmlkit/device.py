@@ -134,6 +134,16 @@ def check_precision(precision, device: torch.device, option: str = "--precision"
     if p == "16-mixed" and device.type != "cuda":
         raise ConfigError(f"{option} 16-mixed needs a CUDA device (float16 autocast with a gradient scaler); the "
                           f"run is on {device} ({_available_text()}): use --precision 32 or bf16")
+    if p == "bf16" and device.type == "cuda":
+        # torch.cuda.is_bf16_supported() counts emulation: below compute capability 8.0 (V100, T4)
+        # bfloat16 runs in emulation, slower than float32 (issue 28, item 16)
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        major, minor = torch.cuda.get_device_capability(idx)
+        if major < 8:
+            raise ConfigError(f"{option} bf16: {device} ({torch.cuda.get_device_name(idx)}, compute capability "
+                              f"{major}.{minor}) has no bfloat16 arithmetic (it would be emulated, slower than "
+                              "float32; Ampere, compute capability 8.0, or newer is needed): use --precision "
+                              "16-mixed or 32")
     return p
 
 
