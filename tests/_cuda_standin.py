@@ -36,7 +36,8 @@ def reports_cuda(t: torch.Tensor) -> ReportsCuda:
 def host_syncs_during(monkeypatch, fn):
     """Run ``fn()`` recording every operation that synchronises the host with a GPU (or
     makes a blocking copy) were the tensors on one: reads (``item``, ``tolist``, ``numpy``,
-    ``float``/``int``/``bool``), ``.cpu()``, ``.to("cpu")``, ``torch.as_tensor`` /
+    ``float``/``int``/``bool``), ``.cpu()``, ``.to("cpu")``, a blocking ``.to(device)`` of a host tensor (a
+    device other than the CPU, e.g. ``meta`` standing in for CUDA), ``torch.as_tensor`` /
     ``torch.tensor`` of Python numbers or lists (a blocking host-to-device copy on a GPU
     device), ``nonzero``, indexing with a boolean mask (its size is read back) and
     ``torch.equal``.  Returns ``(fn(), [names])`` (issue 28: a stronger detector than
@@ -59,9 +60,14 @@ def host_syncs_during(monkeypatch, fn):
 
     def to(self, *a, **k):
         target = k.get("device", a[0] if a else None)
-        if (isinstance(target, str) and target == "cpu") or (isinstance(target, torch.device)
-                                                             and target.type == "cpu" and target != self.device):
-            calls.append("to(cpu)")
+        if isinstance(target, str) and not target.startswith(("cpu", "cuda", "meta", "mps")):
+            target = None  # a dtype given by name, etc.
+        target = torch.device(target) if isinstance(target, str) else target
+        if isinstance(target, torch.device):
+            if target.type == "cpu" and self.device.type != "cpu" or (a and a[0] == "cpu"):
+                calls.append("to(cpu)")
+            elif target.type != "cpu" and self.device.type == "cpu" and not k.get("non_blocking", False):
+                calls.append("blocking to(device)")  # from pageable host memory: the host waits
         return orig_to(self, *a, **k)
 
     monkeypatch.setattr(torch.Tensor, "to", to)

@@ -344,3 +344,40 @@ def test_bf16_is_refused_on_gpus_that_only_emulate_it(monkeypatch, capability, o
     else:
         with pytest.raises(ConfigError, match=r"bf16: cuda:0 \(Tesla V100, compute capability 7\.\d\).*16-mixed or 32"):
             check_precision("bf16", dev)
+
+
+# ------------------------------------------------------------------ items 9 and 10: fine-tuning steps
+def test_finetuning_batches_make_no_blocking_copy_per_step(tmp_path, monkeypatch):
+    """The fine-tuning learner's batches on a device (``meta`` standing in for CUDA) carry
+    their row numbers and observations without a blocking host-to-device copy per step
+    (before: ``idx.to(dev)`` and ``observed[idx].to(dev)`` from pageable memory, twice per
+    step); on the CPU the batches are the same as before."""
+    from _cuda_standin import host_syncs_during
+    from _image_fixtures import tiny_digits_bundle
+    from spmlkit.training.finetune import prepare_finetune
+
+    bundle = tiny_digits_bundle(tmp_path)
+    cfg = TrainConfig(method="an", setting="finetune", backbone="tiny-random", image_size=32, batch_size=8)
+    learner, *_ = prepare_finetune(bundle, cfg, lr=1e-3, seed=0)
+    cpu = [(b.index.clone(), b.observed.clone()) for b in learner.batches(1)]
+    for idx, obs in cpu:  # what the batches held before: the permutation's rows and their observations
+        assert idx.shape == (1, idx.shape[1]) and torch.equal(obs[0], learner.observed[idx[0]])
+    learner.generator.manual_seed(0)
+    learner.device = torch.device("meta")
+    learner._observed_dev = learner.observed.to("meta")
+    batches, calls = host_syncs_during(monkeypatch, lambda: list(learner.batches(1)))
+    assert len(batches) == len(cpu) >= 3 and batches[0].observed.device.type == "meta"
+    assert [c for c in calls if "to(" in c] == [], calls
+
+
+def test_fused_optimizers_on_cuda_only():
+    """Item 10: Adam / AdamW are fused on CUDA (the gradient scaler then needs no ``.item()``
+    per step); on the CPU the default implementation keeps results unchanged."""
+    from spmlkit.training.finetune import make_optimizer
+
+    for name in ("adam", "adamw-onecycle"):
+        w = [torch.nn.Parameter(torch.zeros(3))]
+        opt, _ = make_optimizer(name, w, lr=1e-3, device=torch.device("cuda", 0), steps=4)
+        assert opt.defaults["fused"] is True
+        opt, _ = make_optimizer(name, w, lr=1e-3, device=torch.device("cpu"), steps=4)
+        assert not opt.defaults.get("fused")
