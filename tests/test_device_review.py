@@ -127,7 +127,7 @@ def test_one_budget_for_every_split_and_the_method_state():
 
 def test_the_linear_trainer_plans_all_splits_with_one_budget(toy_bundle, monkeypatch):
     """``train_linear`` on a (faked) GPU measures the free memory once and places the
-    splits within one budget that also holds the method state (ROLE: 12 bytes per member,
+    splits within one budget that also holds the method state (ROLE: 16 bytes per member,
     example and label); before, each store measured and took half of the free memory."""
     import spmlkit.device as dev
     import spmlkit.training.linear as lin
@@ -381,3 +381,67 @@ def test_fused_optimizers_on_cuda_only():
         assert opt.defaults["fused"] is True
         opt, _ = make_optimizer(name, w, lr=1e-3, device=torch.device("cpu"), steps=4)
         assert not opt.defaults.get("fused")
+
+
+# ------------------------------------------------------------------ item 13: ROLE's table stays on its device
+def test_role_epoch_end_and_snapshots_read_nothing_of_the_table_back(monkeypatch):
+    """ROLE's epoch-end diagnostic is summed where the table lives and read once (one
+    ``tolist`` for all members), and a member snapshot is a copy on the store's device;
+    before, both copied whole tables to the host (252 MB per epoch at COCO size)."""
+    from _cuda_standin import host_syncs_during
+    from spmlkit.methods import build_method
+    from spmlkit.methods.role import LabelEstimator
+
+    m = build_method("role", adam="dense")
+    ctx = _ctx("cpu", G=2, N=40, L=3)
+    ctx.base_lrs, ctx.seeds, ctx.expected_positives = (1e-2, 1e-3), (0, 1), 1.5
+    m.setup(ctx)
+    est = m.component(LabelEstimator)
+    before = {g: est.table(g) for g in range(2)}
+    logs, calls = host_syncs_during(monkeypatch, lambda: m.on_epoch_end(1, None))
+    assert calls == ["tolist"], calls
+    expected = [float((1 / (1 + np.exp(-before[g].astype(np.float64)))).sum()) / 40 for g in range(2)]
+    assert logs["estimator_mean_positives"] == pytest.approx(expected, rel=1e-6)
+    state, calls = host_syncs_during(monkeypatch, lambda: est.member_state(1))
+    assert [c for c in calls if c in ("numpy", "cpu", "item", "tolist")] == [], calls
+    assert isinstance(state["logits"], torch.Tensor) and np.array_equal(state["logits"].numpy(), before[1])
+
+
+# ------------------------------------------------------------------ item 15: --jobs > 1 on CUDA
+def test_grid_workers_on_cuda_take_one_gpu_each(monkeypatch):
+    from spmlkit.training.grid import gpu_worker_devices
+
+    _gpus(monkeypatch, 2)
+    assert gpu_worker_devices("auto", 2) == ["cuda:0", "cuda:1"]
+    assert gpu_worker_devices("cuda", 1) is None and gpu_worker_devices("cpu", 4) is None
+    with pytest.raises(ConfigError, match=r"--jobs 3 on CUDA: .* 2 visible GPUs; use --jobs 2"):
+        gpu_worker_devices("auto", 3)
+    with pytest.raises(ConfigError, match=r"one GPU is named \(cuda:1\)"):
+        gpu_worker_devices("cuda:1", 2)
+
+
+def test_train_members_refuses_more_workers_than_gpus(toy_bundle, monkeypatch):
+    """Before: every worker took the same GPU and half of its free memory each."""
+    from spmlkit.training.grid import train_members
+
+    _gpus(monkeypatch, 1)
+    with pytest.raises(ConfigError, match="--jobs 2 on CUDA"):
+        train_members(toy_bundle, TrainConfig(method="an", epochs=1), [1e-2, 1e-3], [0, 0], stack=1, jobs=2)
+
+
+def test_a_grid_worker_runs_on_its_own_gpu(monkeypatch):
+    import queue
+
+    import spmlkit.training.grid as grid
+
+    seen = {}
+    monkeypatch.setattr(grid, "train_linear", lambda b, cfg, **kw: seen.setdefault("device", cfg.device))
+    monkeypatch.setattr("spmlkit.data.bundle.Bundle", lambda p: p)
+    q = queue.Queue()
+    q.put("cuda:1")
+    grid._take_device(q)
+    try:
+        grid._run_group("b", TrainConfig(method="an"), [1e-2], [0], False)
+    finally:
+        grid._WORKER_DEVICE = None
+    assert seen["device"] == "cuda:1"

@@ -523,8 +523,9 @@ def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, n_memb
     item 3): one budget (:func:`spmlkit.device.plan_device_features`) for all splits,
     measured once, less the method state allocated after them
     (:data:`~spmlkit.device.METHOD_STATE_BYTES_PER_ENTRY` per member, training example
-    and label; ROLE's table at COCO size with 12 members is 756 MB).  Memory-mapped
-    splits (over ``max_bytes``) never go to the device.  On the CPU: every split."""
+    and label; ROLE's table, Adam moments and best-epoch snapshot at COCO size with 12
+    members: 1 GB).  Memory-mapped splits (over ``max_bytes``) never go to the device.
+    On the CPU: every split."""
     from ..device import METHOD_STATE_BYTES_PER_ENTRY, free_memory_bytes, plan_device_features
 
     if device.type == "cpu":
