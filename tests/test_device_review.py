@@ -445,3 +445,22 @@ def test_a_grid_worker_runs_on_its_own_gpu(monkeypatch):
     finally:
         grid._WORKER_DEVICE = None
     assert seen["device"] == "cuda:1"
+
+
+# ------------------------------------------------------------------ item 12: extraction does not stop per batch
+def test_extraction_writes_its_progress_marker_every_few_batches(tmp_path, monkeypatch):
+    """The progress marker (an fsync'd file) and the flush of the memory map come every
+    ``PROGRESS_EVERY`` batches and at the end of a split, not after every batch; a killed
+    extraction still resumes from the last marker (tests/test_feature_cache.py)."""
+    import spmlkit.features.extract as ex
+    from _image_fixtures import tiny_digits_bundle
+
+    b = tiny_digits_bundle(tmp_path)
+    writes = []
+    orig = ex.write_json
+    monkeypatch.setattr(ex, "write_json", lambda p, obj: (writes.append(p.name), orig(p, obj)))
+    monkeypatch.setattr(ex, "PROGRESS_EVERY", 4)
+    ex.extract_features(b, backbone="tiny-random", image_size=32, batch_size=2, progress=False, log=lambda m: None)
+    n_batches = {s: -(-b.size(s) // 2) for s in ("train", "val", "test")}
+    for s, n in n_batches.items():
+        assert writes.count(f".{s}.progress.json") == -(-n // 4) < n, (s, writes)

@@ -37,6 +37,11 @@ from .backbones import BACKBONES, DEFAULT_BACKBONE, build_backbone
 from .transforms import ImageSet, image_loader
 
 
+#: batches between two progress markers (and flushes of the memory map): a killed extraction
+#: redoes at most this many batches; writing the marker after every batch (an fsync'd file)
+#: kept a GPU idle between batches (issue 28, item 12)
+PROGRESS_EVERY = 16
+
 #: the name suffix of a reduced-precision cache (float32 caches keep the plain name)
 _PRECISION_SUFFIX = {"32": "", "bf16": "-bf16", "16-mixed": "-fp16"}
 
@@ -144,11 +149,12 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             batches = [list(range(s, min(s + batch_size, n))) for s in starts]
             if max_batches is not None:
                 batches = batches[:max(0, max_batches - n_batches)]
-            for rows, f in _batch_features(net, paths, batches, image_size, num_workers, device=device,
-                                           precision=precision):
+            for i, (rows, f) in enumerate(_batch_features(net, paths, batches, image_size, num_workers,
+                                                          device=device, precision=precision)):
                 arr[rows[0]:rows[-1] + 1] = f
-                arr.flush()
-                write_json(folder / f".{split}.progress.json", {"rows": rows[-1] + 1, "of": n})
+                if (i + 1) % PROGRESS_EVERY == 0 or i + 1 == len(batches):
+                    arr.flush()  # the rows first, then the marker that says they are there
+                    write_json(folder / f".{split}.progress.json", {"rows": rows[-1] + 1, "of": n})
                 n_images += len(rows)
                 n_batches += 1
                 bar.update(len(rows))
@@ -210,14 +216,47 @@ def _batch_features(net, paths: list[str], batches: list[list[int]], image_size:
 
     loader = image_loader(ImageSet(paths, ("eval",), image_size), batches, num_workers=num_workers,
                           pin_memory=device.type == "cuda")
+
+    def checked(rows, f):
+        if not np.isfinite(f).all():
+            bad = rows[int(np.argwhere(~np.isfinite(f))[0, 0])]
+            raise DataFormatError(paths[bad], "the backbone produced non-finite features for this image")
+        return rows, f
+
     with torch.inference_mode(), autocast(device, precision):
-        for rows, (x,) in zip(batches, loader):
+        if device.type != "cuda":
+            for rows, (x,) in zip(batches, loader):
+                x = x.to(device, non_blocking=True)
+                yield checked(rows, net(x.contiguous(memory_format=torch.channels_last)).float().cpu().numpy())
+            return
+        # CUDA (issue 28, item 12): batch t's features are copied into one of two pinned host
+        # buffers without blocking, and batch t-1's are handed out (waiting for its copy only)
+        # after batch t is queued, so the GPU computes while the host writes
+        slots: list = [None, None]  # [pinned buffer, event, rows, n]
+        prev = None
+        for t, (rows, (x,)) in enumerate(zip(batches, loader)):
             x = x.to(device, non_blocking=True)
-            f = net(x.contiguous(memory_format=torch.channels_last)).float().cpu().numpy()
-            if not np.isfinite(f).all():
-                bad = rows[int(np.argwhere(~np.isfinite(f))[0, 0])]
-                raise DataFormatError(paths[bad], "the backbone produced non-finite features for this image")
-            yield rows, f
+            f = net(x.contiguous(memory_format=torch.channels_last)).float()
+            slot = slots[t % 2]
+            if slot is None or slot[0].shape[0] < f.shape[0]:
+                slot = slots[t % 2] = [torch.empty(f.shape, dtype=torch.float32, device="cpu").pin_memory(),
+                                       None, None, 0]
+            slot[0][:f.shape[0]].copy_(f, non_blocking=True)
+            slot[1] = torch.cuda.Event()
+            slot[1].record(torch.cuda.current_stream(device))
+            slot[2], slot[3] = rows, f.shape[0]
+            if prev is not None:
+                yield _drain(prev, checked)
+            prev = slot
+        if prev is not None:
+            yield _drain(prev, checked)
+
+
+def _drain(slot, checked):
+    """The features of a pinned slot once its copy has finished (a NumPy copy: the buffer is reused)."""
+    buf, event, rows, n = slot
+    event.synchronize()
+    return checked(rows, buf[:n].numpy().copy())
 
 
 def _progress_rows(folder: Path, split: str) -> int:
