@@ -464,3 +464,49 @@ def test_extraction_writes_its_progress_marker_every_few_batches(tmp_path, monke
     n_batches = {s: -(-b.size(s) // 2) for s in ("train", "val", "test")}
     for s, n in n_batches.items():
         assert writes.count(f".{s}.progress.json") == -(-n // 4) < n, (s, writes)
+
+
+# ------------------------------------------------------------------ item 7: CUDA arithmetic of a run, restored after
+@pytest.mark.parametrize("precision, deterministic", [("32", False), ("32", True), ("bf16", False)])
+def test_cuda_numerics_are_set_for_the_run_and_restored(monkeypatch, precision, deterministic):
+    """``--precision 32`` on CUDA is float32 (TF32 off for matmuls and convolutions); cuDNN's
+    kernel timing is on unless deterministic (then deterministic algorithms); everything is
+    restored after the run (before, ``cudnn.benchmark`` stayed on for the process and TF32
+    convolutions were on although docs/gpu.md said "float32 everywhere")."""
+    from spmlkit.device import cuda_numerics
+
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    outside = (cudnn.allow_tf32, matmul.allow_tf32, cudnn.benchmark)
+    cudnn.allow_tf32 = matmul.allow_tf32 = True
+    cudnn.benchmark = False
+    try:
+        _check_cuda_numerics(cuda_numerics, precision, deterministic)
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32, cudnn.benchmark = outside
+
+
+def _check_cuda_numerics(cuda_numerics, precision, deterministic):
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    before = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32,
+              torch.are_deterministic_algorithms_enabled())
+    with cuda_numerics(torch.device("cuda", 0), precision, deterministic=deterministic):
+        assert (cudnn.allow_tf32, matmul.allow_tf32) == ((False, False) if precision == "32" else (True, True))
+        assert cudnn.benchmark is (not deterministic) and cudnn.deterministic is deterministic
+        assert torch.are_deterministic_algorithms_enabled() is deterministic
+        if deterministic:
+            assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32,
+            torch.are_deterministic_algorithms_enabled()) == before
+    with cuda_numerics(torch.device("cpu"), "32", deterministic=True):  # the CPU: nothing changes
+        assert cudnn.allow_tf32 and not cudnn.benchmark and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_no_process_wide_cudnn_setting_is_left_behind():
+    import inspect
+
+    import spmlkit.features.extract as ex
+    import spmlkit.training.finetune as ft
+
+    for mod in (ex, ft):
+        assert "cudnn.benchmark = True" not in inspect.getsource(mod)

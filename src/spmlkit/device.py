@@ -281,6 +281,47 @@ def autocast(device: torch.device, precision: str = "32"):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
+@contextlib.contextmanager
+def cuda_numerics(device, precision: str = "32", deterministic: bool | None = None):
+    """The CUDA arithmetic of a fine-tuning run or a feature extraction, set for its
+    duration and restored afterwards (issue 28, item 7; before, ``cudnn.benchmark`` was
+    switched on for the whole process and TF32 convolutions were left at PyTorch's default,
+    on):
+
+    * ``precision="32"``: float32 really — TF32 off for matrix products and cuDNN
+      convolutions (``bf16`` / ``16-mixed`` leave PyTorch's settings alone);
+    * default (fast): ``cudnn.benchmark`` on (fixed image size: cuDNN times its kernels
+      once and keeps the fastest).  The kernels chosen may differ between processes, so a
+      resumed CUDA run equals the uninterrupted one to rounding, not bit for bit;
+    * ``deterministic`` (default: environment variable ``SPMLKIT_DETERMINISTIC=1``):
+      ``cudnn.benchmark`` off, ``cudnn.deterministic`` on and
+      ``torch.use_deterministic_algorithms(True)`` (with ``CUBLAS_WORKSPACE_CONFIG``
+      ``:4096:8`` unless set), which resume-equality on CUDA relies on.
+
+    Does nothing on other devices (CPU results are unchanged)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        yield
+        return
+    if deterministic is None:
+        deterministic = os.environ.get("SPMLKIT_DETERMINISTIC", "") == "1"
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32,
+             torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        if str(precision) == "32":
+            cudnn.allow_tf32 = matmul.allow_tf32 = False
+        cudnn.benchmark = not deterministic
+        cudnn.deterministic = bool(deterministic)
+        if deterministic:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        yield
+    finally:
+        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32 = saved[:4]
+        torch.use_deterministic_algorithms(saved[4], warn_only=saved[5])
+
+
 def grad_scaler(device: torch.device, precision: str):
     """A gradient scaler for ``16-mixed`` (float16 gradients underflow without one), else None."""
     if precision != "16-mixed":

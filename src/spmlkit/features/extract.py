@@ -202,8 +202,6 @@ def _backbone_on(device: torch.device, backbone: str, **kw):
     with torch.device("cpu"):
         net = build_backbone(backbone, **kw)
     net.eval().to(memory_format=torch.channels_last)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True  # fixed input size: let cuDNN pick its fastest kernels
     return net.to(device)
 
 
@@ -212,7 +210,7 @@ def _batch_features(net, paths: list[str], batches: list[list[int]], image_size:
     """``(rows, features)`` per batch: the eval view, channels-last, inference mode; the one
     computation behind the bundle cache and the per-file extractor (so they agree).  On a
     GPU the loader pins its batches and the copies do not block."""
-    from ..device import autocast
+    from ..device import autocast, cuda_numerics
 
     loader = image_loader(ImageSet(paths, ("eval",), image_size), batches, num_workers=num_workers,
                           pin_memory=device.type == "cuda")
@@ -223,7 +221,8 @@ def _batch_features(net, paths: list[str], batches: list[list[int]], image_size:
             raise DataFormatError(paths[bad], "the backbone produced non-finite features for this image")
         return rows, f
 
-    with torch.inference_mode(), autocast(device, precision):
+    # cuda_numerics: float32 without TF32 for precision 32, cuDNN's kernel timing on, both restored after
+    with torch.inference_mode(), autocast(device, precision), cuda_numerics(device, precision):
         if device.type != "cuda":
             for rows, (x,) in zip(batches, loader):
                 x = x.to(device, non_blocking=True)

@@ -129,8 +129,6 @@ class ImageLearner:
         self.device = torch.device(device)
         self.precision = precision
         self.channels_last = self.device.type == "cuda" if channels_last is None else bool(channels_last)
-        if self.device.type == "cuda":
-            torch.backends.cudnn.benchmark = True  # fixed image size: cuDNN picks its fastest kernels once
         model.precision = precision
         model.to(self.device)
         if self.channels_last:
@@ -411,8 +409,16 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
     """Fine-tune ``config.method`` end to end on ``bundle``'s images; one result per (lr, seed),
     trained one after another.  With several members and a ``run_dir``, member ``g`` runs in
     ``run_dir/member<g>-lr<lr>-s<seed>/``."""
+    from ..device import cuda_numerics, resolve_device
+
     lrs, seeds = config.members(lrs, seeds)
     log = log or (lambda m: print(m, file=sys.stderr))
+    with cuda_numerics(resolve_device(config.device, option="device"), config.precision):  # (restored after)
+        return _train_members(bundle, config, lrs, seeds, run_dir=run_dir, resume=resume, on_epoch=on_epoch,
+                              keep_state=keep_state, log=log)
+
+
+def _train_members(bundle, config, lrs, seeds, *, run_dir, resume, on_epoch, keep_state, log) -> list[RunResult]:
     results = []
     for g, (lr, seed) in enumerate(zip(lrs, seeds)):
         rd = None
