@@ -369,8 +369,9 @@ def test_fine_tuning_resumes_across_devices(tmp_path, first, second, method, ext
 @pytest.mark.parametrize("first, second", [("cuda", "cuda"), ("cuda", "cpu"), ("cpu", "cuda")])
 def test_linear_resumes_on_and_across_devices(toy_bundle, tmp_path, method, first, second):
     """Linear runs (ROLE's table, OPML's smoothing weights and training AP) stopped after
-    epoch 2 and resumed: on CUDA exactly the uninterrupted CUDA run; across devices within
-    the stated tolerances."""
+    epoch 2 and resumed: on CUDA the uninterrupted CUDA run (to 1e-6: cuBLAS is
+    reproducible on one GPU; the margin is for atomics in reductions); across devices
+    within the stated tolerances."""
     from spmlkit.training.linear import train_linear
 
     cfg = TrainConfig(method=method, epochs=4, batch_size=16)
@@ -379,11 +380,8 @@ def test_linear_resumes_on_and_across_devices(toy_bundle, tmp_path, method, firs
     (res,) = train_linear(toy_bundle, cfg.replace(device=second), run_dir=tmp_path / "part", keep_state=True)
     exact = first == second
     for k, w in full.state["head"].items():
-        if exact:
-            assert torch.equal(res.state["head"][k], w), k
-        else:
-            assert torch.allclose(res.state["head"][k], w, atol=DISCRETE_WEIGHT_ATOL, rtol=0), k
-    assert abs(res.test_map - full.test_map) <= (0 if exact else DISCRETE_MAP_ATOL)
+        assert torch.allclose(res.state["head"][k], w, atol=1e-6 if exact else DISCRETE_WEIGHT_ATOL, rtol=0), k
+    assert abs(res.test_map - full.test_map) <= (1e-6 if exact else DISCRETE_MAP_ATOL)
 
 
 def test_role_state_dict_copies_to_the_host_without_a_second_table_on_the_gpu():
