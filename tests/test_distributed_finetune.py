@@ -42,6 +42,10 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         # LAC: strong view, label-wise embeddings and the FIFO queue (stage 2 from epoch 2)
         "lac": {"config": {"method": "lac", "batch_size": 7, "freeze_bn": True, "params": {"stage1_epochs": 1},
                            **TINY}, "no_dropout": True},
+        # LAC's stage 1 only: its projection head is unused, so one process never touches it; under
+        # 2 processes it must stay untouched too (issue 28, item 6: zero gradients made AdamW decay it)
+        "lac_stage1": {"config": {"method": "lac", "batch_size": 7, "freeze_bn": True, "params": {"stage1_epochs": 1},
+                                  **{**TINY, "finetune_epochs": 1}}, "no_dropout": True},
         # LinearInit: rank 0 extracts the features, the linear phase and the hand-over are distributed too
         "role+li": {"config": {"method": "role", "batch_size": 7, "freeze_bn": True, "linear_init": True,
                                "epochs": 3, **TINY}},
@@ -69,6 +73,9 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         assert b["train_map"] == pytest.approx(a.train_map, abs=1e-6), name
         diff = max(float((b["model"][k].float() - w.float()).abs().max()) for k, w in a.state["model"].items())
         assert diff <= 1e-4, (name, diff)
+        if name == "lac_stage1":  # the unused projection head: exactly the one-process (initial) weights
+            proj = [k for k in a.state["model"] if ".projection." in k]
+            assert proj and all(torch.equal(b["model"][k], a.state["model"][k]) for k in proj), name
 
 
 def test_freeze_bn_keeps_batchnorm_statistics_and_trains_its_affine_parameters(tmp_path):

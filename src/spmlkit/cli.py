@@ -766,7 +766,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=_pos_int, default=448, help="input size in pixels (default 448, as the papers)")
     p.add_argument("--batch-size", type=_pos_int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--num-workers", type=_nonneg_int, default=0, help="image-loading worker processes (default 0)")
-    p.add_argument("--name", help="feature set name (default <backbone>-<size>)")
+    p.add_argument("--name", help="feature set name (default <backbone>-<size>, with -bf16 / -fp16 for "
+                   "--precision bf16 / 16-mixed)")
     _add_device_option(p, "the backbone")
     p.add_argument("--precision", choices=["32", "bf16", "16-mixed"], default="32",
                    help="backbone arithmetic: 32 (default), bf16 or 16-mixed (float16 autocast, CUDA only); the "

@@ -34,6 +34,11 @@ PRECISIONS = ("32", "bf16", "16-mixed")
 #: this fraction of the device's free memory (else batches are copied from pinned host
 #: memory, or read from the memory map, one step ahead)
 DEVICE_MEMORY_FRACTION = 0.5
+#: bytes of method state the linear setting reserves per (member, training example, label)
+#: before placing features on the device: ROLE's float32 estimator table, its two Adam
+#: moments and its best-epoch snapshot (4 x 4 bytes), the largest per-entry state of the
+#: methods (issue 28, item 3)
+METHOD_STATE_BYTES_PER_ENTRY = 16
 
 _CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -76,6 +81,17 @@ def _local_rank() -> int | None:
     return None
 
 
+def _local_gpu(local: int, option: str, text: str) -> torch.device:
+    """``cuda:$LOCAL_RANK`` under torchrun, after checking this machine has that GPU (more
+    processes per node than GPUs would hit an invalid device ordinal on the first CUDA call)."""
+    n = torch.cuda.device_count()
+    if local >= n:
+        raise ConfigError(f"{option} {text}: torchrun started this process with LOCAL_RANK={local} but this machine "
+                          f"has {n} CUDA device{'s' if n != 1 else ''} ({_available_text()}): start at most {n} "
+                          f"process{'es' if n != 1 else ''} per node (--nproc_per_node {n}), or use --device cpu")
+    return torch.device("cuda", local)
+
+
 def resolve_device(spec=None, *, option: str = "--device") -> torch.device:
     """``auto`` / ``cpu`` / ``cuda`` / ``cuda:N`` / ``mps`` (or a :class:`torch.device`) ->
     the :class:`torch.device` to run on, after checking that this machine has it."""
@@ -85,7 +101,8 @@ def resolve_device(spec=None, *, option: str = "--device") -> torch.device:
     local = _local_rank()
     if text == "auto":
         if cuda_available():
-            return torch.device("cuda", local if local is not None else torch.cuda.current_device())
+            return _local_gpu(local, option, text) if local is not None else \
+                torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
     if text == "cpu":
         return torch.device("cpu")
@@ -99,7 +116,8 @@ def resolve_device(spec=None, *, option: str = "--device") -> torch.device:
         raise ConfigError(f"{option} {text}: CUDA is not available ({why}; {_available_text()})")
     n = torch.cuda.device_count()
     if index is None:
-        return torch.device("cuda", local if local is not None else torch.cuda.current_device())
+        return _local_gpu(local, option, text) if local is not None else \
+            torch.device("cuda", torch.cuda.current_device())
     if int(index) >= n:
         raise ConfigError(f"{option} {text}: this machine has {n} CUDA device{'s' if n != 1 else ''} "
                           f"({_available_text()})")
@@ -117,6 +135,16 @@ def check_precision(precision, device: torch.device, option: str = "--precision"
     if p == "16-mixed" and device.type != "cuda":
         raise ConfigError(f"{option} 16-mixed needs a CUDA device (float16 autocast with a gradient scaler); the "
                           f"run is on {device} ({_available_text()}): use --precision 32 or bf16")
+    if p == "bf16" and device.type == "cuda":
+        # torch.cuda.is_bf16_supported() counts emulation: below compute capability 8.0 (V100, T4)
+        # bfloat16 runs in emulation, slower than float32 (issue 28, item 16)
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        major, minor = torch.cuda.get_device_capability(idx)
+        if major < 8:
+            raise ConfigError(f"{option} bf16: {device} ({torch.cuda.get_device_name(idx)}, compute capability "
+                              f"{major}.{minor}) has no bfloat16 arithmetic (it would be emulated, slower than "
+                              "float32; Ampere, compute capability 8.0, or newer is needed): use --precision "
+                              "16-mixed or 32")
     return p
 
 
@@ -196,6 +224,28 @@ def free_memory_bytes(device: torch.device) -> int | None:
     return int(free)
 
 
+def plan_device_features(split_bytes: dict, free: int | None, *, reserve: int = 0,
+                         fraction: float | None = None) -> dict:
+    """Which feature splits the linear setting keeps on the device: one budget for all of
+    them, ``fraction`` (:data:`DEVICE_MEMORY_FRACTION`) of the free memory less
+    ``reserve`` (the method state allocated later), filled in the order given (train,
+    val, test); a split that does not fit stays on the host (rows copied through pinned
+    staging buffers).  ``free=None`` (not a CUDA device): every split is placed.
+
+    >>> plan_device_features({"train": 400, "val": 200, "test": 200}, 1000)
+    {'train': True, 'val': False, 'test': False}
+    """
+    if free is None:
+        return {k: True for k in split_bytes}
+    left = (DEVICE_MEMORY_FRACTION if fraction is None else fraction) * free - reserve
+    plan = {}
+    for name, nbytes in split_bytes.items():
+        plan[name] = nbytes is not None and nbytes <= left
+        if plan[name]:
+            left -= nbytes
+    return plan
+
+
 def to_cpu(obj):
     """``obj`` with every tensor moved to the CPU (dicts, lists and tuples followed), so a
     file written on a GPU loads anywhere.  CPU tensors are returned as they are."""
@@ -229,6 +279,47 @@ def autocast(device: torch.device, precision: str = "32"):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+@contextlib.contextmanager
+def cuda_numerics(device, precision: str = "32", deterministic: bool | None = None):
+    """The CUDA arithmetic of a fine-tuning run or a feature extraction, set for its
+    duration and restored afterwards (issue 28, item 7; before, ``cudnn.benchmark`` was
+    switched on for the whole process and TF32 convolutions were left at PyTorch's default,
+    on):
+
+    * ``precision="32"``: float32 really — TF32 off for matrix products and cuDNN
+      convolutions (``bf16`` / ``16-mixed`` leave PyTorch's settings alone);
+    * default (fast): ``cudnn.benchmark`` on (fixed image size: cuDNN times its kernels
+      once and keeps the fastest).  The kernels chosen may differ between processes, so a
+      resumed CUDA run equals the uninterrupted one to rounding, not bit for bit;
+    * ``deterministic`` (default: environment variable ``SPMLKIT_DETERMINISTIC=1``):
+      ``cudnn.benchmark`` off, ``cudnn.deterministic`` on and
+      ``torch.use_deterministic_algorithms(True)`` (with ``CUBLAS_WORKSPACE_CONFIG``
+      ``:4096:8`` unless set), which resume-equality on CUDA relies on.
+
+    Does nothing on other devices (CPU results are unchanged)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        yield
+        return
+    if deterministic is None:
+        deterministic = os.environ.get("SPMLKIT_DETERMINISTIC", "") == "1"
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32,
+             torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        if str(precision) == "32":
+            cudnn.allow_tf32 = matmul.allow_tf32 = False
+        cudnn.benchmark = not deterministic
+        cudnn.deterministic = bool(deterministic)
+        if deterministic:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        yield
+    finally:
+        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32 = saved[:4]
+        torch.use_deterministic_algorithms(saved[4], warn_only=saved[5])
 
 
 def grad_scaler(device: torch.device, precision: str):

@@ -5,6 +5,10 @@
     <bundle>/features/<backbone>-<size>/meta.json      backbone, weights, input size, dimension
     <bundle>/features/<backbone>-<size>/{train,val,test}.npy   float32 (N, C), rows in bundle order
 
+(``<backbone>-<size>-bf16`` / ``-fp16`` when computed with ``precision`` ``bf16`` /
+``16-mixed``: the precision is part of the cache's identity, recorded in meta.json and
+checked when a cache is reused or resumed.)
+
 Each split is filled batch by batch into ``.<split>.npy.partial`` (``np.lib.format.open_memmap``,
 never held in memory whole); after every batch the array is flushed and a progress marker
 ``.<split>.progress.json`` is written atomically, so a killed extraction continues where it
@@ -33,8 +37,30 @@ from .backbones import BACKBONES, DEFAULT_BACKBONE, build_backbone
 from .transforms import ImageSet, image_loader
 
 
-def feature_set_name(backbone: str, image_size: int) -> str:
-    return f"{backbone}-{int(image_size)}"
+#: batches between two progress markers (and flushes of the memory map): a killed extraction
+#: redoes at most this many batches; writing the marker after every batch (an fsync'd file)
+#: kept a GPU idle between batches (issue 28, item 12)
+PROGRESS_EVERY = 16
+
+#: the name suffix of a reduced-precision cache (float32 caches keep the plain name)
+_PRECISION_SUFFIX = {"32": "", "bf16": "-bf16", "16-mixed": "-fp16"}
+
+
+def feature_set_name(backbone: str, image_size: int, precision: str = "32") -> str:
+    """``<backbone>-<size>`` for float32 features, ``-bf16`` / ``-fp16`` appended for the
+    reduced precisions (issue 28, item 5: precision is part of a cache's identity, so a
+    float32 run never reuses bf16 features and a resumed cache never mixes precisions).
+
+    >>> feature_set_name("resnet50", 448), feature_set_name("resnet50", 448, "bf16")
+    ('resnet50-448', 'resnet50-448-bf16')
+    """
+    return f"{backbone}-{int(image_size)}{_PRECISION_SUFFIX.get(str(precision), '-' + str(precision))}"
+
+
+def _meta_identity(meta: dict, keys) -> dict:
+    """A cache's identity as recorded in its meta.json (caches written before the precision
+    was recorded were float32)."""
+    return {k: meta.get(k, "32" if k == "precision" else None) for k in keys}
 
 
 def _weights_id(weights) -> dict:
@@ -72,12 +98,12 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
         raise UnknownNameError("backbone", backbone, BACKBONES)
     if batch_size < 1:
         raise ConfigError(f"batch size must be >= 1, got {batch_size}")
-    name = name or feature_set_name(backbone, image_size)
+    name = name or feature_set_name(backbone, image_size, precision)
     folder = Path(bundle.path) / "features" / name
-    wanted = {"backbone": backbone, "image_size": int(image_size), **_weights_id(weights)}
+    wanted = {"backbone": backbone, "image_size": int(image_size), **_weights_id(weights), "precision": str(precision)}
     meta = feature_set_meta(bundle, name)
     if meta is not None:
-        got = {k: meta.get(k) for k in wanted}
+        got = _meta_identity(meta, wanted)
         if got != wanted:
             raise ConfigError(f"{folder} holds features of {got}, not {wanted}; delete it or choose another --name")
         if (folder / "test.npy").exists():
@@ -90,7 +116,7 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
         write_json(folder / "meta.json", {
             **wanted, "dim": net.out_dim, "normalisation": {"mean": net.norm_mean.flatten().tolist(),
                                                             "std": net.norm_std.flatten().tolist()},
-            "view": "eval (resize, no crop)", "pooling": "global average", "precision": precision,
+            "view": "eval (resize, no crop)", "pooling": "global average",
             "sizes": {s: bundle.size(s) for s in SPLITS}, "spmlkit_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
 
@@ -123,11 +149,12 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             batches = [list(range(s, min(s + batch_size, n))) for s in starts]
             if max_batches is not None:
                 batches = batches[:max(0, max_batches - n_batches)]
-            for rows, f in _batch_features(net, paths, batches, image_size, num_workers, device=device,
-                                           precision=precision):
+            for i, (rows, f) in enumerate(_batch_features(net, paths, batches, image_size, num_workers,
+                                                          device=device, precision=precision)):
                 arr[rows[0]:rows[-1] + 1] = f
-                arr.flush()
-                write_json(folder / f".{split}.progress.json", {"rows": rows[-1] + 1, "of": n})
+                if (i + 1) % PROGRESS_EVERY == 0 or i + 1 == len(batches):
+                    arr.flush()  # the rows first, then the marker that says they are there
+                    write_json(folder / f".{split}.progress.json", {"rows": rows[-1] + 1, "of": n})
                 n_images += len(rows)
                 n_batches += 1
                 bar.update(len(rows))
@@ -175,8 +202,6 @@ def _backbone_on(device: torch.device, backbone: str, **kw):
     with torch.device("cpu"):
         net = build_backbone(backbone, **kw)
     net.eval().to(memory_format=torch.channels_last)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True  # fixed input size: let cuDNN pick its fastest kernels
     return net.to(device)
 
 
@@ -185,18 +210,52 @@ def _batch_features(net, paths: list[str], batches: list[list[int]], image_size:
     """``(rows, features)`` per batch: the eval view, channels-last, inference mode; the one
     computation behind the bundle cache and the per-file extractor (so they agree).  On a
     GPU the loader pins its batches and the copies do not block."""
-    from ..device import autocast
+    from ..device import autocast, cuda_numerics
 
     loader = image_loader(ImageSet(paths, ("eval",), image_size), batches, num_workers=num_workers,
                           pin_memory=device.type == "cuda")
-    with torch.inference_mode(), autocast(device, precision):
-        for rows, (x,) in zip(batches, loader):
+
+    def checked(rows, f):
+        if not np.isfinite(f).all():
+            bad = rows[int(np.argwhere(~np.isfinite(f))[0, 0])]
+            raise DataFormatError(paths[bad], "the backbone produced non-finite features for this image")
+        return rows, f
+
+    # cuda_numerics: float32 without TF32 for precision 32, cuDNN's kernel timing on, both restored after
+    with torch.inference_mode(), autocast(device, precision), cuda_numerics(device, precision):
+        if device.type != "cuda":
+            for rows, (x,) in zip(batches, loader):
+                x = x.to(device, non_blocking=True)
+                yield checked(rows, net(x.contiguous(memory_format=torch.channels_last)).float().cpu().numpy())
+            return
+        # CUDA (issue 28, item 12): batch t's features are copied into one of two pinned host
+        # buffers without blocking, and batch t-1's are handed out (waiting for its copy only)
+        # after batch t is queued, so the GPU computes while the host writes
+        slots: list = [None, None]  # [pinned buffer, event, rows, n]
+        prev = None
+        for t, (rows, (x,)) in enumerate(zip(batches, loader)):
             x = x.to(device, non_blocking=True)
-            f = net(x.contiguous(memory_format=torch.channels_last)).float().cpu().numpy()
-            if not np.isfinite(f).all():
-                bad = rows[int(np.argwhere(~np.isfinite(f))[0, 0])]
-                raise DataFormatError(paths[bad], "the backbone produced non-finite features for this image")
-            yield rows, f
+            f = net(x.contiguous(memory_format=torch.channels_last)).float()
+            slot = slots[t % 2]
+            if slot is None or slot[0].shape[0] < f.shape[0]:
+                slot = slots[t % 2] = [torch.empty(f.shape, dtype=torch.float32, device="cpu").pin_memory(),
+                                       None, None, 0]
+            slot[0][:f.shape[0]].copy_(f, non_blocking=True)
+            slot[1] = torch.cuda.Event()
+            slot[1].record(torch.cuda.current_stream(device))
+            slot[2], slot[3] = rows, f.shape[0]
+            if prev is not None:
+                yield _drain(prev, checked)
+            prev = slot
+        if prev is not None:
+            yield _drain(prev, checked)
+
+
+def _drain(slot, checked):
+    """The features of a pinned slot once its copy has finished (a NumPy copy: the buffer is reused)."""
+    buf, event, rows, n = slot
+    event.synchronize()
+    return checked(rows, buf[:n].numpy().copy())
 
 
 def _progress_rows(folder: Path, split: str) -> int:
@@ -212,10 +271,10 @@ def _progress_rows(folder: Path, split: str) -> int:
 def ensure_features(bundle: Bundle, *, backbone: str, weights: str | None, image_size: int, batch_size: int = 32,
                     num_workers: int = 0, log=None, device="cpu", precision: str = "32") -> str:
     """The name of a complete feature cache for this backbone and size, computing it if missing."""
-    name = feature_set_name(backbone, image_size)
+    name = feature_set_name(backbone, image_size, precision)
     if name in bundle.feature_sets():
-        meta = feature_set_meta(bundle, name) or {}
-        if meta.get("weights") == _weights_id(weights)["weights"]:
+        meta = _meta_identity(feature_set_meta(bundle, name) or {}, ("weights", "precision"))
+        if meta == {"weights": _weights_id(weights)["weights"], "precision": str(precision)}:
             return name
     return extract_features(bundle, backbone=backbone, weights=weights, image_size=image_size, batch_size=batch_size,
                             num_workers=num_workers, log=log, device=device, precision=precision)

@@ -44,12 +44,17 @@ def _check_eps(name: str, value: float) -> float:
     return value
 
 
+def two_valued(mask: torch.Tensor, if_true: float, otherwise: float, like: torch.Tensor) -> torch.Tensor:
+    """``if_true`` where ``mask``, else ``otherwise``, in ``like``'s dtype and device: the
+    values of ``torch.where(mask, as_tensor(if_true), as_tensor(otherwise))`` (each Python
+    number rounded once to the dtype), filled on the device from Python scalars, so no
+    host-to-device copy blocks the step on a GPU (issue 28, item 11)."""
+    return torch.full(mask.shape, otherwise, dtype=like.dtype, device=like.device).masked_fill_(mask, if_true)
+
+
 def _smoothed(logits: torch.Tensor, observed: torch.Tensor, pos_target: float, neg_target: float) -> torch.Tensor:
     """BCE against ``pos_target`` on observed positives and ``neg_target`` elsewhere."""
-    pos = observed == 1
-    target = torch.where(pos, torch.as_tensor(pos_target, dtype=logits.dtype, device=logits.device),
-                         torch.as_tensor(neg_target, dtype=logits.dtype, device=logits.device))
-    return bce_with_target(logits, target)
+    return bce_with_target(logits, two_valued(observed == 1, pos_target, neg_target, logits))
 
 
 @register_loss("an-ls", reference="Cole et al. 2021, Eq. 9")
@@ -111,7 +116,6 @@ def bce_label_smoothing(logits: torch.Tensor, observed: torch.Tensor, *, epsilon
     0.693147
     """
     eps = _check_eps("epsilon", epsilon)
-    target = torch.where(observed == 1, torch.as_tensor(1.0 - eps / 2, dtype=logits.dtype, device=logits.device),
-                         torch.as_tensor(eps / 2, dtype=logits.dtype, device=logits.device))
+    target = two_valued(observed == 1, 1.0 - eps / 2, eps / 2, logits)
     loss = bce_with_target(logits, target)
     return loss * (observed != 0).to(loss.dtype)

@@ -56,7 +56,7 @@ def label_aware_contrastive(z: torch.Tensor, labels: torch.Tensor, *, queue_z: t
     a_lab = labels.reshape(-1).repeat_interleave(V)
     contrast, c_lab = anchors, a_lab
     if queue_z is not None and queue_z.numel():
-        contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.dtype)])
+        contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.device, anchors.dtype)])
         c_lab = torch.cat([a_lab, queue_labels.reshape(-1).repeat_interleave(queue_z.shape[1]).to(a_lab.device)])
     if n == 0:
         return z.sum() * 0.0

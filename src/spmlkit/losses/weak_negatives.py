@@ -13,6 +13,7 @@ import torch
 
 from ..errors import ConfigError
 from .base import bce_with_target, register_loss
+from .label_smoothing import two_valued
 
 
 def default_gamma(n_labels: int) -> float:
@@ -37,6 +38,5 @@ def weak_assume_negative(logits: torch.Tensor, observed: torch.Tensor, *, gamma:
         raise ConfigError(f"WAN gamma must be in [0, 1], got {g}")
     pos = observed == 1
     loss = bce_with_target(logits, pos)
-    weight = torch.where(pos, torch.ones((), dtype=loss.dtype, device=loss.device),
-                         torch.as_tensor(g, dtype=loss.dtype, device=loss.device))
+    weight = two_valued(pos, 1.0, g, loss)  # Python scalars: no blocking host-to-device copy per step
     return loss * weight

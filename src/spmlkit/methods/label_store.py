@@ -349,6 +349,7 @@ class _Store:
         self._pending = None  # the rows ``read`` gathered (values at the current step) for ``update``
         self._offsets = torch.arange(self.G, dtype=torch.long, device=self.device).unsqueeze(1) * self.N  # g·N
         self._lr0 = float(self.lrs[0])  # one member: a Python float (cheaper than a tensor per row)
+        self._lr_values = [float(x) for x in self.lrs.cpu()]  # read once, not per chunk of every table pass
 
     # -------------------------------------------------------------- rows
     def _flat(self, index: torch.Tensor) -> torch.Tensor:
@@ -412,17 +413,23 @@ class _Store:
     def _after_update(self, index, grad):
         pass
 
-    def iter_member_table(self, g: int, chunk_rows: int = CHUNK_ROWS, *, as_stored: bool = False):
-        """``(start, float32 block)`` of member ``g``'s current logits.  In dense mode the rows
-        updated fewer than S steps ago get back the part of their tail still to come
-        (:meth:`RowAdam.current`) unless ``as_stored`` (the settled rows, as written)."""
+    def member_blocks(self, g: int, chunk_rows: int = CHUNK_ROWS, *, as_stored: bool = False):
+        """``(start, float32 block)`` of member ``g``'s current logits, as tensors on the
+        store's device (no host copy).  In dense mode the rows updated fewer than S steps
+        ago get back the part of their tail still to come (:meth:`RowAdam.current`) unless
+        ``as_stored`` (the settled rows, as written)."""
         base = g * self.N
         for start in range(0, self.N, chunk_rows):
             rows = torch.arange(base + start, base + min(start + chunk_rows, self.N), device=self.device)
             phi, m, v, steps = self._gather(rows)
             if not as_stored:
-                self.opt.current(phi, m, v, steps, float(self.lrs[g]))
-            yield start, self._rows_to_logits(g, phi).cpu().numpy()
+                self.opt.current(phi, m, v, steps, self._lr_values[g])
+            yield start, self._rows_to_logits(g, phi)
+
+    def iter_member_table(self, g: int, chunk_rows: int = CHUNK_ROWS, *, as_stored: bool = False):
+        """:meth:`member_blocks` as float32 NumPy blocks on the host."""
+        for start, block in self.member_blocks(g, chunk_rows, as_stored=as_stored):
+            yield start, block.cpu().numpy()
 
     def _rows_to_logits(self, g, phi):
         return phi
@@ -434,7 +441,10 @@ class _Store:
         return out
 
     def member_state(self, g: int) -> dict:
-        return {"logits": torch.from_numpy(self.member_table(g))}
+        """Member ``g``'s current table (float32), kept on the store's device: a snapshot per
+        improved member costs no host copy (issue 28, item 13); files get it through
+        :func:`spmlkit.device.to_cpu`."""
+        return {"logits": torch.cat([block for _, block in self.member_blocks(g)])}
 
     def load_member_state(self, g: int, state: dict) -> None:
         """Start member ``g`` from a table (any store's ``member_state``); its optimizer state is reset."""
@@ -463,6 +473,11 @@ class _Store:
                               "settled); resume it with that version or start the run again")
         self.opt.t = int(state.get("t", 0))
         self._pending = None
+
+
+def _host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A CPU copy of ``t`` (one device-to-host copy; on the CPU a clone)."""
+    return t.clone() if t.device.type == "cpu" else t.cpu()
 
 
 def _chunks_from_state(state: dict, N: int, L: int):
@@ -546,7 +561,9 @@ class DenseStore(_Store):
     _TENSORS = ("table", "exp_avg", "exp_avg_sq", "steps")
 
     def state_dict(self):
-        out = {"kind": self.kind, **self._opt_state(), **{n: getattr(self, n).clone() for n in self._TENSORS}}
+        # straight to the host on a GPU (a clone there first would double the table's memory)
+        out = {"kind": self.kind, **self._opt_state(),
+               **{n: _host_copy(getattr(self, n)) for n in self._TENSORS}}
         if self.generators is not None:
             out["generators"] = [gen.get_state() for gen in self.generators]
         return out
@@ -790,7 +807,7 @@ class FactorisedStore(_Store):
     def member_state(self, g):
         rows = torch.arange(g * self.N, (g + 1) * self.N, device=self.device)
         phi, m, v, steps = self._gather(rows)
-        self.opt.current(phi, m, v, steps, float(self.lrs[g]))
+        self.opt.current(phi, m, v, steps, self._lr_values[g])
         return {"U": phi.clone(), "V": self.V[g].clone(), "b": self.b[g].clone()}
 
     def load_member_state(self, g, state):

@@ -87,10 +87,13 @@ class MemoryQueue:
         return {"size": self.size, "z": None if self.z is None else self.z.clone(), "labels": self.labels.clone(),
                 "ptr": self.ptr, "count": self.count}
 
-    def load_state_dict(self, s: dict) -> None:
+    def load_state_dict(self, s: dict, device: torch.device | str | None = None) -> None:
+        """Load a state written on any device onto ``device`` (default: where it was
+        saved, i.e. the CPU for a checkpoint): a queue resumed on a GPU must be there
+        before the first stage-2 step concatenates it with the batch's embeddings."""
         self.size, self.ptr, self.count = int(s["size"]), int(s["ptr"]), int(s["count"])
-        self.z = None if s["z"] is None else s["z"].clone()
-        self.labels = s["labels"].clone()
+        self.z = None if s["z"] is None else s["z"].to(device, copy=True)
+        self.labels = s["labels"].to(device, copy=True)
 
 
 class LabelAwareConsistency(Component):
@@ -137,7 +140,8 @@ class LabelAwareConsistency(Component):
 
     def load_state_dict(self, state: dict) -> None:
         self.stage, self.stage1_epochs = int(state["stage"]), state["stage1_epochs"]
-        self.queue.load_state_dict(state["queue"])
+        ctx = getattr(self, "ctx", None)
+        self.queue.load_state_dict(state["queue"], device=None if ctx is None else ctx.device)
 
 
 class LACMethod(Method):

@@ -177,6 +177,7 @@ class TrainingAP:
         self.epoch = 0
 
     def setup(self, ctx: TrainContext) -> None:
+        self.device = ctx.device
         self.positives = (ctx.observed == 1).cpu().numpy()
         if self.ap is not None and self.ap.shape != (ctx.n_members, ctx.n_labels):
             self.ap = None
@@ -213,6 +214,8 @@ class TrainingAP:
 
     def load_state_dict(self, state: dict) -> None:
         self.ap, self.epoch = state.get("ap"), state.get("epoch", 0)
+        if self.ap is not None:  # a checkpoint's CPU tensor -> the run's device (issue 28)
+            self.ap = self.ap.to(getattr(self, "device", None))
         if state.get("raw") is not None:
             raw = state["raw"]
             self.raw = raw.cpu().numpy() if isinstance(raw, torch.Tensor) else np.asarray(raw)
@@ -264,6 +267,8 @@ class APSmoothing(_UsesTrainingAP):
 
     def load_state_dict(self, state: dict) -> None:
         self.weights = state.get("weights")
+        if self.weights is not None and getattr(self, "ctx", None) is not None:
+            self.weights = self.weights.to(self.ctx.device)  # not copied to the device every step (issue 28)
         if "ap" in state:
             self.ap.load_state_dict(state["ap"])
 

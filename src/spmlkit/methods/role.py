@@ -149,13 +149,15 @@ class LabelEstimator(Component):
         computed from the rows as stored (with ``adam="dense"``, without the momentum tails
         of rows not visited since their last update)."""
         G = self.store.G
-        totals = []
-        for g in range(G):
-            s = 0.0
-            for _, block in self.store.iter_member_table(g, as_stored=True):
-                s += float(torch.sigmoid(torch.from_numpy(block)).sum(dtype=torch.float64))
-            totals.append(s / self.store.N)
-        return {"estimator_mean_positives": totals}
+        sums = []
+        for g in range(G):  # summed on the store's device (issue 28, item 13: no copy of the table to the host)
+            s = None
+            for _, block in self.store.member_blocks(g, as_stored=True):
+                part = torch.sigmoid(block).sum(dtype=torch.float64)
+                s = part if s is None else s + part
+            sums.append(s)
+        totals = torch.stack(sums).tolist()  # one read for all members
+        return {"estimator_mean_positives": [t / self.store.N for t in totals]}
 
     def state_dict(self) -> dict:
         return {"store": self.store.state_dict()} if self.store is not None else {}

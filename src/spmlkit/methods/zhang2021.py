@@ -90,7 +90,7 @@ class SelfPacedCorrection(Component):
         obs = batch.observed.to(logits.device).expand(logits.shape)
         mask = self.corrected(obs, logits)
         count = mask.sum()
-        self._corrected = count if self._corrected is None else self._corrected + count if mask.device.type == "cpu" else mask.sum()  # read at epoch end
+        self._corrected = count if self._corrected is None else self._corrected + count  # a device tensor, read at epoch end
         return {"observed": torch.where(mask, torch.ones_like(obs), obs)}
 
     def on_epoch_end(self, epoch: int, predict_train) -> dict:

@@ -19,7 +19,12 @@ pure speed choice:
     ``threads`` torch threads, default ``cpu_count // jobs``).  On a CPU, one process
     per core with one thread each uses the cores without the per-operation threading
     overhead that makes small operations slow.  The features are memory-mapped from
-    the bundle by every worker (the page cache holds them once).
+    the bundle by every worker (the page cache holds them once).  On CUDA each worker
+    takes one GPU of its own (``cuda:0``, ``cuda:1``, ... in turn, kept for the worker's
+    life), so ``jobs`` may not exceed the visible GPUs (and must be 1 when one GPU is
+    named, ``cuda:N``): workers sharing a GPU would each measure the same free memory,
+    each hold a CUDA context and a copy of the features, and compete for it (issue 28,
+    item 15).  On one GPU, ``jobs=1`` with stacking is the fast choice anyway.
 """
 from __future__ import annotations
 
@@ -45,9 +50,41 @@ def member_groups(n_members: int, stack: int | None, supports_members: bool = Tr
     return [list(range(a, min(a + stack, n_members))) for a in range(0, n_members, stack)]
 
 
+#: the GPU of this worker process (set once by :func:`_take_device`; None on the CPU)
+_WORKER_DEVICE: str | None = None
+
+
+def _take_device(devices) -> None:
+    """Worker initialiser: take one GPU from the queue for the life of the process."""
+    global _WORKER_DEVICE
+    _WORKER_DEVICE = devices.get()
+
+
+def gpu_worker_devices(device: str | None, jobs: int) -> list[str] | None:
+    """The GPU of each of ``jobs`` worker processes (``None`` when the run is not on CUDA):
+    one GPU per worker over the visible ones; a :class:`ConfigError` when there are fewer
+    GPUs than workers."""
+    from ..device import resolve_device
+
+    dev = resolve_device(device, option="device")
+    if dev.type != "cuda" or jobs <= 1:
+        return None
+    import torch
+
+    named = str(device or "auto").strip().lower().startswith("cuda:")
+    n = 1 if named else torch.cuda.device_count()
+    if jobs > n:
+        what = f"one GPU is named ({dev})" if named else f"this machine has {n} visible GPU{'s' if n != 1 else ''}"
+        raise ConfigError(f"--jobs {jobs} on CUDA: each worker process takes a GPU of its own and {what}; use "
+                          f"--jobs {n} or fewer (on one GPU, --jobs 1: the grid is trained as stacked models)")
+    return [str(dev)] if named else [f"cuda:{i}" for i in range(jobs)]
+
+
 def _run_group(bundle_path: str, config: TrainConfig, lrs, seeds, keep_state: bool) -> list[RunResult]:
     from ..data.bundle import Bundle
 
+    if _WORKER_DEVICE is not None:
+        config = config.replace(device=_WORKER_DEVICE)
     return train(Bundle(bundle_path), config, lrs=lrs, seeds=seeds, keep_state=keep_state)
 
 
@@ -83,7 +120,15 @@ def train_members(bundle, config: TrainConfig, lrs: list[float], seeds: list[int
     from concurrent.futures import ProcessPoolExecutor
 
     path = str(Path(bundle.path))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+    gpus = gpu_worker_devices(config.device, jobs)
+    ctx = mp.get_context("spawn")
+    init = {}
+    if gpus is not None:
+        queue = ctx.Queue()
+        for d in gpus:
+            queue.put(d)
+        init = {"initializer": _take_device, "initargs": (queue,)}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, **init) as pool:
         futures = {pool.submit(_run_group, path, cfg, [lrs[g] for g in group], [seeds[g] for g in group],
                                keep_state): tuple(group) for group in groups}
         from concurrent.futures import as_completed

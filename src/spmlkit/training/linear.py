@@ -49,14 +49,18 @@ class FeatureStore:
 
     ``device`` (issue 13): rows are returned on it.  Features standardised on the host
     (the CPU's arithmetic, so every device trains on the same numbers) are kept on the
-    device when they take at most ``device_fraction`` of its free memory
-    (:data:`spmlkit.device.DEVICE_MEMORY_FRACTION`); otherwise batches are gathered on
-    the host into pinned staging buffers (from the in-memory tensor or the memory map)
-    and copied without blocking, one step ahead (:meth:`LinearLearner.batches`)."""
+    device when ``keep_on_device`` (the linear trainer decides for all splits at once with
+    :func:`spmlkit.device.plan_device_features`: one budget for the features and the
+    method state) or, when it is None, when they take at most ``device_fraction`` of its
+    free memory (:data:`spmlkit.device.DEVICE_MEMORY_FRACTION`); otherwise batches are
+    gathered on the host into pinned staging buffers (from the in-memory tensor or the
+    memory map) and copied without blocking, one step ahead
+    (:meth:`LinearLearner.batches`).  The host array itself is not pinned (pinning all
+    of it would lock that much host memory for nothing: the staging buffers serve)."""
 
     def __init__(self, array: np.ndarray, *, mean: np.ndarray | None = None, std: np.ndarray | None = None,
                  max_bytes: float | None = None, device: torch.device | str = "cpu",
-                 device_fraction: float | None = None):
+                 device_fraction: float | None = None, keep_on_device: bool | None = None):
         self.array = array
         self.n, self.dim = array.shape
         self.device = torch.device(device)
@@ -74,13 +78,13 @@ class FeatureStore:
             if self.device.type != "cpu":
                 from ..device import DEVICE_MEMORY_FRACTION, free_memory_bytes
 
-                free = free_memory_bytes(self.device)
-                frac = DEVICE_MEMORY_FRACTION if device_fraction is None else device_fraction
-                if free is None or nbytes <= frac * free:
+                if keep_on_device is None:
+                    free = free_memory_bytes(self.device)
+                    frac = DEVICE_MEMORY_FRACTION if device_fraction is None else device_fraction
+                    keep_on_device = free is None or nbytes <= frac * free
+                if keep_on_device:
                     self.tensor = self.tensor.to(self.device)
                     self.on_device = True
-                elif self.device.type == "cuda":
-                    self.tensor = self.tensor.pin_memory()
         else:
             self.tensor = None
             budget = CHUNK_BYTES if max_bytes is None else min(CHUNK_BYTES, max_bytes / 4)
@@ -103,7 +107,7 @@ class FeatureStore:
         on the host are copied through a pinned staging buffer without blocking."""
         if self.in_memory and self.on_device:
             return self.tensor.index_select(0, idx.to(self.tensor.device).reshape(-1)).view(*idx.shape, self.dim)
-        rows = self._host_rows(idx.cpu())
+        rows = self._host_rows(idx if idx.device.type == "cpu" else idx.cpu())  # the learner passes host indices
         return self._to_device(rows).view(*idx.shape, self.dim)
 
     def _to_device(self, rows: torch.Tensor) -> torch.Tensor:
@@ -433,6 +437,26 @@ def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None
                              on_epoch=on_epoch, keep_state=keep_state, method=method, device=device)
 
 
+def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, n_members: int, n_labels: int) -> dict:
+    """``{split: keep on the device}`` for the linear trainer's feature stores (issue 28,
+    item 3): one budget (:func:`spmlkit.device.plan_device_features`) for all splits,
+    measured once, less the method state allocated after them
+    (:data:`~spmlkit.device.METHOD_STATE_BYTES_PER_ENTRY` per member, training example
+    and label; ROLE's table, Adam moments and best-epoch snapshot at COCO size with 12
+    members: 1 GB).  Memory-mapped splits (over ``max_bytes``) never go to the device.
+    On the CPU: every split."""
+    from ..device import METHOD_STATE_BYTES_PER_ENTRY, free_memory_bytes, plan_device_features
+
+    if device.type == "cpu":
+        return {s: True for s in arrays}
+    sizes = {}
+    for s, a in arrays.items():
+        nbytes = a.shape[0] * a.shape[1] * 4
+        sizes[s] = nbytes if max_bytes is None or nbytes <= max_bytes else None
+    reserve = METHOD_STATE_BYTES_PER_ENTRY * n_members * arrays["train"].shape[0] * n_labels
+    return plan_device_features(sizes, free_memory_bytes(device), reserve=reserve)
+
+
 @dataclass
 class LinearRun:
     """An assembled linear-setting run: its :class:`RunParts`, the learner over the
@@ -469,9 +493,13 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
     mean = std = None
     if resolve_standardize(bundle, config):
         mean, std = feature_statistics(X_train)
-    stores = {split: FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, max_bytes=max_bytes,
-                                  device=parts.device)
-              for split in ("train", "val", "test") if split == "train" or bundle.size(split) > 0}
+    splits = [s for s in ("train", "val", "test") if s == "train" or bundle.size(s) > 0]
+    arrays = {s: bundle.features(s, config.feature_set) for s in splits}
+    on_device = device_feature_plan(arrays, parts.device, max_bytes=max_bytes, n_members=len(lrs),
+                                    n_labels=bundle.n_labels)
+    stores = {split: FeatureStore(arrays[split], mean=mean, std=std, max_bytes=max_bytes, device=parts.device,
+                                  keep_on_device=on_device[split])
+              for split in splits}
     learner = LinearLearner(stores, parts.observed, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
                             n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, dist_ctx=dctx,
                             device=parts.device)

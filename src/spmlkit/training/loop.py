@@ -146,8 +146,8 @@ def _global_batch_step(learner: Learner, method: Method, batch: Batch,
         torch.autograd.backward(outs, grads)
     distributed.all_reduce_gradients(params, ctx)
     for p, d in zip(params, direct):
-        if d is not None:
-            p.grad.add_(d)
+        if d is not None:  # (a parameter no rank's model output reached keeps grad None there)
+            p.grad = d if p.grad is None else p.grad.add_(d)
     return loss, gbatch
 
 
