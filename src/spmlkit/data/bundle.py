@@ -25,6 +25,7 @@ labels.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import shutil
@@ -35,8 +36,8 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import (check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy, sha256_file,
-                  write_json, write_text)
+from ..io import (FolderLock, check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy,
+                  sha256_file, write_json, write_text)
 from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
 from .dataset import MultiLabelDataset, Split
 
@@ -84,20 +85,67 @@ _OWNER = ".spml-owner"
 
 
 def _remove_abandoned_builds(out: Path) -> None:
-    """Delete the temporary ``.NAME.XXXX/`` build folders of bundle ``out`` left by
-    ``spml prepare`` processes that were killed: only folders holding spmlkit's owner
-    file whose process no longer exists (a prepare still running keeps its folder)."""
-    for d in out.parent.glob(f".{out.name}.*"):
+    """Delete the temporary ``.NAME.XXXX/`` build folders that ``spml prepare`` processes
+    left in ``out``'s parent folder when they were killed (of any bundle there, not only
+    ``out``): only folders holding spmlkit's owner file, and only when no process holds
+    it — a running prepare keeps its owner file locked (``fcntl.flock``, released by the
+    kernel when the process dies, so a reused pid cannot keep a dead build alive).  Owner
+    files of older versions hold a pid alone: removed when that process no longer exists."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    for d in out.parent.glob(".*"):
         owner = d / _OWNER
-        if not d.is_dir() or not owner.is_file():
+        if d.is_symlink() or not d.is_dir() or owner.is_symlink() or not owner.is_file():
             continue
         try:
-            pid = int(owner.read_text().strip())
+            words = owner.read_text().split()
+            pid = int(words[0])
+        except (ValueError, OSError, IndexError):
+            continue
+        if "flock" in words[1:]:
+            if fcntl is None:
+                continue
+            try:
+                fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)  # its prepare is still running
+                continue
+            shutil.rmtree(d, ignore_errors=True)
+            os.close(fd)
+            continue
+        try:
             os.kill(pid, 0)
         except ProcessLookupError:
             shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, OSError):
+        except OSError:
             continue
+
+
+def _inside(path: str | Path, folder: Path) -> bool:
+    try:
+        p, f = Path(path).resolve(), folder.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return p == f or f in p.parents
+
+
+def refuse_sources_inside(out: str | Path, sources, *, option: str = "--overwrite") -> None:
+    """``--overwrite`` replaces ``out``: refused (one-line :class:`ConfigError`) when a file
+    or folder the command reads (``sources``: paths, ``None`` skipped) lies inside it —
+    replacing the bundle would delete the user's data with it."""
+    out = Path(out)
+    if not out.exists():
+        return
+    for src in sources:
+        if src is not None and str(src) and Path(str(src)).exists() and _inside(src, out):
+            raise ConfigError(f"refusing {option}: {src} lies inside {out}, which would be replaced (and the file "
+                              "deleted with it); move the data out of the bundle folder or choose another -o")
 
 
 def is_bundle_folder(path: str | Path) -> bool:
@@ -109,67 +157,20 @@ def is_bundle_folder(path: str | Path) -> bool:
     return isinstance(meta, dict) and "format" in meta and "spmlkit_version" in meta and "sizes" in meta
 
 
-def _seed_streams(seed: int):
-    split_ss, test_ss, obs_ss = np.random.SeedSequence(seed).spawn(3)
-    return np.random.default_rng(split_ss), np.random.default_rng(test_ss), obs_ss
+def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, regime_name: str, obs_ss,
+                  hide_prob: float, seed: int, val_fraction: float, test_fraction: float, n_dropped: int,
+                  notes: list, replacing: bool) -> None:
+    """Write the bundle into a temporary sibling folder, then move it into place: only over
+    nothing, an empty folder, or the bundle ``--overwrite`` was checked to replace (checked
+    again here, under the lock: a folder that appeared meanwhile is never removed)."""
+    import fcntl
 
-
-def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str = "single_positive",
-                   seed: int = 0, val_fraction: float = 0.2, test_fraction: float = 0.2, hide_prob: float = 0.5,
-                   overwrite: bool = False, log=print) -> "Bundle":
-    """Split, observe and save ``dataset`` as a bundle at ``out`` (atomically: a temporary
-    folder is renamed into place at the end)."""
-    given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
-    out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
-    check_output_folder(out)
-    if out.exists():
-        if not overwrite:
-            raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
-        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
-    observed_only = not dataset.has_full_labels
-    regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
-    split_rng, test_rng, obs_ss = _seed_streams(seed)
-
-    src_train = dataset.splits["train"]
-    parts: dict[str, tuple[Split, np.ndarray]] = {}
-    notes = list(dataset.notes)
-    train_rows = np.arange(len(src_train))
-    if "test" in dataset.splits:
-        parts["test"] = (dataset.splits["test"], np.arange(len(dataset.splits["test"])))
-    else:
-        train_rows, test_rows = split_indices(len(src_train), test_fraction, test_rng,
-                                              source=f"{dataset.source or dataset.name} (test split)")
-        parts["test"] = (src_train.subset(test_rows), test_rows)
-        notes.append(f"no official test split: held out {test_fraction:.0%} of the training file as test (seed {seed})")
-    if "val" in dataset.splits:
-        parts["val"] = (dataset.splits["val"], np.arange(len(dataset.splits["val"])))
-    else:
-        keep, val = split_indices(len(train_rows), val_fraction, split_rng,
-                                  source=f"{dataset.source or dataset.name} (validation split)")
-        parts["val"] = (src_train.subset(train_rows[val]), train_rows[val])
-        train_rows = train_rows[keep]
-    train = src_train.subset(train_rows)
-
-    # drop training examples that cannot carry a single positive
-    if observed_only:
-        keep_mask = (train.Z != 0).any(axis=1)
-        why = "no observed label"
-    else:
-        keep_mask = has_positive(train.Y)
-        why = "no true positive"
-    n_dropped = int((~keep_mask).sum())
-    if n_dropped:
-        train = train.subset(np.flatnonzero(keep_mask))
-        train_rows = train_rows[keep_mask]
-        log(f"dropped {n_dropped} training example(s) with {why} (they cannot carry a single positive)")
-    if len(train) == 0:
-        raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
-    parts["train"] = (train, train_rows)
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_builds(out)
     tmp = mkdtemp_like_umask(prefix=f".{out.name}.", dir=out.parent)
-    write_text(tmp / _OWNER, f"{os.getpid()}\n")  # lets a later prepare remove it if this process dies
+    owner = tmp / _OWNER
+    write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building: a later prepare removes
+    owner_fd = os.open(owner, os.O_RDONLY)         # the folder only when this process is gone
+    fcntl.flock(owner_fd, fcntl.LOCK_EX)
+    old = None
     try:
         arrays = {}
         for split in SPLITS:
@@ -218,13 +219,102 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
             "checksums": {str(f.relative_to(tmp)): sha256_file(f) for f in sorted(tmp.rglob("*.npy"))},
         }
         write_json(tmp / "meta.json", meta)
-        (tmp / _OWNER).unlink()
-        if out.exists():  # checked above: an empty folder or a bundle spmlkit wrote
-            shutil.rmtree(out)
-        tmp.rename(out)
+        owner.unlink()
+        if out.is_symlink() or out.exists():
+            if replacing and not out.is_symlink() and is_bundle_folder(out):  # the bundle --overwrite replaces
+                old = tmp.with_name(tmp.name + ".old")
+                out.rename(old)
+            elif out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+                out.rmdir()  # an empty folder (the user's own files are never removed)
+            else:
+                raise ConfigError(f"{out} appeared (or changed) while the bundle was being built and is not a "
+                                  "bundle spmlkit wrote; nothing was replaced — choose another -o")
+        try:
+            tmp.rename(out)
+        except OSError as exc:
+            raise ConfigError(f"{out}: cannot move the new bundle into place ({exc.strerror or exc}); "
+                              "nothing was replaced") from None
     except BaseException:
+        if old is not None and not out.exists():
+            old.rename(out)  # put the previous bundle back
+            old = None
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(owner_fd)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _seed_streams(seed: int):
+    split_ss, test_ss, obs_ss = np.random.SeedSequence(seed).spawn(3)
+    return np.random.default_rng(split_ss), np.random.default_rng(test_ss), obs_ss
+
+
+def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str = "single_positive",
+                   seed: int = 0, val_fraction: float = 0.2, test_fraction: float = 0.2, hide_prob: float = 0.5,
+                   overwrite: bool = False, log=print) -> "Bundle":
+    """Split, observe and save ``dataset`` as a bundle at ``out`` (atomically: a temporary
+    folder is renamed into place at the end)."""
+    given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
+    out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
+    check_output_folder(out)
+    if out.exists():
+        if not overwrite:
+            raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
+        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
+        refuse_sources_inside(out, [dataset.source])
+    observed_only = not dataset.has_full_labels
+    regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
+    split_rng, test_rng, obs_ss = _seed_streams(seed)
+
+    src_train = dataset.splits["train"]
+    parts: dict[str, tuple[Split, np.ndarray]] = {}
+    notes = list(dataset.notes)
+    train_rows = np.arange(len(src_train))
+    if "test" in dataset.splits:
+        parts["test"] = (dataset.splits["test"], np.arange(len(dataset.splits["test"])))
+    else:
+        train_rows, test_rows = split_indices(len(src_train), test_fraction, test_rng,
+                                              source=f"{dataset.source or dataset.name} (test split)")
+        parts["test"] = (src_train.subset(test_rows), test_rows)
+        notes.append(f"no official test split: held out {test_fraction:.0%} of the training file as test (seed {seed})")
+    if "val" in dataset.splits:
+        parts["val"] = (dataset.splits["val"], np.arange(len(dataset.splits["val"])))
+    else:
+        keep, val = split_indices(len(train_rows), val_fraction, split_rng,
+                                  source=f"{dataset.source or dataset.name} (validation split)")
+        parts["val"] = (src_train.subset(train_rows[val]), train_rows[val])
+        train_rows = train_rows[keep]
+    train = src_train.subset(train_rows)
+
+    # drop training examples that cannot carry a single positive
+    if observed_only:
+        keep_mask = (train.Z != 0).any(axis=1)
+        why = "no observed label"
+    else:
+        keep_mask = has_positive(train.Y)
+        why = "no true positive"
+    n_dropped = int((~keep_mask).sum())
+    if n_dropped:
+        train = train.subset(np.flatnonzero(keep_mask))
+        train_rows = train_rows[keep_mask]
+        log(f"dropped {n_dropped} training example(s) with {why} (they cannot carry a single positive)")
+    if len(train) == 0:
+        raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
+    parts["train"] = (train, train_rows)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # one prepare (or features run) per bundle at a time: a lock file beside it (the bundle
+    # folder itself is replaced), and the existing bundle's own lock when it is replaced
+    with FolderLock(out, what="bundle", lock_file=out.parent / f".{out.name}{FolderLock.NAME}", remove=True), \
+            contextlib.ExitStack() as held:
+        replacing = out.exists()
+        if replacing and is_bundle_folder(out):
+            held.enter_context(FolderLock(out, what="bundle"))
+        _remove_abandoned_builds(out)
+        _build_bundle(out, parts, train, observed_only, dataset, regime_name, obs_ss, hide_prob, seed, val_fraction,
+                      test_fraction, n_dropped, notes, replacing)
     return Bundle(given)
 
 

@@ -49,9 +49,9 @@ from typing import Callable
 import numpy as np
 
 from ..config import TrainConfig
-from ..errors import ConfigError, UnknownNameError
-from ..io import (FolderLock, append_jsonl, check_output_folder, dumps_json, read_json, read_jsonl,
-                  remove_stale_temporaries, safe_filename, sha256_file, write_json)
+from ..errors import ConfigError, SpmlError, UnknownNameError
+from ..io import (FolderLock, append_jsonl, check_output_folder, claim_output_folder, dumps_json, read_json,
+                  read_jsonl, remove_stale_temporaries, safe_filename, sha256_file, write_json)
 from ..labels import REGIMES, get_regime, regime_sort_key  # noqa: F401  (regime_sort_key re-exported)
 from .machine import machine_info  # noqa: F401  (re-exported: the benchmarks' scripts use it)
 from .protocol import DEFAULT_BATCH_SIZES, DEFAULT_LRS
@@ -558,8 +558,12 @@ class BenchRunner:
         try:
             rec = read_json(p)
         except Exception:  # an unreadable file is treated as unfinished (writes are atomic; this is paranoia)
+            rec = None
+        problem = group_record_problem(rec, g.n_members)
+        if problem is not None:  # damaged or edited: the group is trained again and the record rewritten
+            self.log(f"{p}: {problem}; training this group again")
             return None
-        if rec.get("key") != g.key or len(rec.get("runs", [])) != g.n_members:
+        if rec["key"] != g.key:
             return None
         return rec
 
@@ -692,19 +696,26 @@ class BenchRunner:
         t_start = time.perf_counter()
         check_output_folder(self.out)
         created = not self.out.exists()
-        lock = FolderLock(self.out, what="bench folder").acquire()  # one bench writes a folder at a time
+        # a folder of the user's (not empty, not a bench) is refused before anything is written
+        claim_output_folder(self.out, kind="bench", what="bench results folder", is_ours=is_bench_folder)
+        try:
+            lock = FolderLock(self.out, what="bench folder").acquire()  # one bench writes a folder at a time
+        except BaseException:
+            if created:
+                _remove_failed_bench(self.out)
+            raise
         try:
             # a killed bench leaves atomic-write temporaries behind: never read, removed here
             remove_stale_temporaries(self.out / "groups")
             remove_stale_temporaries(self.out)
             try:
                 datasets = resolve_datasets(self.spec, self.out, self.log)
-            except BaseException:
-                if created:  # a bench that failed before doing anything leaves no folder behind
-                    lock.release()
-                    _remove_empty_tree(self.out)
+                return self._run(datasets, t_start)
+            except (SpmlError, KeyboardInterrupt, OSError):
+                if created and self.n_trained == 0:  # a bench that failed before finishing anything leaves
+                    lock.release()                    # no folder behind
+                    _remove_failed_bench(self.out)
                 raise
-            return self._run(datasets, t_start)
         finally:
             lock.release()
 
@@ -755,6 +766,68 @@ class BenchRunner:
 
             summary["written"]["figures"] = make_figures(self.out)
         return summary
+
+
+#: fields every run of a group record has (RunResult.to_record() plus the bench's own)
+_RUN_FIELDS = {"method": str, "lr": (int, float), "batch_size": int, "seed": int, "val_score": (int, float, type(None)),
+               "dataset": str}
+
+
+def group_record_problem(rec, n_members: int) -> str | None:
+    """What is wrong with a ``groups/HASH.json`` record read back (None when it is sound):
+    a JSON object with ``key`` (an object) and ``runs``, a list of ``n_members`` run
+    objects with their fields of the right types."""
+    if not isinstance(rec, dict):
+        return f"expected a JSON object, found {type(rec).__name__}"
+    if not isinstance(rec.get("key"), dict):
+        return "'key' is missing or not an object"
+    runs = rec.get("runs")
+    if not isinstance(runs, list) or len(runs) != n_members:
+        return f"'runs' is not a list of {n_members} run(s)"
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict):
+            return f"run {i} is not an object"
+        for k, t in _RUN_FIELDS.items():
+            if not isinstance(r.get(k), t) or isinstance(r.get(k), bool):
+                return f"run {i}: {k!r} is missing or of the wrong type"
+    return None
+
+
+def is_bench_folder(path: Path) -> bool:
+    """True when ``path`` holds results of ``spml bench`` written before the output
+    marker existed (its ``groups/`` records or a ``runs.json`` with runs)."""
+    path = Path(path)
+    if (path / "groups").is_dir() and all(p.suffix in (".json", ".tmp") for p in (path / "groups").iterdir()):
+        return True
+    try:
+        runs = read_json(path / "runs.json")
+    except (OSError, SpmlError):
+        return False
+    return isinstance(runs, dict) and isinstance(runs.get("runs"), list)
+
+
+def _remove_failed_bench(folder: Path) -> None:
+    """Undo a bench that created ``folder`` and failed before finishing a group: its work
+    folders without a checkpoint (a ``key.json``, histograms), the bundles it prepared,
+    its marker and lock, then the folder when nothing else is in it (a file of anyone
+    else's is kept, and so is the folder)."""
+    from ..io import OUTPUT_MARKER
+
+    work = folder / "work"
+    if work.is_dir():
+        for w in work.iterdir():
+            if w.is_dir() and not w.is_symlink() and not (w / "last.pt").exists():
+                for name in ("key.json", "hist.jsonl", "metrics.jsonl", "last.pt.sha256"):
+                    (w / name).unlink(missing_ok=True)
+    bundles = folder / "bundles"
+    if bundles.is_dir():
+        from ..data.bundle import is_bundle_folder
+
+        for b in bundles.iterdir():
+            if b.is_dir() and not b.is_symlink() and is_bundle_folder(b):
+                shutil.rmtree(b, ignore_errors=True)
+    (folder / OUTPUT_MARKER).unlink(missing_ok=True)
+    _remove_empty_tree(folder)
 
 
 def _remove_empty_tree(folder: Path) -> None:

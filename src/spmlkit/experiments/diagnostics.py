@@ -160,8 +160,13 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
     one run among ``runs`` whose method is ``an``.  ``regime`` chooses the training
     observations whose unobserved entries are analysed (default: the bundle's)."""
     bundle = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from ..io import claim_output_folder
+
+    def claim(create: bool) -> Path:  # never a folder of the user's (checked first, created when writing)
+        return claim_output_folder(out_dir, kind="diagnostics", what="diagnostics folder", create=create,
+                                   is_ours=lambda p: (p / "diagnostics.json").is_file())
+
+    out = claim(False)
     Y_train = bundle.labels("train")
     Y_eval = bundle.labels(split)
     if Y_train is None or Y_eval is None:
@@ -207,6 +212,7 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
             rec["apl_precision"] = apl_precision(i.apl_state, Y_train)
         summary["runs"].append(rec)
 
+    out = claim(True)
     if ref is not None:
         p_ref, w_ref = preds[id(ref)]
         for i, rec in zip(infos, summary["runs"]):

@@ -199,10 +199,26 @@ class SavedModel:
         return [[self.label_names[j] for j in np.flatnonzero(row)] for row in S]
 
 
+def is_model_folder(path: str | Path) -> bool:
+    """True when ``path`` holds a model spmlkit saved (a ``model.json`` with its format)."""
+    try:
+        meta = read_json(Path(path) / "model.json")
+    except (OSError, SpmlError):
+        return False
+    return isinstance(meta, dict) and "format" in meta and "label_names" in meta
+
+
 def save_model(model: SavedModel, path: str | Path) -> Path:
+    """Write ``model`` into the folder ``path``: a new or empty folder, or a model spmlkit
+    saved before (replaced); a folder holding anything else is refused in one line
+    (:class:`ConfigError`) and nothing is written into it."""
+    from ..io import check_output_folder
     from ..training.checkpoint import save_checkpoint
 
-    path = Path(path)
+    path = check_output_folder(path, option="model folder")
+    if path.is_dir() and any(path.iterdir()) and not is_model_folder(path):
+        raise ConfigError(f"refusing to save a model into {path}: it holds files that are not a spmlkit model (no "
+                          "model.json); choose a new or empty folder")
     path.mkdir(parents=True, exist_ok=True)
     def tensor(a):
         return None if a is None else torch.as_tensor(np.asarray(a, dtype=np.float32))
