@@ -378,7 +378,7 @@ class Bundle:
 
     # -------------------------------------------------------------------- arrays
     def _npy(self, rel: str, mmap: bool = True, *, rows: int | None = None, cols: int | None = None,
-             what: str = "array") -> np.ndarray:
+             what: str = "array", ndim: int = 2) -> np.ndarray:
         """Load ``rel`` after checking it against the checksum recorded when it was
         written (``meta.json["checksums"]``, or a ``.sha256`` sidecar for arrays written
         later); never unpickles (object arrays are refused).  ``rows``/``cols``: the
@@ -397,13 +397,13 @@ class Bundle:
         except (OSError, EOFError) as exc:
             raise CorruptFileError(f"{p}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
                                    "re-run 'spml prepare'") from None
-        if arr.dtype.hasobject or arr.ndim != 2:
-            raise CorruptFileError(f"{p}: expected a 2-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
+        if arr.dtype.hasobject or arr.ndim != ndim or arr.dtype.kind not in "biuf":
+            raise CorruptFileError(f"{p}: expected a {ndim}-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
                                    "re-run 'spml prepare'")
         if rows is not None and arr.shape[0] != rows:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[0]} rows but the bundle's meta.json says {rows}; "
                                    "re-run 'spml prepare'")
-        if cols is not None and arr.shape[1] != cols:
+        if cols is not None and ndim > 1 and arr.shape[1] != cols:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; re-run 'spml prepare'")
         return arr
 
@@ -441,11 +441,31 @@ class Bundle:
 
     def labels(self, split: str, *, mmap: bool = True) -> np.ndarray | None:
         """Full labels ``Y`` of ``split``, memory-mapped read-only (None when the bundle has
-        no full labels for it)."""
+        no full labels for it); ``spml prepare`` writes them as bool, and anything else
+        (floats 0/3, integers) is refused, as observations must be int8 in {-1, 0, +1}."""
         self._check_split(split)
         p = self.path / split / "Y.npy"
-        return (self._npy(f"{split}/Y.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label matrix")
-                if p.exists() else None)
+        if not p.exists():
+            return None
+        Y = self._npy(f"{split}/Y.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label matrix")
+        if Y.dtype != np.bool_:
+            raise CorruptFileError(f"{p}: full labels must be a bool matrix (as 'spml prepare' writes them), found "
+                                   f"{Y.dtype}; re-run 'spml prepare'")
+        return Y
+
+    def index(self, split: str) -> np.ndarray:
+        """Row numbers of ``split`` in its source (``index.npy``), through the same checked
+        reader as every other array (checksum, dtype, shape): whole numbers, one per row
+        of the split, none negative or repeated."""
+        self._check_split(split)
+        p = self.path / split / "index.npy"
+        idx = self._npy(f"{split}/index.npy", False, rows=self.size(split), ndim=1, what="row index")
+        if idx.dtype.kind not in "iu":
+            raise CorruptFileError(f"{p}: row numbers must be whole numbers, found {idx.dtype}; re-run 'spml prepare'")
+        if idx.size and (int(idx.min()) < 0 or len(np.unique(idx)) != len(idx)):
+            raise CorruptFileError(f"{p}: row numbers are negative or repeated; the file was altered — re-run "
+                                   "'spml prepare'")
+        return idx
 
     def areas(self, split: str) -> np.ndarray | None:
         """``(N, L)`` area of each present label's largest instance (COCO-style bundles), or

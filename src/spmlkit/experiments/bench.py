@@ -503,6 +503,9 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                                "histograms": hist}
                         if draw is not None:  # absent otherwise, so existing benches keep their group hashes
                             key["draw"] = draw
+                        ps = params.get("pseudo_scores")
+                        if ps and Path(str(ps)).is_file():  # a file changed in place is another group
+                            key["pseudo_scores_sha256"] = sha256_file(ps)
                         h = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
                         groups.append(Group(ds.label, name, params, regime, hide, fraction, bs, tuple(mg), cfg,
                                             json.loads(_canonical(key)), h, hist, n_train, draw))

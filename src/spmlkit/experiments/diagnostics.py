@@ -127,7 +127,7 @@ def find_apl_state(method_state: dict) -> dict | None:
 def load_run(path: str | Path) -> RunInfo:
     """Load a run folder written by ``spml train`` (or a bare model folder)."""
     from ..practitioner.saved import load_model
-    from ..training.checkpoint import load_checkpoint
+    from ..training.checkpoint import load_run_checkpoint
 
     path = Path(path)
     model = load_model(path)
@@ -135,7 +135,7 @@ def load_run(path: str | Path) -> RunInfo:
     apl = None
     ckpt = run_dir / "last.pt"
     if ckpt.exists():
-        apl = find_apl_state(load_checkpoint(ckpt).get("method", {}))
+        apl = find_apl_state(load_run_checkpoint(ckpt)["method"])
     return RunInfo(path=run_dir, name=run_dir.name, method=model.method or "?", model=model, apl_state=apl)
 
 

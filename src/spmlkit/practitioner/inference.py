@@ -184,10 +184,10 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
     if (source / "meta.json").exists():
         bundle = Bundle(source)
         if fine_tuned:
-            return bundle.paths(split), [str(i) for i in np.load(bundle.path / split / "index.npy")]
+            return bundle.paths(split), [str(i) for i in bundle.index(split)]
         fs = (model.input or {}).get("feature_set") or model.info.get("feature_set")
         X = bundle.features(split, fs)
-        return X, [str(i) for i in np.load(bundle.path / split / "index.npy")]
+        return X, [str(i) for i in bundle.index(split)]
     if source.is_dir():
         images = True
     elif source.suffix.lower() == ".txt":

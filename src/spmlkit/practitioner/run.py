@@ -37,16 +37,44 @@ from ..training import distributed
 from ..training.linear import RunResult, train_linear
 
 
+def bundle_identity(bundle: Bundle) -> str:
+    """The content identity of a bundle: a hash of its ``meta.json`` (which records the
+    creation time and the SHA-256 of every array), the same wherever the bundle lies and
+    however its path is spelled."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(bundle.meta, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _input_hashes(config: TrainConfig) -> dict:
+    """SHA-256 of the files a run reads besides the bundle (``pseudo_scores``): a file
+    changed in place at the same path makes another run."""
+    from ..io import sha256_file
+
+    out = {}
+    ps = config.param_dict.get("pseudo_scores")
+    if ps and Path(str(ps)).is_file():
+        out["pseudo_scores"] = sha256_file(ps)
+    return out
+
+
 def _resolved(bundle: Bundle, config: TrainConfig) -> dict:
     # the bundle's creation time: a bundle prepared again at the same path is another run
     return {"config": config.to_dict(), "bundle": str(bundle.path), "bundle_name": bundle.name,
-            "bundle_created": bundle.meta.get("created")}
+            "bundle_created": bundle.meta.get("created"), "bundle_path": str(Path(bundle.path).resolve()),
+            "bundle_id": bundle_identity(bundle), "inputs": _input_hashes(config)}
 
 
 def _same_run(previous: dict, resolved: dict) -> bool:
-    """Same configuration, bundle and bundle creation.  The device is not part of a run's
-    identity (a run started on a GPU resumes on a CPU and vice versa; files are device-free),
-    and an option a run's config.json predates counts with its default value."""
+    """Same configuration, bundle (by content, whatever the spelling of its path or the
+    working folder: ``b`` and ``$PWD/b`` are one bundle) and input files (pseudo-scores,
+    by content).  The device is not part of a run's identity (a run started on a GPU
+    resumes on a CPU and vice versa; files are device-free), and an option a run's
+    config.json predates counts with its default value.  Runs written before the bundle
+    identity was recorded compare the bundle path (resolved when possible)."""
+    if not isinstance(previous, dict):
+        return False
     defaults = TrainConfig().to_dict()
 
     def ident(cfg):
@@ -54,8 +82,21 @@ def _same_run(previous: dict, resolved: dict) -> bool:
             return cfg
         return {k: v for k, v in {**defaults, **cfg}.items() if k != "device"}
 
-    return (ident(previous.get("config")) == ident(resolved["config"])
-            and all(previous.get(k) == resolved[k] for k in ("bundle", "bundle_created")))
+    if ident(previous.get("config")) != ident(resolved["config"]):
+        return False
+    if previous.get("bundle_created") != resolved["bundle_created"]:
+        return False
+    if "bundle_id" in previous:
+        same_bundle = previous["bundle_id"] == resolved["bundle_id"]
+    else:
+        prev = previous.get("bundle")
+        same_bundle = prev == resolved["bundle"] or (isinstance(prev, str) and
+                                                     str(Path(prev).resolve()) == resolved["bundle_path"])
+    if not same_bundle:
+        return False
+    if "inputs" in previous and previous["inputs"] != resolved["inputs"]:
+        return False
+    return True
 
 
 def finished_run(bundle: Bundle, config: TrainConfig, out_dir: str | Path) -> dict | None:
@@ -170,9 +211,9 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
     if done is not None:  # a finished run: nothing to do
         return RunResult.from_record(done)
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
-        from ..training.checkpoint import load_checkpoint
+        from ..training.checkpoint import load_run_checkpoint
 
-        epoch = int(load_checkpoint(out / "last.pt")["epoch"])
+        epoch = load_run_checkpoint(out / "last.pt")["epoch"]
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
     finetune = config.setting == "finetune"
     if finetune:

@@ -98,6 +98,8 @@ def _read_records(path: Path, delimiter: str | None) -> list[tuple[int, list[str
     byte-order mark is allowed); anything else is an error naming the line."""
     records: list[tuple[int, list[str]]] = []
     reader = None
+    if path.exists() and not path.is_file():  # /dev/zero, a pipe: read until memory runs out
+        raise DataFormatError(path, "not a regular file (a folder, a device or a pipe); expected a CSV/TSV file")
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             delim = _delimiter_for(path, delimiter, fh.read(4096))
@@ -143,6 +145,9 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "file not found")
+    if label_set_column is not None and not separator:
+        raise DataFormatError(path, "the label separator is empty; give the text between label names of "
+                                    f"column {label_set_column!r} (--separator, e.g. ';')")
     rows = _read_records(path, delimiter)
     if not rows:
         raise DataFormatError(path, "empty file; expected a header row")
@@ -301,7 +306,7 @@ def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: st
     """A CSV/TSV of features only (e.g. new data to predict): every column is a feature
     except ``id_column`` when present.  Returns ``(X, ids or None)``."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataFormatError(path, "file not found")
     rows = _read_records(path, delimiter)
     if len(rows) < 2:
