@@ -467,7 +467,7 @@ def _cmd_predict(args) -> int:
     model.device = device
     X, ids = read_prediction_input(model, args.input, split=args.split, path_column=args.path_column,
                                    id_column=args.id_column, backbone=args.backbone, image_size=args.image_size,
-                                   batch_size=args.batch_size)
+                                   batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))
     P = model.predict_proba(X)
     out = Path(args.out)
     if not args.labels:

@@ -117,6 +117,11 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
     the features were made (``backbone``, ``image_size``, ``extractor_options``, ...)
     are copied, so ``spml predict`` can extract the same features from new images."""
     if bundle.kind == "features" and config.feature_set is None:
+        names = bundle.meta.get("feature_names")
+        if (isinstance(names, list) and len(names) == bundle.meta.get("n_features")
+                and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
+            # 'spml predict' matches the columns of a CSV by these names, not by position
+            return {"kind": "features", "feature_names": list(names)}
         return {"kind": "features"}
     sets = bundle.feature_sets()
     fs = config.feature_set or (sets[0] if len(sets) == 1 else None)
