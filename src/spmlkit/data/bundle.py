@@ -81,6 +81,22 @@ def _verify_checksum(path: Path, expected: str | None) -> None:
     _VERIFIED[key] = True
 
 
+def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
+    """A feature cache must hold finite numbers (a NaN would surface much later as
+    "scores contain NaN" with no file named); read in chunks, once per file version."""
+    st = path.stat()
+    key = ("finite", str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key in _VERIFIED:
+        return
+    for s in range(0, X.shape[0], chunk_rows):
+        block = np.asarray(X[s:s + chunk_rows])
+        if not np.isfinite(block).all():
+            r, c = (int(i) for i in np.argwhere(~np.isfinite(block))[0])
+            raise CorruptFileError(f"{path}: row {s + r + 1}, column {c + 1} is {block[r, c]} (features must be finite "
+                                   "numbers); delete the feature set and run 'spml features' again")
+    _VERIFIED[key] = True
+
+
 _OWNER = ".spml-owner"
 
 
@@ -426,7 +442,9 @@ class Bundle:
                 raise SpmlError(f"{self.path} has several feature caches {sets}; choose one with --feature-set")
         if feature_set not in sets:
             raise SpmlError(f"feature set {feature_set!r} not in {self.path}; available: {sets or 'none'}")
-        return self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        _check_finite(self.path / "features" / feature_set / f"{split}.npy", X)
+        return X
 
     def feature_sets(self) -> list[str]:
         d = self.path / "features"

@@ -218,7 +218,8 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
         from ..training.checkpoint import load_run_checkpoint
 
-        epoch = load_run_checkpoint(out / "last.pt")["epoch"]
+        linear = config.setting != "finetune"  # (fine-tuning counts its own epochs)
+        epoch = load_run_checkpoint(out / "last.pt", epochs=config.epochs if linear else None)["epoch"]
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
     finetune = config.setting == "finetune"
     if finetune:

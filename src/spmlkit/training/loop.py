@@ -218,7 +218,7 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
                 tracker.load_state_dict(state["tracker"])
                 _set_global_rng(state.get("rng"))
             except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                first = " ".join(" ".join(str(exc).split()).split(" ")[:30]) or type(exc).__name__
                 raise CorruptFileError(f"{ckpt}: does not fit this run ({type(exc).__name__}: {first}); "
                                        f"{RESTART_ADVICE}") from None
             start = int(state["epoch"]) + 1
