@@ -205,7 +205,7 @@ def test_abandoned_build_folders_of_other_bundles_are_removed(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- tracebacks
-@pytest.mark.parametrize("how", ["object", "duplicated", "float"])
+@pytest.mark.parametrize("how", ["object", "duplicated", "float", "short"])
 def test_index_arrays_go_through_the_checked_reader(yeast, tmp_path, capsys, how):
     b = copy_bundle(yeast, tmp_path)
     p = b / "test" / "index.npy"
@@ -215,22 +215,30 @@ def test_index_arrays_go_through_the_checked_reader(yeast, tmp_path, capsys, how
             np.save(fh, np.array([None] * len(idx), dtype=object), allow_pickle=True)
     elif how == "duplicated":
         np.save(p, np.zeros_like(idx))
+    elif how == "short":
+        np.save(p, idx[:-1])
     else:
         np.save(p, idx.astype(np.float64))
+    if how != "object":  # tampered consistently (checksum updated): the content checks refuse it
+        meta = json.loads((b / "meta.json").read_text())
+        meta["checksums"]["test/index.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
+        (b / "meta.json").write_text(json.dumps(meta))
     code, _, err = run(capsys, "predict", yeast / "run", b, "-o", tmp_path / "p.csv")
     assert one_line_error(code, err) and "index.npy" in err, err
     assert not (tmp_path / "p.csv").exists()
 
 
-@pytest.mark.parametrize("checksums", [True, False])
+@pytest.mark.parametrize("checksums", ["updated", "absent"])
 def test_labels_that_are_not_bool_are_refused(yeast, tmp_path, capsys, checksums):
     b = copy_bundle(yeast, tmp_path)
     p = b / "test" / "Y.npy"
     np.save(p, np.load(p).astype(np.float64) * 3)
-    if not checksums:  # a bundle without recorded checksums: the dtype check itself refuses it
-        meta = json.loads((b / "meta.json").read_text())
+    meta = json.loads((b / "meta.json").read_text())  # tampered consistently: the dtype check refuses it
+    if checksums == "absent":
         meta.pop("checksums")
-        (b / "meta.json").write_text(json.dumps(meta))
+    else:
+        meta["checksums"]["test/Y.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
+    (b / "meta.json").write_text(json.dumps(meta))
     code, out, err = run(capsys, "evaluate", yeast / "run", b)
     assert one_line_error(code, err) and "Y.npy" in err and "mAP" not in out, err
 
@@ -495,13 +503,16 @@ def test_a_full_disk_names_the_file(yeast, tmp_path, capsys, monkeypatch):
     assert one_line_error(code, err) and "config.json" in err and "output:" not in err, err
 
 
-def test_concurrent_features_runs_are_refused(yeast, tmp_path, capsys):
+def test_concurrent_features_runs_are_refused(tmp_path, capsys):
+    from _image_fixtures import tiny_digits_bundle
+
     from spmlkit.io import FolderLock
 
-    b = copy_bundle(yeast, tmp_path)
-    with FolderLock(b, what="bundle"):
-        code, _, err = run(capsys, "features", b)
+    b = tiny_digits_bundle(tmp_path).path
+    with FolderLock(b, what="bundle"):  # what a running 'spml features' holds
+        code, _, err = run(capsys, "features", b, "--backbone", "tiny-random", "--image-size", "32")
     assert one_line_error(code, err) and "in use by another spml process" in err, err
+    assert not (b / "features").exists()
 
 
 def test_finetune_only_options_are_noted_in_the_linear_setting(yeast, tmp_path, capsys):
