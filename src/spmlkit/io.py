@@ -229,8 +229,8 @@ def claim_output_folder(path: str | Path, *, kind: str, what: str, is_ours: "Cal
         found = output_folder_kind(path)
         ours = found == kind or (found is None and is_ours is not None and entries and is_ours(path))
         if entries and not ours:
-            why = (f"it holds spmlkit's {found} output, not a {what}" if found is not None else
-                   f"it holds files that are not a {what} written by spmlkit")
+            why = (f"it holds spmlkit's {found} output, not {what}" if found is not None else
+                   f"it holds files that are not {what} written by spmlkit")
             raise ConfigError(f"refusing to write into {path}: {why}; choose a new (or empty) folder with {option}")
         if not entries:
             why = _is_protected(path)

@@ -652,8 +652,12 @@ class BenchRunner:
         from ..features import DEFAULT_BACKBONE, ensure_features
 
         cfg = self.spec.config
-        names = {ensure_features(b, backbone=cfg.get("backbone", DEFAULT_BACKBONE), weights=cfg.get("weights"),
-                                 image_size=cfg.get("image_size", 448), log=self.log) for b in images}
+        names = set()
+        for b in images:  # under the bundle's lock, as 'spml features' (one writer of a feature cache)
+            with FolderLock(b.path, what="bundle"):
+                names.add(ensure_features(b, backbone=cfg.get("backbone", DEFAULT_BACKBONE),
+                                          weights=cfg.get("weights"), image_size=cfg.get("image_size", 448),
+                                          log=self.log))
         self.spec = dataclasses.replace(self.spec, config={**cfg, "feature_set": names.pop()})
 
     @staticmethod
@@ -700,7 +704,7 @@ class BenchRunner:
         check_output_folder(self.out)
         created = not self.out.exists()
         # a folder of the user's (not empty, not a bench) is refused before anything is written
-        claim_output_folder(self.out, kind="bench", what="bench results folder", is_ours=is_bench_folder)
+        claim_output_folder(self.out, kind="bench", what="a bench results folder", is_ours=is_bench_folder)
         try:
             lock = FolderLock(self.out, what="bench folder").acquire()  # one bench writes a folder at a time
         except BaseException:

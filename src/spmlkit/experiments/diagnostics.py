@@ -163,7 +163,7 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
     from ..io import claim_output_folder
 
     def claim(create: bool) -> Path:  # never a folder of the user's (checked first, created when writing)
-        return claim_output_folder(out_dir, kind="diagnostics", what="diagnostics folder", create=create,
+        return claim_output_folder(out_dir, kind="diagnostics", what="a diagnostics folder", create=create,
                                    is_ours=lambda p: (p / "diagnostics.json").is_file())
 
     out = claim(False)

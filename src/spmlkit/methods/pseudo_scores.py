@@ -59,7 +59,8 @@ def load_pseudo_scores(path: str | Path, n_train: int, n_labels: int) -> np.ndar
     try:
         S = load_numpy(p)  # one-line errors (no numpy allow_pickle hint), never unpickles
     except DataFormatError as exc:
-        raise ConfigError(f"{exc} (pseudo-scores: an N x L .npy array of real numbers)") from None
+        why = str(exc)[len(str(p)) + 2:] if str(exc).startswith(f"{p}: ") else str(exc)
+        raise ConfigError(f"{p}: not a readable .npy array of real numbers ({why})") from None
     if not isinstance(S, np.ndarray):  # an .npz archive
         raise ConfigError(f"{p}: an .npz archive; pseudo-scores must be one N x L .npy array of real numbers")
     if S.ndim != 2 or S.shape != (n_train, n_labels):

@@ -250,7 +250,7 @@ def prepare_out(out: str | Path) -> Path:
     a folder of the user's is refused in one line, never written into (issue 22)."""
     from ...io import claim_output_folder
 
-    return claim_output_folder(out, kind="analysis", what="analysis output folder")
+    return claim_output_folder(out, kind="analysis", what="an analysis output folder")
 
 
 def seed_list(seed: int, seeds: int) -> list[int]:
