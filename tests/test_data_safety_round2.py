@@ -296,6 +296,20 @@ def bench(tmp_path_factory):
     return out
 
 
+@pytest.mark.parametrize("name", ["empty", "tensor", "negative_epoch"])
+def test_malformed_bench_work_checkpoint(bench, tmp_path, capsys, name):
+    b = tmp_path / "B"
+    shutil.copytree(bench, b)
+    (group,) = (b / "groups").glob("*.json")
+    work = b / "work" / group.stem
+    work.mkdir(parents=True)
+    torch.save(MALFORMED[name], work / "last.pt")
+    set_checksum(work / "last.pt")
+    group.unlink()  # unfinished again: the bench resumes from its work folder
+    code, _, err = run(capsys, *BENCH, "-o", b)
+    assert ends_in_one_error(code, err) and "last.pt" in err and "--no-resume" in err, err
+
+
 @pytest.mark.parametrize("content", [{"format": 1, "runs": "x"}, [], {"format": 1, "runs": [1]},
                                      {"format": 1, "runs": [{"dataset": "yeast"}]}])
 def test_damaged_runs_json_is_one_line(bench, tmp_path, capsys, content):

@@ -109,10 +109,15 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     readers in this package ignore a trailing partial line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, default=_json_default) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=_json_default) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.filename is None:  # a failed write names no file: name it (a full disk says where)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        raise
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
