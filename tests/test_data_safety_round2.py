@@ -533,3 +533,20 @@ def test_finetune_only_options_are_noted_in_the_linear_setting(yeast, tmp_path, 
     code, _, err = run(capsys, "train", yeast / "b", "-m", "an", "--epochs", "1", "--compile", "--freeze-bn",
                        "-o", tmp_path / "R")
     assert code == 0 and "--compile and --freeze-bn apply to fine-tuning" in err, err
+
+
+@pytest.mark.parametrize("content", [[], {"best_epoch": "x"}, "text"])
+def test_damaged_result_json_is_one_line(yeast, tmp_path, capsys, content):
+    r = tmp_path / "R"
+    shutil.copytree(yeast / "run", r)
+    (r / "result.json").write_text(json.dumps(content))
+    code, _, err = run(capsys, "train", yeast / "b", "-m", "an", "--epochs", "2", "-o", r)
+    assert one_line_error(code, err) and "result.json" in err and "--no-resume" in err, err
+
+
+def test_metrics_lines_that_are_not_records_are_ignored(tmp_path):
+    from spmlkit.io import read_jsonl
+
+    p = tmp_path / "m.jsonl"
+    p.write_text('{"epoch": 1}\n[1, 2]\n{"epoch": 2}\n')
+    assert read_jsonl(p) == [{"epoch": 1}]

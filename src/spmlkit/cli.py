@@ -270,10 +270,9 @@ def _train_config(args):
 
 def _cmd_train(args) -> int:
     from .data import Bundle
-    from .io import read_json
     from .practitioner.report import run_summary_lines
     from .training import distributed
-    from .practitioner.run import finished_run, run_training
+    from .practitioner.run import finished_run, read_run_result, run_training
 
     from .device import validate_config
 
@@ -329,7 +328,7 @@ def _cmd_train(args) -> int:
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")
-            for line in run_summary_lines(read_json(out / "result.json"), out):
+            for line in run_summary_lines(read_run_result(out), out):
                 print(line)
         return 0
     finally:

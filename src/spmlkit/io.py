@@ -130,9 +130,12 @@ def read_jsonl(path: str | Path) -> list[dict]:
         if not line:
             continue
         try:
-            out.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError:  # a partial last line from a killed writer
             break
+        if not isinstance(rec, dict):  # not a record spmlkit wrote: read no further
+            break
+        out.append(rec)
     return out
 
 

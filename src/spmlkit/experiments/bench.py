@@ -49,7 +49,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import TrainConfig
-from ..errors import ConfigError, SpmlError, UnknownNameError
+from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError
 from ..io import (FolderLock, append_jsonl, check_output_folder, claim_output_folder, dumps_json, read_json,
                   read_jsonl, remove_stale_temporaries, safe_filename, sha256_file, write_json)
 from ..labels import REGIMES, get_regime, regime_sort_key  # noqa: F401  (regime_sort_key re-exported)
@@ -615,6 +615,10 @@ class BenchRunner:
                 bar.update(rest)
         hists: dict[int, dict[int, list]] = {}  # epoch -> member -> histogram
         for row in read_jsonl(hist_file):  # a resumed run may repeat an epoch: the last record wins
+            if not (isinstance(row.get("epoch"), int) and isinstance(row.get("hist"), list)
+                    and isinstance(row.get("members", []), list)):
+                raise CorruptFileError(f"{hist_file}: line of histograms without 'epoch' and 'hist'; delete "
+                                       f"{work} to train this group again")
             members = row.get("members", range(len(row["hist"])))
             hists[int(row["epoch"])] = dict(zip((int(m) for m in members), row["hist"]))
         runs = []

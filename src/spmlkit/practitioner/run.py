@@ -99,6 +99,33 @@ def _same_run(previous: dict, resolved: dict) -> bool:
     return True
 
 
+_NUM = (int, float)
+#: what a run's result.json holds (RunResult.to_record()), with the types read back
+_RESULT_FIELDS = {"method": (str,), "params": (dict,), "lr": _NUM, "batch_size": (int,), "seed": (int,),
+                  "best_epoch": (int,), "val_score": (*_NUM, type(None)), "selection": (str,),
+                  "test_map": (*_NUM, type(None)), "train_map": (*_NUM, type(None)), "epochs_run": (int,),
+                  "val_history": (list,), "seconds": _NUM}
+
+
+def read_run_result(out_dir: str | Path) -> dict:
+    """``RUN/result.json``, schema-checked: a JSON object with the fields of a run's
+    result, of the right types; anything else is a one-line :class:`CorruptFileError`
+    naming the file."""
+    from ..errors import CorruptFileError
+
+    path = Path(out_dir) / "result.json"
+    rec = read_json(path)
+    if not isinstance(rec, dict):
+        raise CorruptFileError(f"{path}: expected a JSON object (the run's result), found {type(rec).__name__}; "
+                               "train again with --no-resume")
+    for k, types in _RESULT_FIELDS.items():
+        v = rec.get(k, ...)
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise CorruptFileError(f"{path}: {k!r} is missing or not of the expected type; the file was edited — "
+                                   "train again with --no-resume")
+    return rec
+
+
 def finished_run(bundle: Bundle, config: TrainConfig, out_dir: str | Path) -> dict | None:
     """The stored ``result.json`` of a finished run of this configuration in ``out_dir``, else None."""
     out = Path(out_dir)
@@ -106,7 +133,7 @@ def finished_run(bundle: Bundle, config: TrainConfig, out_dir: str | Path) -> di
         return None
     if not _same_run(read_json(out / "config.json"), _resolved(bundle, config)):
         return None
-    return read_json(out / "result.json")
+    return read_run_result(out)
 
 
 def input_description(bundle: Bundle, config: TrainConfig) -> dict:
