@@ -87,7 +87,7 @@ def test_role_estimator_epoch_zero_is_the_initialisation(toy_bundle, tmp_path):
     from spmlkit.config import TrainConfig
     from spmlkit.methods.role import LabelEstimator
 
-    s = _run("cole-role-estimator", source=str(toy_bundle.path), out=str(tmp_path), epochs=2, seeds=2, batch_size=16,
+    s = _run("cole-role-estimator", source=str(toy_bundle.path), out=str(tmp_path / "out"), epochs=2, seeds=2, batch_size=16,
              threads=1)
     Y = np.asarray(toy_bundle.labels("train"), bool)
     Z = np.asarray(toy_bundle.observations("train"))
@@ -102,25 +102,25 @@ def test_role_estimator_epoch_zero_is_the_initialisation(toy_bundle, tmp_path):
         ref = estimator_precision_recall(est.probabilities(g), Z, Y, budget=s["budget"])
         assert s["rows"][g]["top_precision"] == pytest.approx(ref["top_precision"])
         assert s["rows"][g]["threshold_recall"] == pytest.approx(ref["threshold_recall"], nan_ok=True)
-    rows = _csv(tmp_path / "role-estimator.csv")
+    rows = _csv(tmp_path / "out" / "role-estimator.csv")
     assert len(rows) == 6 and float(rows[-1]["top_recall"]) == pytest.approx(s["rows"][-1]["top_recall"])
-    assert (tmp_path / "role-estimator.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "role-estimator.png").stat().st_size > 1000
 
 
 def test_k_sensitivity_uses_factor_times_k_and_matches_train_linear(toy_bundle, tmp_path):
     from spmlkit.config import TrainConfig
     from spmlkit.training import train_linear
 
-    s = _run("cole-k-sensitivity", source=str(toy_bundle.path), out=str(tmp_path), methods=["epr"],
+    s = _run("cole-k-sensitivity", source=str(toy_bundle.path), out=str(tmp_path / "out"), methods=["epr"],
              factors=[0.5, 2.0], epochs=2, seeds=1, batch_size=16, threads=1)
     k = np.asarray(toy_bundle.labels("train"), bool).sum(1).mean()
     assert s["k_hat"] == pytest.approx(k)
-    rows = _csv(tmp_path / "k-sensitivity.csv")
+    rows = _csv(tmp_path / "out" / "k-sensitivity.csv")
     assert [float(r["k"]) for r in rows] == pytest.approx([0.5 * k, 2 * k])
     (direct,) = train_linear(toy_bundle, TrainConfig(method="epr", epochs=2, batch_size=16, expected_positives=2 * k))
     assert float(rows[1]["test_map"]) == pytest.approx(direct.test_map)
     assert s["methods"]["epr"][1]["mean"] == pytest.approx(direct.test_map)
-    assert json.loads((tmp_path / "k-sensitivity.json").read_text())["k_hat"] == pytest.approx(k)
+    assert json.loads((tmp_path / "out" / "k-sensitivity.json").read_text())["k_hat"] == pytest.approx(k)
 
 
 # --------------------------------------------------------------------------- Zhou
@@ -135,7 +135,7 @@ def test_positive_loss_epoch_zero_is_the_initial_head(toy_bundle, tmp_path):
     from spmlkit.models.heads import build_head
     from spmlkit.training.linear import feature_statistics
 
-    s = _run("zhou-positive-loss", source=str(toy_bundle.path), out=str(tmp_path), methods=["an", "em"],
+    s = _run("zhou-positive-loss", source=str(toy_bundle.path), out=str(tmp_path / "out"), methods=["an", "em"],
              seeds=1, epochs=3, batch_size=16, threads=1)
     X = np.asarray(toy_bundle.features("train"), np.float32)
     mean, std = feature_statistics(X)
@@ -147,7 +147,7 @@ def test_positive_loss_epoch_zero_is_the_initial_head(toy_bundle, tmp_path):
     first = {r["method"]: r["positive_loss"] for r in s["rows"] if r["epoch"] == 0}
     assert first["an"] == pytest.approx(expect, rel=1e-5) and first["em"] == pytest.approx(expect, rel=1e-5)
     assert len(s["rows"]) == 2 * 4 and s["alpha"] == 1.0
-    assert len(_csv(tmp_path / "positive-loss.csv")) == 8
+    assert len(_csv(tmp_path / "out" / "positive-loss.csv")) == 8
 
 
 def test_filter_normalized_direction_matches_filter_norms():
@@ -169,7 +169,7 @@ def test_landscape_slices_of_a_quadratic():
 def test_landscape_origin_equals_trained_loss(toy_bundle, tmp_path):
     from spmlkit.config import TrainConfig
 
-    s = _run("zhou-landscape", source=str(toy_bundle.path), out=str(tmp_path), methods=["an", "em-apl"],
+    s = _run("zhou-landscape", source=str(toy_bundle.path), out=str(tmp_path / "out"), methods=["an", "em-apl"],
              epochs=3, batch_size=16, steps_1d=5, steps_2d=3, radius=0.5, threads=1)
     for m in ("an", "em-apl"):
         r = s["methods"][m]
@@ -183,7 +183,7 @@ def test_landscape_origin_equals_trained_loss(toy_bundle, tmp_path):
     target = torch.from_numpy((np.asarray(toy_bundle.observations("train")) == 1).astype(np.float32))
     bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, target).item()
     assert s["methods"]["an"]["trained_loss"] == pytest.approx(bce, rel=1e-5)
-    with np.load(tmp_path / "landscape.npz") as z:
+    with np.load(tmp_path / "out" / "landscape.npz") as z:
         assert z["an_loss_2d"].shape == (3, 3)
 
 
@@ -198,7 +198,7 @@ def test_confidence_histograms_count_every_positive_and_negative(toy_bundle, tmp
     from spmlkit.config import TrainConfig
     from spmlkit.training import train_linear
 
-    s = _run("li-confidence-histogram", source=str(toy_bundle.path), out=str(tmp_path), epochs=2, batch_size=16,
+    s = _run("li-confidence-histogram", source=str(toy_bundle.path), out=str(tmp_path / "out"), epochs=2, batch_size=16,
              bins=5, threads=1)
     Y = np.asarray(toy_bundle.labels("test"), bool)
     for m in ("an", "opml"):
@@ -207,7 +207,7 @@ def test_confidence_histograms_count_every_positive_and_negative(toy_bundle, tmp
     (res,) = train_linear(toy_bundle, TrainConfig(method="opml", epochs=2, batch_size=16), keep_state=True)
     p = 1 / (1 + np.exp(-res.state["test_logits"].astype(np.float64)))
     assert s["methods"]["opml"]["positive"] == np.histogram(p[Y], bins=np.linspace(0, 1, 6))[0].tolist()
-    rows = _csv(tmp_path / "confidence-histogram.csv")
+    rows = _csv(tmp_path / "out" / "confidence-histogram.csv")
     assert sum(int(r["count"]) for r in rows if r["method"] == "an" and r["group"] == "negative") == (~Y).sum()
 
 

@@ -173,9 +173,33 @@ def _cmd_methods(args) -> int:
 
 
 # ----------------------------------------------------------------------- prepare
+def _check_inputs(paths) -> None:
+    """Every input path given that exists must be a regular file or a folder: a device or
+    a pipe (``/dev/zero``) would be read until memory runs out."""
+    from .errors import ConfigError
+
+    for p in paths:
+        if p is None:
+            continue
+        q = Path(p)
+        if q.exists() and not q.is_file() and not q.is_dir():
+            raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
+
+
 def _cmd_prepare(args) -> int:
     from .data import load_any, prepare_bundle
+    from .errors import ConfigError
 
+    inputs = [args.source, args.test, args.labels_xml, args.images, args.test_images, args.val_file,
+              args.label_names if args.label_names and Path(args.label_names).exists() else None]
+    _check_inputs(inputs)
+    if args.label_set_column and not args.separator:
+        raise ConfigError("--separator must not be empty (the text between label names in a --label-set-column "
+                          "cell, e.g. ';')")
+    if args.overwrite:  # replacing the bundle must not delete anything the command reads
+        from .data.bundle import refuse_sources_inside
+
+        refuse_sources_inside(args.out, inputs + [args.data_root])
     table = {}
     if args.label_columns:
         table["label_columns"] = _csv_list(args.label_columns)
@@ -235,10 +259,9 @@ def _train_config(args):
 
 def _cmd_train(args) -> int:
     from .data import Bundle
-    from .io import read_json
     from .practitioner.report import run_summary_lines
     from .training import distributed
-    from .practitioner.run import run_training
+    from .practitioner.run import read_run_result, run_training
 
     from .device import validate_config
 
@@ -258,6 +281,12 @@ def _cmd_train(args) -> int:
             print(f"note: {config.method} tries each member at its own learning rates "
                   f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
                   "--lr is not used", file=sys.stderr)
+        ignored = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
+                   if v and getattr(args, opt[2:].replace("-", "_"), None)]
+        if config.setting != "finetune" and ignored and dctx.is_main:
+            print(f"note: {' and '.join(ignored)} apply to fine-tuning (--setting finetune); the linear setting "
+                  f"trains a head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}",
+                  file=sys.stderr)
         bar = _progress(planned_epochs(config, method), f"{config.method} on {bundle.name}") if dctx.is_main else None
 
         def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
@@ -282,7 +311,7 @@ def _cmd_train(args) -> int:
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")
-            for line in run_summary_lines(read_json(out / "result.json"), out):
+            for line in run_summary_lines(read_run_result(out), out):
                 print(line)
         return 0
     finally:
@@ -345,11 +374,17 @@ def _cmd_features(args) -> int:
     from .device import check_precision
     from .features import extract_features
 
+    from .data import Bundle
+    from .io import FolderLock
+
     device = _device(args)
     check_precision(args.precision, device)
-    name = extract_features(args.bundle, backbone=args.backbone, weights=args.weights, image_size=args.image_size,
-                            batch_size=args.batch_size, num_workers=args.num_workers, name=args.name,
-                            device=device, precision=args.precision)
+    Bundle(args.bundle)  # a missing or damaged bundle: one line, before any lock file is written
+    with FolderLock(args.bundle, what="bundle"):  # one features run (or prepare --overwrite) at a time
+        name = extract_features(args.bundle, backbone=args.backbone, weights=args.weights,
+                                image_size=args.image_size, batch_size=args.batch_size,
+                                num_workers=args.num_workers, name=args.name, device=device,
+                                precision=args.precision)
     print(f"feature set {name!r} ready in {Path(args.bundle) / 'features' / name}; "
           f"train on it with: spml train {args.bundle} --feature-set {name}")
     return 0
@@ -414,7 +449,7 @@ def _cmd_predict(args) -> int:
     model.device = device
     X, ids = read_prediction_input(model, args.input, split=args.split, path_column=args.path_column,
                                    id_column=args.id_column, backbone=args.backbone, image_size=args.image_size,
-                                   batch_size=args.batch_size)
+                                   batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))
     P = model.predict_proba(X)
     out = Path(args.out)
     if not args.labels:

@@ -254,8 +254,13 @@ class TrainConfig:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except FileNotFoundError:
             raise ConfigError(f"config file {path} not found") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML/JSON: {exc}") from None
+        except yaml.YAMLError as exc:  # one line: where, and the parser's problem (its message spans lines)
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}, line {mark.line + 1}" if mark is not None else str(path)
+            what = " ".join(str(getattr(exc, "problem", None) or exc).split())
+            raise ConfigError(f"{where}: invalid YAML/JSON: {what}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of options")
         return cls.from_dict(data)

@@ -43,13 +43,15 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     try:
         try:
             yield tmp_path
+            with open(tmp_path, "rb+") as fh:
+                os.fsync(fh.fileno())
         except OSError as exc:
             if exc.errno is None:  # numpy's short write ("N requested and M written") names no cause
                 raise OSError(errno.EIO, f"write failed ({exc}): the disk is full or a file size limit "
                                          "(ulimit -f) was reached", str(path)) from None
+            if exc.filename is None or str(exc.filename) == str(tmp_path):  # name the file being written
+                raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
             raise
-        with open(tmp_path, "rb+") as fh:
-            os.fsync(fh.fileno())
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -107,10 +109,15 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     readers in this package ignore a trailing partial line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, default=_json_default) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=_json_default) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.filename is None:  # a failed write names no file: name it (a full disk says where)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        raise
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
@@ -123,9 +130,12 @@ def read_jsonl(path: str | Path) -> list[dict]:
         if not line:
             continue
         try:
-            out.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError:  # a partial last line from a killed writer
             break
+        if not isinstance(rec, dict):  # not a record spmlkit wrote: read no further
+            break
+        out.append(rec)
     return out
 
 
@@ -184,8 +194,61 @@ def check_output_folder(path: str | Path, *, option: str = "-o/--out") -> Path:
     from .errors import ConfigError
 
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise ConfigError(f"{option} {path} is a symbolic link to {os.readlink(path)}, which does not exist; "
+                          "expected a folder (remove the link or create its target)")
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {path} is a file; expected a folder (a new one, or one spmlkit wrote)")
+    return path
+
+
+#: written into every output folder of a command whose files have no metadata of their
+#: own to recognise them by (bench, analyze, diagnose): ``{"written_by": "spmlkit", "kind": ...}``
+OUTPUT_MARKER = ".spml-output.json"
+
+
+def output_folder_kind(path: str | Path) -> str | None:
+    """The kind recorded in ``path``'s :data:`OUTPUT_MARKER` (None when there is none)."""
+    try:
+        mark = json.loads((Path(path) / OUTPUT_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if isinstance(mark, dict) and mark.get("written_by") == "spmlkit" and isinstance(mark.get("kind"), str):
+        return mark["kind"]
+    return None
+
+
+def claim_output_folder(path: str | Path, *, kind: str, what: str, is_ours: "Callable[[Path], bool] | None" = None,
+                        option: str = "-o/--out", create: bool = True) -> Path:
+    """``path`` as the output folder of a command writing ``kind`` (e.g. ``"bench"``):
+    created when new; accepted when empty or written by spmlkit (its :data:`OUTPUT_MARKER`
+    of the same kind, or ``is_ours(path)`` for folders written before the marker existed);
+    otherwise refused with a one-line :class:`ConfigError` before anything is written
+    — a folder of the user's is never written into.  The marker is written (atomically)
+    into an accepted folder (``create=False``: only checked, nothing created).  Returns ``path``."""
+    from .errors import ConfigError
+
+    path = check_output_folder(path, option=option)
+    if path.exists():
+        try:
+            entries = [p for p in path.iterdir() if p.name not in (FolderLock.NAME, OUTPUT_MARKER)]
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        found = output_folder_kind(path)
+        ours = found == kind or (found is None and is_ours is not None and entries and is_ours(path))
+        if entries and not ours:
+            why = (f"it holds spmlkit's {found} output, not {what}" if found is not None else
+                   f"it holds files that are not {what} written by spmlkit")
+            raise ConfigError(f"refusing to write into {path}: {why}; choose a new (or empty) folder with {option}")
+        if not entries:
+            why = _is_protected(path)
+            if why is not None and path.resolve() != Path.cwd().resolve():
+                raise ConfigError(f"refusing to write into {path}: {why}; choose a new folder with {option}")
+    if not create:
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    if output_folder_kind(path) != kind:
+        write_text(path / OUTPUT_MARKER, json.dumps({"written_by": "spmlkit", "kind": kind}) + "\n")
     return path
 
 
@@ -228,14 +291,51 @@ class FolderLock:
     """An exclusive advisory lock on ``folder/.spml.lock`` (``fcntl.flock``): a second
     spmlkit process writing the same folder is refused with a one-line
     :class:`ConfigError`; the kernel drops the lock when its process dies (even by
-    SIGKILL), so a killed run never leaves it stuck.  A no-op where ``fcntl`` is missing."""
+    SIGKILL), so a killed run never leaves it stuck.  A no-op where ``fcntl`` is missing.
+
+    The lock file is opened with ``O_NOFOLLOW`` and must be a regular file with one link
+    holding nothing but spmlkit's ``pid N`` line: a symbolic link, a hard link or a file
+    of someone else's planted under that name is refused, never truncated or written.
+    ``lock_file`` (a path) locks that file instead of ``folder/.spml.lock`` (``spml
+    prepare`` locks a sibling of the bundle it builds); ``remove=True`` deletes it on
+    release (safely: a waiting process re-checks that the file it locked is still the
+    one on disk)."""
 
     NAME = ".spml.lock"
 
-    def __init__(self, folder: str | Path, *, what: str = "folder"):
+    def __init__(self, folder: str | Path, *, what: str = "folder", lock_file: str | Path | None = None,
+                 remove: bool = False):
         self.folder = Path(folder)
         self.what = what
-        self._fh = None
+        self.path = Path(lock_file) if lock_file is not None else self.folder / self.NAME
+        self.remove = remove
+        self._fd: int | None = None
+
+    def _open(self) -> int:
+        from .errors import ConfigError
+
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags, 0o666)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW on a symbolic link
+                raise ConfigError(f"{self.path}: is a symbolic link, not spmlkit's lock file; refusing to follow "
+                                  "it (remove the link, or choose another -o)") from None
+            raise
+        st = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise ConfigError(f"{self.path}: is not spmlkit's lock file ("
+                              + ("not a regular file" if not stat.S_ISREG(st.st_mode) else "a hard link to another "
+                                 "file") + "); refusing to use it (remove it, or choose another -o)")
+        head = os.pread(fd, 64, 0)
+        if st.st_size > 32 or (head and not _LOCK_TEXT.match(head)):
+            os.close(fd)
+            raise ConfigError(f"{self.path}: holds something other than spmlkit's lock ('pid N'); refusing to "
+                              "overwrite it (move it away, or choose another -o)")
+        return fd
 
     def acquire(self) -> "FolderLock":
         from .errors import ConfigError
@@ -244,33 +344,48 @@ class FolderLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
             return self
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fh = open(self.folder / self.NAME, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            fh.close()
-            raise ConfigError(f"{self.folder} is in use by another spml process ({holder}); wait for it to "
-                              f"finish or choose another -o") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}\n")
-        fh.flush()
-        self._fh = fh
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(20):  # a holder that removes its lock file on release: retry on the new file
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "another process"
+                os.close(fd)
+                raise ConfigError(f"{self.folder} is in use by another spml process ({holder}); wait for it to "
+                                  f"finish or choose another -o") from None
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # removed (or replaced) by its previous holder between our open and flock
+        else:  # pragma: no cover - a lock file replaced twenty times in a row
+            raise ConfigError(f"{self.path}: keeps changing; is another spml process using {self.folder}?")
+        text = f"pid {os.getpid()}\n".encode("ascii")
+        os.pwrite(fd, text, 0)  # the file is ours (a regular spmlkit lock file, checked above)
+        os.ftruncate(fd, len(text))
+        self._fd = fd
         return self
 
     def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()  # closing the descriptor releases the flock
-            self._fh = None
+        if self._fd is not None:
+            if self.remove:
+                with contextlib.suppress(OSError):
+                    if os.path.samestat(os.fstat(self._fd), os.stat(self.path, follow_symlinks=False)):
+                        self.path.unlink()
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
 
     def __enter__(self) -> "FolderLock":
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+_LOCK_TEXT = __import__("re").compile(rb"^(pid \d+\n?)?\Z")
 
 
 def remove_stale_temporaries(folder: str | Path, *, recursive: bool = False) -> int:

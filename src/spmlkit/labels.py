@@ -81,6 +81,8 @@ def as_full_labels(Y, *, source: str | None = None) -> np.ndarray:
         raise DataFormatError(source, f"labels must be a 2-D (examples x labels) array, got shape {Y.shape}")
     if Y.dtype == bool:
         return Y
+    if Y.dtype.kind in "iu" and (Y.size == 0 or (int(Y.min()) >= 0 and int(Y.max()) <= 1)):
+        return Y.astype(bool)
     bad = ~np.isin(Y, (0, 1))
     if bad.any():
         row, col = np.argwhere(bad)[0]
@@ -98,6 +100,8 @@ def as_observations(Z, *, source: str | None = None) -> np.ndarray:
         raise DataFormatError(source, f"observations must be a 2-D array, got shape {Z.shape}")
     if Z.dtype == bool:
         return Z.astype(np.int8)
+    if Z.dtype.kind in "iu" and (Z.size == 0 or (int(Z.min()) >= -1 and int(Z.max()) <= 1)):
+        return Z.astype(np.int8)  # the common case in two passes (np.isin made wide label sets slow)
     bad = ~np.isin(Z, (-1, 0, 1))
     if bad.any():
         row, col = np.argwhere(bad)[0]

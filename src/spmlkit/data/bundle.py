@@ -25,6 +25,7 @@ labels.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import shutil
@@ -35,8 +36,8 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import (check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy, sha256_file,
-                  write_json, write_text)
+from ..io import (FolderLock, check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy,
+                  sha256_file, write_json, write_text)
 from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
 from .dataset import MultiLabelDataset, Split
 
@@ -80,24 +81,87 @@ def _verify_checksum(path: Path, expected: str | None) -> None:
     _VERIFIED[key] = True
 
 
+def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
+    """A feature cache must hold finite numbers (a NaN would surface much later as
+    "scores contain NaN" with no file named); read in chunks, once per file version."""
+    st = path.stat()
+    key = ("finite", str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key in _VERIFIED:
+        return
+    for s in range(0, X.shape[0], chunk_rows):
+        block = np.asarray(X[s:s + chunk_rows])
+        if not np.isfinite(block).all():
+            r, c = (int(i) for i in np.argwhere(~np.isfinite(block))[0])
+            raise CorruptFileError(f"{path}: row {s + r + 1}, column {c + 1} is {block[r, c]} (features must be finite "
+                                   "numbers); delete the feature set and run 'spml features' again")
+    _VERIFIED[key] = True
+
+
 _OWNER = ".spml-owner"
 
 
 def _remove_abandoned_builds(out: Path) -> None:
-    """Delete the temporary ``.NAME.XXXX/`` build folders of bundle ``out`` left by
-    ``spml prepare`` processes that were killed: only folders holding spmlkit's owner
-    file whose process no longer exists (a prepare still running keeps its folder)."""
-    for d in out.parent.glob(f".{out.name}.*"):
+    """Delete the temporary ``.NAME.XXXX/`` build folders that ``spml prepare`` processes
+    left in ``out``'s parent folder when they were killed (of any bundle there, not only
+    ``out``): only folders holding spmlkit's owner file, and only when no process holds
+    it — a running prepare keeps its owner file locked (``fcntl.flock``, released by the
+    kernel when the process dies, so a reused pid cannot keep a dead build alive).  Owner
+    files of older versions hold a pid alone: removed when that process no longer exists."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    for d in out.parent.glob(".*"):
         owner = d / _OWNER
-        if not d.is_dir() or not owner.is_file():
+        if d.is_symlink() or not d.is_dir() or owner.is_symlink() or not owner.is_file():
             continue
         try:
-            pid = int(owner.read_text().strip())
+            words = owner.read_text().split()
+            pid = int(words[0])
+        except (ValueError, OSError, IndexError):
+            continue
+        if "flock" in words[1:]:
+            if fcntl is None:
+                continue
+            try:
+                fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)  # its prepare is still running
+                continue
+            shutil.rmtree(d, ignore_errors=True)
+            os.close(fd)
+            continue
+        try:
             os.kill(pid, 0)
         except ProcessLookupError:
             shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, OSError):
+        except OSError:
             continue
+
+
+def _inside(path: str | Path, folder: Path) -> bool:
+    try:
+        p, f = Path(path).resolve(), folder.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return p == f or f in p.parents
+
+
+def refuse_sources_inside(out: str | Path, sources, *, option: str = "--overwrite") -> None:
+    """``--overwrite`` replaces ``out``: refused (one-line :class:`ConfigError`) when a file
+    or folder the command reads (``sources``: paths, ``None`` skipped) lies inside it —
+    replacing the bundle would delete the user's data with it."""
+    out = Path(out)
+    if not out.exists():
+        return
+    for src in sources:
+        if src is not None and str(src) and Path(str(src)).exists() and _inside(src, out):
+            raise ConfigError(f"refusing {option}: {src} lies inside {out}, which would be replaced (and the file "
+                              "deleted with it); move the data out of the bundle folder or choose another -o")
 
 
 def is_bundle_folder(path: str | Path) -> bool:
@@ -109,67 +173,20 @@ def is_bundle_folder(path: str | Path) -> bool:
     return isinstance(meta, dict) and "format" in meta and "spmlkit_version" in meta and "sizes" in meta
 
 
-def _seed_streams(seed: int):
-    split_ss, test_ss, obs_ss = np.random.SeedSequence(seed).spawn(3)
-    return np.random.default_rng(split_ss), np.random.default_rng(test_ss), obs_ss
+def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, regime_name: str, obs_ss,
+                  hide_prob: float, seed: int, val_fraction: float, test_fraction: float, n_dropped: int,
+                  notes: list, replacing: bool) -> None:
+    """Write the bundle into a temporary sibling folder, then move it into place: only over
+    nothing, an empty folder, or the bundle ``--overwrite`` was checked to replace (checked
+    again here, under the lock: a folder that appeared meanwhile is never removed)."""
+    import fcntl
 
-
-def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str = "single_positive",
-                   seed: int = 0, val_fraction: float = 0.2, test_fraction: float = 0.2, hide_prob: float = 0.5,
-                   overwrite: bool = False, log=print) -> "Bundle":
-    """Split, observe and save ``dataset`` as a bundle at ``out`` (atomically: a temporary
-    folder is renamed into place at the end)."""
-    given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
-    out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
-    check_output_folder(out)
-    if out.exists():
-        if not overwrite:
-            raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
-        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
-    observed_only = not dataset.has_full_labels
-    regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
-    split_rng, test_rng, obs_ss = _seed_streams(seed)
-
-    src_train = dataset.splits["train"]
-    parts: dict[str, tuple[Split, np.ndarray]] = {}
-    notes = list(dataset.notes)
-    train_rows = np.arange(len(src_train))
-    if "test" in dataset.splits:
-        parts["test"] = (dataset.splits["test"], np.arange(len(dataset.splits["test"])))
-    else:
-        train_rows, test_rows = split_indices(len(src_train), test_fraction, test_rng,
-                                              source=f"{dataset.source or dataset.name} (test split)")
-        parts["test"] = (src_train.subset(test_rows), test_rows)
-        notes.append(f"no official test split: held out {test_fraction:.0%} of the training file as test (seed {seed})")
-    if "val" in dataset.splits:
-        parts["val"] = (dataset.splits["val"], np.arange(len(dataset.splits["val"])))
-    else:
-        keep, val = split_indices(len(train_rows), val_fraction, split_rng,
-                                  source=f"{dataset.source or dataset.name} (validation split)")
-        parts["val"] = (src_train.subset(train_rows[val]), train_rows[val])
-        train_rows = train_rows[keep]
-    train = src_train.subset(train_rows)
-
-    # drop training examples that cannot carry a single positive
-    if observed_only:
-        keep_mask = (train.Z != 0).any(axis=1)
-        why = "no observed label"
-    else:
-        keep_mask = has_positive(train.Y)
-        why = "no true positive"
-    n_dropped = int((~keep_mask).sum())
-    if n_dropped:
-        train = train.subset(np.flatnonzero(keep_mask))
-        train_rows = train_rows[keep_mask]
-        log(f"dropped {n_dropped} training example(s) with {why} (they cannot carry a single positive)")
-    if len(train) == 0:
-        raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
-    parts["train"] = (train, train_rows)
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_builds(out)
     tmp = mkdtemp_like_umask(prefix=f".{out.name}.", dir=out.parent)
-    write_text(tmp / _OWNER, f"{os.getpid()}\n")  # lets a later prepare remove it if this process dies
+    owner = tmp / _OWNER
+    write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building: a later prepare removes
+    owner_fd = os.open(owner, os.O_RDONLY)         # the folder only when this process is gone
+    fcntl.flock(owner_fd, fcntl.LOCK_EX)
+    old = None
     try:
         arrays = {}
         for split in SPLITS:
@@ -218,13 +235,102 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
             "checksums": {str(f.relative_to(tmp)): sha256_file(f) for f in sorted(tmp.rglob("*.npy"))},
         }
         write_json(tmp / "meta.json", meta)
-        (tmp / _OWNER).unlink()
-        if out.exists():  # checked above: an empty folder or a bundle spmlkit wrote
-            shutil.rmtree(out)
-        tmp.rename(out)
+        owner.unlink()
+        if out.is_symlink() or out.exists():
+            if replacing and not out.is_symlink() and is_bundle_folder(out):  # the bundle --overwrite replaces
+                old = tmp.with_name(tmp.name + ".old")
+                out.rename(old)
+            elif out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+                out.rmdir()  # an empty folder (the user's own files are never removed)
+            else:
+                raise ConfigError(f"{out} appeared (or changed) while the bundle was being built and is not a "
+                                  "bundle spmlkit wrote; nothing was replaced — choose another -o")
+        try:
+            tmp.rename(out)
+        except OSError as exc:
+            raise ConfigError(f"{out}: cannot move the new bundle into place ({exc.strerror or exc}); "
+                              "nothing was replaced") from None
     except BaseException:
+        if old is not None and not out.exists():
+            old.rename(out)  # put the previous bundle back
+            old = None
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(owner_fd)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _seed_streams(seed: int):
+    split_ss, test_ss, obs_ss = np.random.SeedSequence(seed).spawn(3)
+    return np.random.default_rng(split_ss), np.random.default_rng(test_ss), obs_ss
+
+
+def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str = "single_positive",
+                   seed: int = 0, val_fraction: float = 0.2, test_fraction: float = 0.2, hide_prob: float = 0.5,
+                   overwrite: bool = False, log=print) -> "Bundle":
+    """Split, observe and save ``dataset`` as a bundle at ``out`` (atomically: a temporary
+    folder is renamed into place at the end)."""
+    given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
+    out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
+    check_output_folder(out)
+    if out.exists():
+        if not overwrite:
+            raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
+        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
+        refuse_sources_inside(out, [dataset.source])
+    observed_only = not dataset.has_full_labels
+    regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
+    split_rng, test_rng, obs_ss = _seed_streams(seed)
+
+    src_train = dataset.splits["train"]
+    parts: dict[str, tuple[Split, np.ndarray]] = {}
+    notes = list(dataset.notes)
+    train_rows = np.arange(len(src_train))
+    if "test" in dataset.splits:
+        parts["test"] = (dataset.splits["test"], np.arange(len(dataset.splits["test"])))
+    else:
+        train_rows, test_rows = split_indices(len(src_train), test_fraction, test_rng,
+                                              source=f"{dataset.source or dataset.name} (test split)")
+        parts["test"] = (src_train.subset(test_rows), test_rows)
+        notes.append(f"no official test split: held out {test_fraction:.0%} of the training file as test (seed {seed})")
+    if "val" in dataset.splits:
+        parts["val"] = (dataset.splits["val"], np.arange(len(dataset.splits["val"])))
+    else:
+        keep, val = split_indices(len(train_rows), val_fraction, split_rng,
+                                  source=f"{dataset.source or dataset.name} (validation split)")
+        parts["val"] = (src_train.subset(train_rows[val]), train_rows[val])
+        train_rows = train_rows[keep]
+    train = src_train.subset(train_rows)
+
+    # drop training examples that cannot carry a single positive
+    if observed_only:
+        keep_mask = (train.Z != 0).any(axis=1)
+        why = "no observed label"
+    else:
+        keep_mask = has_positive(train.Y)
+        why = "no true positive"
+    n_dropped = int((~keep_mask).sum())
+    if n_dropped:
+        train = train.subset(np.flatnonzero(keep_mask))
+        train_rows = train_rows[keep_mask]
+        log(f"dropped {n_dropped} training example(s) with {why} (they cannot carry a single positive)")
+    if len(train) == 0:
+        raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
+    parts["train"] = (train, train_rows)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # one prepare (or features run) per bundle at a time: a lock file beside it (the bundle
+    # folder itself is replaced), and the existing bundle's own lock when it is replaced
+    with FolderLock(out, what="bundle", lock_file=out.parent / f".{out.name}{FolderLock.NAME}", remove=True), \
+            contextlib.ExitStack() as held:
+        replacing = out.exists()
+        if replacing and is_bundle_folder(out):
+            held.enter_context(FolderLock(out, what="bundle"))
+        _remove_abandoned_builds(out)
+        _build_bundle(out, parts, train, observed_only, dataset, regime_name, obs_ss, hide_prob, seed, val_fraction,
+                      test_fraction, n_dropped, notes, replacing)
     return Bundle(given)
 
 
@@ -288,7 +394,7 @@ class Bundle:
 
     # -------------------------------------------------------------------- arrays
     def _npy(self, rel: str, mmap: bool = True, *, rows: int | None = None, cols: int | None = None,
-             what: str = "array") -> np.ndarray:
+             what: str = "array", ndim: int = 2) -> np.ndarray:
         """Load ``rel`` after checking it against the checksum recorded when it was
         written (``meta.json["checksums"]``, or a ``.sha256`` sidecar for arrays written
         later); never unpickles (object arrays are refused).  ``rows``/``cols``: the
@@ -307,13 +413,13 @@ class Bundle:
         except (OSError, EOFError) as exc:
             raise CorruptFileError(f"{p}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
                                    "re-run 'spml prepare'") from None
-        if arr.dtype.hasobject or arr.ndim != 2:
-            raise CorruptFileError(f"{p}: expected a 2-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
+        if arr.dtype.hasobject or arr.ndim != ndim or arr.dtype.kind not in "biuf":
+            raise CorruptFileError(f"{p}: expected a {ndim}-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
                                    "re-run 'spml prepare'")
         if rows is not None and arr.shape[0] != rows:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[0]} rows but the bundle's meta.json says {rows}; "
                                    "re-run 'spml prepare'")
-        if cols is not None and arr.shape[1] != cols:
+        if cols is not None and ndim > 1 and arr.shape[1] != cols:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; re-run 'spml prepare'")
         return arr
 
@@ -336,7 +442,9 @@ class Bundle:
                 raise SpmlError(f"{self.path} has several feature caches {sets}; choose one with --feature-set")
         if feature_set not in sets:
             raise SpmlError(f"feature set {feature_set!r} not in {self.path}; available: {sets or 'none'}")
-        return self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        _check_finite(self.path / "features" / feature_set / f"{split}.npy", X)
+        return X
 
     def feature_sets(self) -> list[str]:
         d = self.path / "features"
@@ -351,11 +459,31 @@ class Bundle:
 
     def labels(self, split: str, *, mmap: bool = True) -> np.ndarray | None:
         """Full labels ``Y`` of ``split``, memory-mapped read-only (None when the bundle has
-        no full labels for it)."""
+        no full labels for it); ``spml prepare`` writes them as bool, and anything else
+        (floats 0/3, integers) is refused, as observations must be int8 in {-1, 0, +1}."""
         self._check_split(split)
         p = self.path / split / "Y.npy"
-        return (self._npy(f"{split}/Y.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label matrix")
-                if p.exists() else None)
+        if not p.exists():
+            return None
+        Y = self._npy(f"{split}/Y.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label matrix")
+        if Y.dtype != np.bool_:
+            raise CorruptFileError(f"{p}: full labels must be a bool matrix (as 'spml prepare' writes them), found "
+                                   f"{Y.dtype}; re-run 'spml prepare'")
+        return Y
+
+    def index(self, split: str) -> np.ndarray:
+        """Row numbers of ``split`` in its source (``index.npy``), through the same checked
+        reader as every other array (checksum, dtype, shape): whole numbers, one per row
+        of the split, none negative or repeated."""
+        self._check_split(split)
+        p = self.path / split / "index.npy"
+        idx = self._npy(f"{split}/index.npy", False, rows=self.size(split), ndim=1, what="row index")
+        if idx.dtype.kind not in "iu":
+            raise CorruptFileError(f"{p}: row numbers must be whole numbers, found {idx.dtype}; re-run 'spml prepare'")
+        if idx.size and (int(idx.min()) < 0 or len(np.unique(idx)) != len(idx)):
+            raise CorruptFileError(f"{p}: row numbers are negative or repeated; the file was altered — re-run "
+                                   "'spml prepare'")
+        return idx
 
     def areas(self, split: str) -> np.ndarray | None:
         """``(N, L)`` area of each present label's largest instance (COCO-style bundles), or

@@ -49,9 +49,9 @@ from typing import Callable
 import numpy as np
 
 from ..config import TrainConfig
-from ..errors import ConfigError, UnknownNameError
-from ..io import (FolderLock, append_jsonl, check_output_folder, dumps_json, read_json, read_jsonl,
-                  remove_stale_temporaries, safe_filename, sha256_file, write_json)
+from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError
+from ..io import (FolderLock, append_jsonl, check_output_folder, claim_output_folder, dumps_json, read_json,
+                  read_jsonl, remove_stale_temporaries, safe_filename, sha256_file, write_json)
 from ..labels import REGIMES, get_regime, regime_sort_key  # noqa: F401  (regime_sort_key re-exported)
 from .machine import machine_info  # noqa: F401  (re-exported: the benchmarks' scripts use it)
 from .protocol import DEFAULT_BATCH_SIZES, DEFAULT_LRS
@@ -505,6 +505,9 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                                "histograms": hist}
                         if draw is not None:  # absent otherwise, so existing benches keep their group hashes
                             key["draw"] = draw
+                        ps = params.get("pseudo_scores")
+                        if ps and Path(str(ps)).is_file():  # a file changed in place is another group
+                            key["pseudo_scores_sha256"] = sha256_file(ps)
                         h = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
                         groups.append(Group(ds.label, name, params, regime, hide, fraction, bs, tuple(mg), cfg,
                                             json.loads(_canonical(key)), h, hist, n_train, draw))
@@ -560,8 +563,12 @@ class BenchRunner:
         try:
             rec = read_json(p)
         except Exception:  # an unreadable file is treated as unfinished (writes are atomic; this is paranoia)
+            rec = None
+        problem = group_record_problem(rec, g.n_members)
+        if problem is not None:  # damaged or edited: the group is trained again and the record rewritten
+            self.log(f"{p}: {problem}; training this group again")
             return None
-        if rec.get("key") != g.key or len(rec.get("runs", [])) != g.n_members:
+        if rec["key"] != g.key:
             return None
         return rec
 
@@ -610,6 +617,10 @@ class BenchRunner:
                 bar.update(rest)
         hists: dict[int, dict[int, list]] = {}  # epoch -> member -> histogram
         for row in read_jsonl(hist_file):  # a resumed run may repeat an epoch: the last record wins
+            if not (isinstance(row.get("epoch"), int) and isinstance(row.get("hist"), list)
+                    and isinstance(row.get("members", []), list)):
+                raise CorruptFileError(f"{hist_file}: line of histograms without 'epoch' and 'hist'; delete "
+                                       f"{work} to train this group again")
             members = row.get("members", range(len(row["hist"])))
             hists[int(row["epoch"])] = dict(zip((int(m) for m in members), row["hist"]))
         runs = []
@@ -647,8 +658,12 @@ class BenchRunner:
         from ..features import DEFAULT_BACKBONE, ensure_features
 
         cfg = self.spec.config
-        names = {ensure_features(b, backbone=cfg.get("backbone", DEFAULT_BACKBONE), weights=cfg.get("weights"),
-                                 image_size=cfg.get("image_size", 448), log=self.log) for b in images}
+        names = set()
+        for b in images:  # under the bundle's lock, as 'spml features' (one writer of a feature cache)
+            with FolderLock(b.path, what="bundle"):
+                names.add(ensure_features(b, backbone=cfg.get("backbone", DEFAULT_BACKBONE),
+                                          weights=cfg.get("weights"), image_size=cfg.get("image_size", 448),
+                                          log=self.log))
         self.spec = dataclasses.replace(self.spec, config={**cfg, "feature_set": names.pop()})
 
     @staticmethod
@@ -694,19 +709,26 @@ class BenchRunner:
         t_start = time.perf_counter()
         check_output_folder(self.out)
         created = not self.out.exists()
-        lock = FolderLock(self.out, what="bench folder").acquire()  # one bench writes a folder at a time
+        # a folder of the user's (not empty, not a bench) is refused before anything is written
+        claim_output_folder(self.out, kind="bench", what="a bench results folder", is_ours=is_bench_folder)
+        try:
+            lock = FolderLock(self.out, what="bench folder").acquire()  # one bench writes a folder at a time
+        except BaseException:
+            if created:
+                _remove_failed_bench(self.out)
+            raise
         try:
             # a killed bench leaves atomic-write temporaries behind: never read, removed here
             remove_stale_temporaries(self.out / "groups")
             remove_stale_temporaries(self.out)
             try:
                 datasets = resolve_datasets(self.spec, self.out, self.log)
-            except BaseException:
-                if created:  # a bench that failed before doing anything leaves no folder behind
-                    lock.release()
-                    _remove_empty_tree(self.out)
+                return self._run(datasets, t_start)
+            except (SpmlError, KeyboardInterrupt, OSError):
+                if created and self.n_trained == 0:  # a bench that failed before finishing anything leaves
+                    lock.release()                    # no folder behind
+                    _remove_failed_bench(self.out)
                 raise
-            return self._run(datasets, t_start)
         finally:
             lock.release()
 
@@ -757,6 +779,68 @@ class BenchRunner:
 
             summary["written"]["figures"] = make_figures(self.out)
         return summary
+
+
+#: fields every run of a group record has (RunResult.to_record() plus the bench's own)
+_RUN_FIELDS = {"method": str, "lr": (int, float), "batch_size": int, "seed": int, "val_score": (int, float, type(None)),
+               "dataset": str}
+
+
+def group_record_problem(rec, n_members: int) -> str | None:
+    """What is wrong with a ``groups/HASH.json`` record read back (None when it is sound):
+    a JSON object with ``key`` (an object) and ``runs``, a list of ``n_members`` run
+    objects with their fields of the right types."""
+    if not isinstance(rec, dict):
+        return f"expected a JSON object, found {type(rec).__name__}"
+    if not isinstance(rec.get("key"), dict):
+        return "'key' is missing or not an object"
+    runs = rec.get("runs")
+    if not isinstance(runs, list) or len(runs) != n_members:
+        return f"'runs' is not a list of {n_members} run(s)"
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict):
+            return f"run {i} is not an object"
+        for k, t in _RUN_FIELDS.items():
+            if not isinstance(r.get(k), t) or isinstance(r.get(k), bool):
+                return f"run {i}: {k!r} is missing or of the wrong type"
+    return None
+
+
+def is_bench_folder(path: Path) -> bool:
+    """True when ``path`` holds results of ``spml bench`` written before the output
+    marker existed (its ``groups/`` records or a ``runs.json`` with runs)."""
+    path = Path(path)
+    if (path / "groups").is_dir() and all(p.suffix in (".json", ".tmp") for p in (path / "groups").iterdir()):
+        return True
+    try:
+        runs = read_json(path / "runs.json")
+    except (OSError, SpmlError):
+        return False
+    return isinstance(runs, dict) and isinstance(runs.get("runs"), list)
+
+
+def _remove_failed_bench(folder: Path) -> None:
+    """Undo a bench that created ``folder`` and failed before finishing a group: its work
+    folders without a checkpoint (a ``key.json``, histograms), the bundles it prepared,
+    its marker and lock, then the folder when nothing else is in it (a file of anyone
+    else's is kept, and so is the folder)."""
+    from ..io import OUTPUT_MARKER
+
+    work = folder / "work"
+    if work.is_dir():
+        for w in work.iterdir():
+            if w.is_dir() and not w.is_symlink() and not (w / "last.pt").exists():
+                for name in ("key.json", "hist.jsonl", "metrics.jsonl", "last.pt.sha256"):
+                    (w / name).unlink(missing_ok=True)
+    bundles = folder / "bundles"
+    if bundles.is_dir():
+        from ..data.bundle import is_bundle_folder
+
+        for b in bundles.iterdir():
+            if b.is_dir() and not b.is_symlink() and is_bundle_folder(b):
+                shutil.rmtree(b, ignore_errors=True)
+    (folder / OUTPUT_MARKER).unlink(missing_ok=True)
+    _remove_empty_tree(folder)
 
 
 def _remove_empty_tree(folder: Path) -> None:

@@ -36,6 +36,10 @@ def run_demo(out_dir: str | None = None, *, epochs: int = 25, seed: int = 0, qui
     """Run the demo; without ``out_dir`` everything goes to a temporary folder that is
     removed at the end (the table is printed; ``--out DIR`` keeps bundle and results)."""
     if out_dir:
+        from ..io import claim_output_folder
+
+        claim_output_folder(out_dir, kind="demo", what="a demo folder",  # never a folder of the user's
+                            is_ours=lambda p: (p / "demo_results.json").is_file() or (p / "yeast-bundle").is_dir())
         return _run_demo(Path(out_dir), epochs=epochs, seed=seed, quick=quick, methods=methods, device=device,
                          keep=True)
     with tempfile.TemporaryDirectory(prefix="spml-demo-") as tmp:

@@ -127,7 +127,7 @@ def find_apl_state(method_state: dict) -> dict | None:
 def load_run(path: str | Path) -> RunInfo:
     """Load a run folder written by ``spml train`` (or a bare model folder)."""
     from ..practitioner.saved import load_model
-    from ..training.checkpoint import load_checkpoint
+    from ..training.checkpoint import load_run_checkpoint
 
     path = Path(path)
     model = load_model(path)
@@ -135,7 +135,7 @@ def load_run(path: str | Path) -> RunInfo:
     apl = None
     ckpt = run_dir / "last.pt"
     if ckpt.exists():
-        apl = find_apl_state(load_checkpoint(ckpt).get("method", {}))
+        apl = find_apl_state(load_run_checkpoint(ckpt)["method"])
     return RunInfo(path=run_dir, name=run_dir.name, method=model.method or "?", model=model, apl_state=apl)
 
 
@@ -160,8 +160,13 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
     one run among ``runs`` whose method is ``an``.  ``regime`` chooses the training
     observations whose unobserved entries are analysed (default: the bundle's)."""
     bundle = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from ..io import claim_output_folder
+
+    def claim(create: bool) -> Path:  # never a folder of the user's (checked first, created when writing)
+        return claim_output_folder(out_dir, kind="diagnostics", what="a diagnostics folder", create=create,
+                                   is_ours=lambda p: (p / "diagnostics.json").is_file())
+
+    out = claim(False)
     Y_train = bundle.labels("train")
     Y_eval = bundle.labels(split)
     if Y_train is None or Y_eval is None:
@@ -207,6 +212,7 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
             rec["apl_precision"] = apl_precision(i.apl_state, Y_train)
         summary["runs"].append(rec)
 
+    out = claim(True)
     if ref is not None:
         p_ref, w_ref = preds[id(ref)]
         for i, rec in zip(infos, summary["runs"]):

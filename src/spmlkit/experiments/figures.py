@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SpmlError
+from ..errors import CorruptFileError, SpmlError
 from ..io import read_json, safe_filename, write_bytes
 from .protocol import select_best
 from .tables import select_cells
@@ -99,6 +99,41 @@ def figure_train_fraction(runs: list[dict], path: Path, methods: list[str] | Non
     return _save(fig, path)
 
 
+#: what every run of a bench's runs.json has, with its type (checked when read back)
+_NUM = (int, float)
+_RUN_FIELDS = {"dataset": (str,), "method": (str,), "lr": _NUM, "batch_size": (int,), "seed": (int,),
+               "train_fraction": _NUM, "val_score": (*_NUM, type(None)), "test_map": (*_NUM, type(None)),
+               "hide_prob": (*_NUM, type(None))}
+
+
+def read_runs(path: Path, *, manifest: bool = True) -> list[dict]:
+    """The ``runs`` of a bench's ``runs.json`` / ``partial-runs.json`` (or, with
+    ``manifest=False``, of a ``groups/HASH.json`` record), schema-checked: a JSON object
+    whose ``runs`` is a list of run objects with the fields the figures use, of the right
+    types; anything else is a one-line :class:`CorruptFileError` naming the file."""
+    rec = read_json(path)
+    fix = "re-run the same 'spml bench' command to rewrite it" if manifest else \
+        "delete it and re-run the same 'spml bench' command"
+    if not isinstance(rec, dict) or not isinstance(rec.get("runs"), list):
+        raise CorruptFileError(f"{path}: expected a JSON object with a list of runs under 'runs'; {fix}")
+    fields = _RUN_FIELDS if manifest else {k: v for k, v in _RUN_FIELDS.items() if k in ("lr", "seed")}
+    for i, r in enumerate(rec["runs"]):
+        if not isinstance(r, dict):
+            raise CorruptFileError(f"{path}: run {i + 1} is not a JSON object; {fix}")
+        for k, types in fields.items():
+            v = r.get(k, None if k == "hide_prob" else ...)
+            if not isinstance(v, types) or isinstance(v, bool):
+                raise CorruptFileError(f"{path}: run {i + 1}: {k!r} is missing or not of the expected type; {fix}")
+        if manifest and not isinstance(r.get("group", ""), str):
+            raise CorruptFileError(f"{path}: run {i + 1}: 'group' is not a string; {fix}")
+        hist = r.get("hist_unobserved_positives")
+        if hist is not None and not (isinstance(hist, list) and all(
+                isinstance(h, list) and all(isinstance(x, _NUM) for x in h) for h in hist)):
+            raise CorruptFileError(f"{path}: run {i + 1}: 'hist_unobserved_positives' is not a list of "
+                                   f"histograms; {fix}")
+    return rec["runs"]
+
+
 def selected_histograms(results_dir: Path, runs: list[dict], dataset: str, method: str):
     """Mean over seeds of the selected configuration's per-epoch histograms, ``(E, bins)``,
     or None when the runs recorded none."""
@@ -116,7 +151,7 @@ def selected_histograms(results_dir: Path, runs: list[dict], dataset: str, metho
         g = r["group"]
         if g not in cache:
             p = results_dir / "groups" / f"{g}.json"
-            cache[g] = read_json(p)["runs"] if p.exists() else []
+            cache[g] = read_runs(p, manifest=False) if p.exists() else []
         for full in cache[g]:
             if full["lr"] == r["lr"] and full["seed"] == r["seed"] and full.get("hist_unobserved_positives"):
                 hists.append(np.asarray(full["hist_unobserved_positives"], dtype=float))
@@ -184,7 +219,7 @@ def make_figures(results_dir: str | Path, methods: list[str] | None = None) -> l
         raise SpmlError(f"{d}: no runs.json or partial-runs.json; is this a 'spml bench' results folder?")
     written = []
     if main.exists():
-        runs = read_json(main)["runs"]
+        runs = read_runs(main)
         f1 = figure_train_fraction(runs, d / "fig1-train-fraction.png", methods)
         if f1:
             written.append(f1)
@@ -193,7 +228,7 @@ def make_figures(results_dir: str | Path, methods: list[str] | None = None) -> l
             if f2:
                 written.append(f2)
     if partial.exists():
-        fp = figure_partial(read_json(partial)["runs"], d / "partial.png", methods)
+        fp = figure_partial(read_runs(partial), d / "partial.png", methods)
         if fp:
             written.append(fp)
     return written

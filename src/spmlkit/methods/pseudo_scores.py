@@ -53,15 +53,21 @@ def load_pseudo_scores(path: str | Path, n_train: int, n_labels: int) -> np.ndar
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"pseudo-scores file {p} not found")
+    from ..errors import DataFormatError
+    from ..io import load_numpy
+
     try:
-        S = np.load(p, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise ConfigError(f"{p}: not a readable .npy array of numbers ({exc})") from None
+        S = load_numpy(p)  # one-line errors (no numpy allow_pickle hint), never unpickles
+    except DataFormatError as exc:
+        why = str(exc)[len(str(p)) + 2:] if str(exc).startswith(f"{p}: ") else str(exc)
+        raise ConfigError(f"{p}: not a readable .npy array of real numbers ({why})") from None
+    if not isinstance(S, np.ndarray):  # an .npz archive
+        raise ConfigError(f"{p}: an .npz archive; pseudo-scores must be one N x L .npy array of real numbers")
     if S.ndim != 2 or S.shape != (n_train, n_labels):
         raise ConfigError(f"{p}: pseudo-scores have shape {S.shape}; expected ({n_train}, {n_labels}) = "
                           "(training rows of the bundle, labels)")
-    if not np.issubdtype(S.dtype, np.number) and S.dtype != bool:
-        raise ConfigError(f"{p}: pseudo-scores must be numbers, got dtype {S.dtype}")
+    if S.dtype.kind not in "biuf":  # complex scores would lose their imaginary part silently
+        raise ConfigError(f"{p}: pseudo-scores must be real numbers, got dtype {S.dtype}")
     S = S.astype(np.float64)
     bad = ~np.isfinite(S)
     if bad.any():

@@ -81,6 +81,10 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
+#: the fewest training rows :meth:`SPMLClassifier.fit` accepts
+MIN_ROWS = 3
+
+
 def _check_classes(classes) -> np.ndarray:
     """The ``classes=`` vocabulary as a 1-D array of distinct labels (its order is kept)."""
     classes = np.asarray(classes)
@@ -261,6 +265,12 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         Z, classes = _to_observations(y, None if self.classes is None else _check_classes(self.classes))
         if len(Z) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(Z)}")
+        if len(classes) < 2:  # one label: every example has it, nothing to learn (it predicted [0] everywhere)
+            raise ValueError(f"y holds only one class ({classes.tolist()!r}); single-positive multi-label learning "
+                             "needs at least 2 labels (pass classes=[...] with the full label vocabulary)")
+        if len(X) < MIN_ROWS:  # as 'spml prepare' (a training and a validation row at the least)
+            raise ValueError(f"{len(X)} sample(s): n_samples = {len(X)} is too few to fit; at least {MIN_ROWS} "
+                             "rows are needed")
         config = self._config()
         val = {}
         X_tr, Z_tr = X, Z
@@ -300,9 +310,11 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             config, config.selection if config.selection != "auto" else
             ("map" if Y_val is not None else "observed_map" if val else "(none)")))
         st = res.state
+        names = getattr(self, "feature_names_in_", None)  # a DataFrame's columns: 'spml predict' matches by name
         model = SavedModel.from_training_state(
             st, label_names=[str(c) for c in classes], config=config.to_dict(), method=config.method,
-            params=res.params, input={"kind": "features"})
+            params=res.params, input={"kind": "features", **({"feature_names": [str(n) for n in names]}
+                                                             if names is not None else {})})
         # the default rule (labelsets.default_rule): expected-k with k known, else estimated from
         # held-out observations (or, with nothing held out, from the training rows)
         from scipy.special import expit

@@ -142,9 +142,10 @@ def list_images(source: str | Path, *, path_column: str | None = None, id_column
     return paths, ids
 
 
-def read_features(path: str | Path) -> tuple[np.ndarray, list[str] | None]:
+def read_features(path: str | Path, *, columns: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
     """Features for prediction from .npy, .npz (key X) or a CSV/TSV whose columns are all
-    features except an optional 'id' column."""
+    features except an optional 'id' column (with ``columns``, the model's feature names,
+    matched by name; see :func:`spmlkit.data.formats.tabular.read_feature_table`)."""
     from ..data.dataset import check_features
     from ..data.formats.tabular import read_feature_table
 
@@ -161,7 +162,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray, list[str] | None]:
         if key is None:
             raise DataFormatError(p, f"no 'X' array; found {arc.files}")
         return check_features(npz_array(arc, key, p), p), None
-    return read_feature_table(p)
+    return read_feature_table(p, columns=columns)
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -173,10 +174,18 @@ def _csv_header(path: Path) -> list[str]:
 
 def read_prediction_input(model, source: str | Path, *, split: str = "test", path_column: str | None = None,
                           id_column: str | None = None, backbone: str | None = None, image_size: int | None = None,
-                          batch_size: int | None = None, extractor: Callable | None = None
-                          ) -> tuple[np.ndarray, list[str]]:
-    """``(X, ids)`` for ``model`` from any accepted input (see module docstring)."""
+                          batch_size: int | None = None, extractor: Callable | None = None,
+                          log: Callable[[str], None] | None = None) -> tuple[np.ndarray, list[str]]:
+    """``(X, ids)`` for ``model`` from any accepted input (see module docstring).
+
+    A CSV/TSV of features is matched to the model **by column name** when the model
+    records its feature names (``model.json["input"]["feature_names"]``: bundles prepared
+    from named columns, estimators fitted on a DataFrame); a model saved without them
+    (older models, or trained on unnamed arrays) takes the columns by position, and
+    ``log`` hears a note saying so."""
     from ..data import Bundle
+
+    names = (getattr(model, "input", None) or {}).get("feature_names")
 
     source = Path(source)
     images = False
@@ -184,10 +193,14 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
     if (source / "meta.json").exists():
         bundle = Bundle(source)
         if fine_tuned:
-            return bundle.paths(split), [str(i) for i in np.load(bundle.path / split / "index.npy")]
+            return bundle.paths(split), [str(i) for i in bundle.index(split)]
         fs = (model.input or {}).get("feature_set") or model.info.get("feature_set")
+        theirs = bundle.meta.get("feature_names")
+        if names is not None and fs is None and isinstance(theirs, list) and list(theirs) != list(names):
+            raise DataFormatError(source / "meta.json", "the bundle's feature columns differ from the model's "
+                                  "(names or order); predict from a bundle prepared like the training one")
         X = bundle.features(split, fs)
-        return X, [str(i) for i in np.load(bundle.path / split / "index.npy")]
+        return X, [str(i) for i in bundle.index(split)]
     if source.is_dir():
         images = True
     elif source.suffix.lower() == ".txt":
@@ -202,7 +215,10 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
         X = image_features(model, paths, backbone=backbone, image_size=image_size, batch_size=batch_size,
                            extractor=extractor)
         return X, ids
-    X, ids = read_features(source)
+    if names is None and source.suffix.lower() not in (".npy", ".npz") and log is not None:
+        log(f"note: the model records no feature names (saved before feature names were stored, or trained on "
+            f"unnamed arrays): the columns of {source} are taken by position")
+    X, ids = read_features(source, columns=names)
     return X, ids or [str(i) for i in range(len(X))]
 
 

@@ -38,16 +38,44 @@ from ..training.linear import RunResult
 from ..training.run import train
 
 
+def bundle_identity(bundle: Bundle) -> str:
+    """The content identity of a bundle: a hash of its ``meta.json`` (which records the
+    creation time and the SHA-256 of every array), the same wherever the bundle lies and
+    however its path is spelled."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(bundle.meta, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _input_hashes(config: TrainConfig) -> dict:
+    """SHA-256 of the files a run reads besides the bundle (``pseudo_scores``): a file
+    changed in place at the same path makes another run."""
+    from ..io import sha256_file
+
+    out = {}
+    ps = config.param_dict.get("pseudo_scores")
+    if ps and Path(str(ps)).is_file():
+        out["pseudo_scores"] = sha256_file(ps)
+    return out
+
+
 def _resolved(bundle: Bundle, config: TrainConfig) -> dict:
     # the bundle's creation time: a bundle prepared again at the same path is another run
     return {"config": config.to_dict(), "bundle": str(bundle.path), "bundle_name": bundle.name,
-            "bundle_created": bundle.meta.get("created")}
+            "bundle_created": bundle.meta.get("created"), "bundle_path": str(Path(bundle.path).resolve()),
+            "bundle_id": bundle_identity(bundle), "inputs": _input_hashes(config)}
 
 
 def _same_run(previous: dict, resolved: dict) -> bool:
-    """Same configuration, bundle and bundle creation.  The device is not part of a run's
-    identity (a run started on a GPU resumes on a CPU and vice versa; files are device-free),
-    and an option a run's config.json predates counts with its default value."""
+    """Same configuration, bundle (by content, whatever the spelling of its path or the
+    working folder: ``b`` and ``$PWD/b`` are one bundle) and input files (pseudo-scores,
+    by content).  The device is not part of a run's identity (a run started on a GPU
+    resumes on a CPU and vice versa; files are device-free), and an option a run's
+    config.json predates counts with its default value.  Runs written before the bundle
+    identity was recorded compare the bundle path (resolved when possible)."""
+    if not isinstance(previous, dict):
+        return False
     defaults = TrainConfig().to_dict()
 
     def ident(cfg):
@@ -55,8 +83,48 @@ def _same_run(previous: dict, resolved: dict) -> bool:
             return cfg
         return {k: v for k, v in {**defaults, **cfg}.items() if k != "device"}
 
-    return (ident(previous.get("config")) == ident(resolved["config"])
-            and all(previous.get(k) == resolved[k] for k in ("bundle", "bundle_created")))
+    if ident(previous.get("config")) != ident(resolved["config"]):
+        return False
+    if previous.get("bundle_created") != resolved["bundle_created"]:
+        return False
+    if "bundle_id" in previous:
+        same_bundle = previous["bundle_id"] == resolved["bundle_id"]
+    else:
+        prev = previous.get("bundle")
+        same_bundle = prev == resolved["bundle"] or (isinstance(prev, str) and
+                                                     str(Path(prev).resolve()) == resolved["bundle_path"])
+    if not same_bundle:
+        return False
+    if "inputs" in previous and previous["inputs"] != resolved["inputs"]:
+        return False
+    return True
+
+
+_NUM = (int, float)
+#: what a run's result.json holds (RunResult.to_record()), with the types read back
+_RESULT_FIELDS = {"method": (str,), "params": (dict,), "lr": _NUM, "batch_size": (int,), "seed": (int,),
+                  "best_epoch": (int,), "val_score": (*_NUM, type(None)), "selection": (str,),
+                  "test_map": (*_NUM, type(None)), "train_map": (*_NUM, type(None)), "epochs_run": (int,),
+                  "val_history": (list,), "seconds": _NUM}
+
+
+def read_run_result(out_dir: str | Path) -> dict:
+    """``RUN/result.json``, schema-checked: a JSON object with the fields of a run's
+    result, of the right types; anything else is a one-line :class:`CorruptFileError`
+    naming the file."""
+    from ..errors import CorruptFileError
+
+    path = Path(out_dir) / "result.json"
+    rec = read_json(path)
+    if not isinstance(rec, dict):
+        raise CorruptFileError(f"{path}: expected a JSON object (the run's result), found {type(rec).__name__}; "
+                               "train again with --no-resume")
+    for k, types in _RESULT_FIELDS.items():
+        v = rec.get(k, ...)
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise CorruptFileError(f"{path}: {k!r} is missing or not of the expected type; the file was edited — "
+                                   "train again with --no-resume")
+    return rec
 
 
 def finished_run(bundle: Bundle, config: TrainConfig, out_dir: str | Path) -> dict | None:
@@ -66,7 +134,7 @@ def finished_run(bundle: Bundle, config: TrainConfig, out_dir: str | Path) -> di
         return None
     if not _same_run(read_json(out / "config.json"), _resolved(bundle, config)):
         return None
-    return read_json(out / "result.json")
+    return read_run_result(out)
 
 
 def input_description(bundle: Bundle, config: TrainConfig) -> dict:
@@ -77,6 +145,11 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
     the features were made (``backbone``, ``image_size``, ``extractor_options``, ...)
     are copied, so ``spml predict`` can extract the same features from new images."""
     if bundle.kind == "features" and config.feature_set is None:
+        names = bundle.meta.get("feature_names")
+        if (isinstance(names, list) and len(names) == bundle.meta.get("n_features")
+                and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
+            # 'spml predict' matches the columns of a CSV by these names, not by position
+            return {"kind": "features", "feature_names": list(names)}
         return {"kind": "features"}
     sets = bundle.feature_sets()
     fs = config.feature_set or (sets[0] if len(sets) == 1 else None)
@@ -184,9 +257,10 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
             on_finished(out)
         return RunResult.from_record(done)
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
-        from ..training.checkpoint import load_checkpoint
+        from ..training.checkpoint import load_run_checkpoint
 
-        epoch = int(load_checkpoint(out / "last.pt")["epoch"])
+        linear = config.setting != "finetune"  # (fine-tuning counts its own epochs)
+        epoch = load_run_checkpoint(out / "last.pt", epochs=config.epochs if linear else None)["epoch"]
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
     finetune = config.setting == "finetune"
     (result,) = train(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True, log=log,

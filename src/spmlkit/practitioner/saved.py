@@ -199,10 +199,26 @@ class SavedModel:
         return [[self.label_names[j] for j in np.flatnonzero(row)] for row in S]
 
 
+def is_model_folder(path: str | Path) -> bool:
+    """True when ``path`` holds a model spmlkit saved (a ``model.json`` with its format)."""
+    try:
+        meta = read_json(Path(path) / "model.json")
+    except (OSError, SpmlError):
+        return False
+    return isinstance(meta, dict) and "format" in meta and "label_names" in meta
+
+
 def save_model(model: SavedModel, path: str | Path) -> Path:
+    """Write ``model`` into the folder ``path``: a new or empty folder, or a model spmlkit
+    saved before (replaced); a folder holding anything else is refused in one line
+    (:class:`ConfigError`) and nothing is written into it."""
+    from ..io import check_output_folder
     from ..training.checkpoint import save_checkpoint
 
-    path = Path(path)
+    path = check_output_folder(path, option="model folder")
+    if path.is_dir() and any(path.iterdir()) and not is_model_folder(path):
+        raise ConfigError(f"refusing to save a model into {path}: it holds files that are not a spmlkit model (no "
+                          "model.json); choose a new or empty folder")
     path.mkdir(parents=True, exist_ok=True)
     def tensor(a):
         return None if a is None else torch.as_tensor(np.asarray(a, dtype=np.float32))
@@ -217,6 +233,29 @@ def save_model(model: SavedModel, path: str | Path) -> Path:
         "input": model.input, **({"image": model.image} if model.image is not None else {}),
         **({"members": model.members} if model.members != 1 else {})})
     return path
+
+
+def _check_weights(path: Path, w: dict) -> None:
+    """Every weight a floating-point tensor of finite values, the standardisation ``std``
+    positive: a model whose weights are NaN or integers would predict NaN (or garbage)
+    and exit 0."""
+    items = [(f"state[{k!r}]", v) for k, v in w["state"].items()]
+    items += [(k, w.get(k)) for k in ("mean", "std") if w.get(k) is not None]
+    for name, t in items:
+        if not isinstance(t, torch.Tensor):
+            raise CorruptFileError(f"{path}: {name} is a {type(t).__name__}, not a tensor; restore the file or "
+                                   "retrain")
+        if name.endswith("num_batches_tracked']"):  # BatchNorm's step counter is an integer by design
+            continue
+        if not t.is_floating_point():
+            raise CorruptFileError(f"{path}: {name} holds {str(t.dtype).replace('torch.', '')} values, expected "
+                                   "floating-point weights; restore the file or retrain")
+        if not bool(torch.isfinite(t).all()):
+            raise CorruptFileError(f"{path}: {name} holds NaN or infinite values; the model cannot predict — "
+                                   "restore the file or retrain")
+    std = w.get("std")
+    if std is not None and bool((std <= 0).any()):
+        raise CorruptFileError(f"{path}: the standardisation std has values <= 0; restore the file or retrain")
 
 
 def load_model(path: str | Path) -> SavedModel:
@@ -247,9 +286,19 @@ def load_model(path: str | Path) -> SavedModel:
     if bad:
         raise CorruptFileError(f"{meta_path}: damaged model description ({', '.join(bad)} missing or of the wrong "
                                "type)")
+    names = meta["label_names"]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise CorruptFileError(f"{meta_path}: label {dup!r} is listed twice in label_names; the file was edited — "
+                               "restore it or retrain")
+    fnames = (meta.get("input") or {}).get("feature_names") if isinstance(meta.get("input"), dict) else None
+    if fnames is not None and not (isinstance(fnames, list) and all(isinstance(n, str) for n in fnames)
+                                   and len(set(fnames)) == len(fnames)):
+        raise CorruptFileError(f"{meta_path}: input.feature_names is not a list of distinct column names")
     w = load_checkpoint(path / "weights.pt")
     if not isinstance(w, dict) or not isinstance(w.get("state"), dict):
         raise CorruptFileError(f"{path / 'weights.pt'}: not a spmlkit model's weights")
+    _check_weights(path / "weights.pt", w)
 
     def array(t):
         return None if t is None else np.asarray(t, dtype=np.float32)

@@ -116,3 +116,52 @@ def load_checkpoint(path: str | Path, *, map_location="cpu"):
         raise CorruptFileError(f"{path}: checksum mismatch (expected {shown}..., got {actual[:12]}...); "
                                "the file is truncated or corrupted — delete it to start over")
     return decode_state(safe_torch_load(path, map_location=map_location))
+
+
+#: the advice of every damaged-checkpoint message (resuming is what reads a checkpoint)
+RESTART_ADVICE = "delete it, or start over with --no-resume"
+
+
+def run_checkpoint_problem(state: Any, epochs: int | None = None) -> str | None:
+    """What is wrong with a training checkpoint (``last.pt`` of a run, an ``auto`` member or
+    a bench work folder, as :func:`spmlkit.training.loop.fit` writes it), None when its
+    schema is sound: a dict with ``epoch`` (a whole number from 1 to ``epochs``),
+    ``learner``, ``method`` and ``tracker`` (dicts), ``active`` (whole numbers) and ``rng``
+    (a dict or None)."""
+    if not isinstance(state, dict):
+        return f"expected a dict of training state, found {type(state).__name__}"
+    missing = [k for k in ("epoch", "learner", "method", "tracker") if k not in state]
+    if missing:
+        return f"missing {', '.join(repr(k) for k in missing)}"
+    epoch = state["epoch"]
+    if isinstance(epoch, torch.Tensor) and epoch.numel() == 1 and not epoch.is_floating_point():
+        epoch = int(epoch)
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        return f"'epoch' is {type(epoch).__name__}, expected a whole number"
+    if epoch < 1 or (epochs is not None and epoch > int(epochs)):
+        return f"'epoch' is {epoch}, expected 1 to {epochs if epochs is not None else 'the number of epochs'}"
+    for k in ("learner", "method", "tracker"):
+        if not isinstance(state[k], dict):
+            return f"{k!r} is {type(state[k]).__name__}, expected a dict"
+    active = state.get("active", [])
+    if not isinstance(active, (list, tuple)) or not all(isinstance(a, int) and not isinstance(a, bool) and a >= 0
+                                                        for a in active):
+        return "'active' is not a list of member numbers"
+    rng = state.get("rng")
+    if rng is not None and (not isinstance(rng, dict) or any(k not in rng for k in ("torch", "numpy", "random"))):
+        return "'rng' is not the saved random generator states"
+    return None
+
+
+def load_run_checkpoint(path: str | Path, *, epochs: int | None = None, map_location="cpu") -> dict:
+    """:func:`load_checkpoint` of a training checkpoint, its schema checked
+    (:func:`run_checkpoint_problem`): a file that loads safely but is not what spmlkit
+    wrote (an empty dict, a list, a bare tensor, ``epoch`` −5 or ``'abc'``, no
+    ``learner``) is a one-line :class:`CorruptFileError` naming the file, with the advice
+    to start over."""
+    state = load_checkpoint(path, map_location=map_location)
+    problem = run_checkpoint_problem(state, epochs)
+    if problem is not None:
+        raise CorruptFileError(f"{path}: not a usable training checkpoint ({problem}); {RESTART_ADVICE}")
+    state["epoch"] = int(state["epoch"])
+    return state

@@ -36,7 +36,8 @@ import torch
 from ..io import append_jsonl, read_jsonl, write_text
 from ..methods.base import Batch, Method
 from . import distributed
-from .checkpoint import load_checkpoint, save_checkpoint
+from ..errors import CorruptFileError
+from .checkpoint import RESTART_ADVICE, load_run_checkpoint, save_checkpoint
 from .tracking import BestTracker
 
 
@@ -206,14 +207,20 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
         ckpt, metrics = run_dir / "last.pt", run_dir / "metrics.jsonl"
         found = distributed.broadcast_object(bool(resume and ckpt.exists()))
         if found:
-            state = load_checkpoint(ckpt)  # every rank loads it (shared filesystem)
-            saved_active = list(state.get("active", range(G)))
-            if saved_active != active:
-                select(saved_active)
-            learner.load_state_dict(state["learner"])
-            method.load_state_dict(state["method"])
-            tracker.load_state_dict(state["tracker"])
-            _set_global_rng(state.get("rng"))
+            # every rank loads it (shared filesystem); a schema-checked dict (one-line error otherwise)
+            state = load_run_checkpoint(ckpt, epochs=epochs)
+            try:
+                saved_active = list(state.get("active", range(G)))
+                if saved_active != active:
+                    select(saved_active)
+                learner.load_state_dict(state["learner"])
+                method.load_state_dict(state["method"])
+                tracker.load_state_dict(state["tracker"])
+                _set_global_rng(state.get("rng"))
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+                first = " ".join(" ".join(str(exc).split()).split(" ")[:30]) or type(exc).__name__
+                raise CorruptFileError(f"{ckpt}: does not fit this run ({type(exc).__name__}: {first}); "
+                                       f"{RESTART_ADVICE}") from None
             start = int(state["epoch"]) + 1
             if ctx.is_main:
                 rows = [r for r in read_jsonl(metrics) if r.get("epoch", 0) < start]

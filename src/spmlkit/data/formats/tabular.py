@@ -98,6 +98,8 @@ def _read_records(path: Path, delimiter: str | None) -> list[tuple[int, list[str
     byte-order mark is allowed); anything else is an error naming the line."""
     records: list[tuple[int, list[str]]] = []
     reader = None
+    if path.exists() and not path.is_file():  # /dev/zero, a pipe: read until memory runs out
+        raise DataFormatError(path, "not a regular file (a folder, a device or a pipe); expected a CSV/TSV file")
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             delim = _delimiter_for(path, delimiter, fh.read(4096))
@@ -143,6 +145,9 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "file not found")
+    if label_set_column is not None and not separator:
+        raise DataFormatError(path, "the label separator is empty; give the text between label names of "
+                                    f"column {label_set_column!r} (--separator, e.g. ';')")
     rows = _read_records(path, delimiter)
     if not rows:
         raise DataFormatError(path, "empty file; expected a header row")
@@ -297,11 +302,17 @@ def _merge_repeated_paths(path: Path, paths: list[str], M: np.ndarray, ids, line
     return [paths[i] for i in keep], out, (None if ids is None else [ids[i] for i in keep])
 
 
-def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: str | None = None):
+def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: str | None = None,
+                       columns: list[str] | None = None):
     """A CSV/TSV of features only (e.g. new data to predict): every column is a feature
-    except ``id_column`` when present.  Returns ``(X, ids or None)``."""
+    except ``id_column`` when present.  Returns ``(X, ids or None)``.
+
+    ``columns`` (the feature names a model was trained on): the table's columns are
+    matched **by name** and put in that order; a missing or an unexpected column is an
+    error naming it and the file (columns matched by position would be silently wrong
+    when the table's columns are reordered or renamed)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataFormatError(path, "file not found")
     rows = _read_records(path, delimiter)
     if len(rows) < 2:
@@ -309,6 +320,26 @@ def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: st
     header = [h.strip() for h in rows[0][1]]
     id_idx = header.index(id_column) if id_column in header else None
     cols = [i for i in range(len(header)) if i != id_idx]
+    if columns is not None:
+        given = [header[i] for i in cols]
+        dup = next((h for h in given if given.count(h) > 1), None)
+        if dup is not None:
+            raise DataFormatError(path, f"column {dup!r} appears twice in the header", line=1)
+        want = set(columns)
+        missing = [c for c in columns if c not in given]
+        extra = [h for h in given if h not in want]
+
+        def shown(names):
+            return ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+        if missing or extra:
+            raise DataFormatError(path, "the feature columns do not match the model's ("
+                                  + "; ".join(part for part in (f"missing {shown(missing)}" if missing else "",
+                                                                f"not in the model {shown(extra)}" if extra else "")
+                                              if part)
+                                  + f"); expected the {len(columns)} columns the model was trained on, by name "
+                                  f"(an '{id_column}' column is allowed)", line=1)
+        cols = [header.index(c) for c in columns]
     X = np.empty((len(rows) - 1, len(cols)))
     ids = []
     for r, (line, row) in enumerate(rows[1:]):

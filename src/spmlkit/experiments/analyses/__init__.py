@@ -162,6 +162,7 @@ def resolve_bundle(source, out: str | Path, *, data_root=None, log=quiet):
         if b.name in (str(source), Path(str(source)).stem):
             return b
         raise ConfigError(f"{target} holds a bundle of {b.name!r}, not of {source!r}; choose another --out")
+    prepare_out(out)  # never into a folder of the user's
     log(f"preparing {source} into {target}")
     return prepare_bundle(load_any(str(source), data_root=data_root), target, log=log)
 
@@ -238,11 +239,11 @@ def _fmt(v):
 
 
 def prepare_out(out: str | Path) -> Path:
-    from ...io import check_output_folder
+    """The analysis' output folder: new, empty, or one an analysis wrote (its marker);
+    a folder of the user's is refused in one line, never written into (issue 22)."""
+    from ...io import claim_output_folder
 
-    out = check_output_folder(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    return claim_output_folder(out, kind="analysis", what="an analysis output folder")
 
 
 def seed_list(seed: int, seeds: int) -> list[int]:
