@@ -677,7 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prepare", help="load, observe, split and save a bundle",
                        description="Turn a fully labelled dataset (or your own observed labels) into a prepared "
-                                   "bundle: official test split (or a seeded hold-out), 20%% of training held out for "
+                                   "bundle: official test split (or a seeded hold-out), 20% of training held out for "
                                    "validation, observations simulated under --regime and stored.")
     p.add_argument("source", help="a dataset name (see 'spml datasets') or a file/folder path")
     p.add_argument("-o", "--out", required=True, help="bundle folder to create")
@@ -687,9 +687,13 @@ def build_parser() -> argparse.ArgumentParser:
                         + ", ".join(f"{a}={n}" for a, n in REGIME_ALIASES.items() if a in ("1p-frequent", "1p-rare",
                                                                                           "1p-largest")))
     p.add_argument("--seed", type=_seed, default=0, help="seed of the splits and the observations (default 0)")
-    p.add_argument("--val-fraction", type=_unit_float, default=0.2, help="share of training data held out for validation")
+    p.add_argument("--val-fraction", type=_unit_float, default=0.2,
+                   help="share of the training rows held out for validation (default 0.2; it chooses the best "
+                        "epoch and auto's learning rates; 0: none, the last epoch is kept and auto refuses)")
     p.add_argument("--test-fraction", type=_unit_float, default=0.2,
-                   help="share held out as test when the source has no official test split")
+                   help="share held out as test when the source has no official test split (default 0.2; 0: no "
+                        "test split, every row trains or validates: the model to deploy, after evaluating with "
+                        "a hold-out)")
     p.add_argument("--hide-prob", type=_unit_float, default=0.5, help="hiding probability of the 'partial' regime")
     p.add_argument("--format", choices=FORMATS, help="input format (default: from the extension / folder layout)")
     p.add_argument("--test", help="separate test file in the same format (official split)")
