@@ -71,3 +71,66 @@ def test_hold_out_errors_name_the_option(tmp_path, capsys, own_csv, option, valu
     assert code == 2 and words in err and str(own_csv) in err
     assert len(err.strip().splitlines()) <= 2  # (the observed-labels note, then one error line)
     assert not (tmp_path / "b").exists()
+
+
+# ------------------------------------------------------------ item 2: auto is the default
+@pytest.fixture
+def own_bundle(tmp_path, capsys, own_csv):
+    assert main(["prepare", str(own_csv), "--label-column", "label", "-o", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    return tmp_path / "b"
+
+
+def test_train_defaults_to_auto(tmp_path, capsys, own_bundle):
+    from spmlkit.io import read_json
+
+    code, out, err = run(capsys, "train", own_bundle, "--epochs", "2", "--param", "lrs=1e-2", "-o", tmp_path / "r")
+    assert code == 0, err
+    res = read_json(tmp_path / "r" / "result.json")
+    assert res["method"] == "auto" and [m["method"] for m in res["notes"]["members"]] == ["l1r", "em-apl", "wan",
+                                                                                         "ll-ct"]
+    # fine-tuning names one method: the default there is an, and the note says so
+    from spmlkit.cli import _default_method
+    from spmlkit.config import TrainConfig
+
+    name, why = _default_method(TrainConfig(setting="finetune"), Bundle(own_bundle))
+    assert name == "an" and "fine-tuning trains 'an'" in why
+    assert _default_method(TrainConfig(), Bundle(own_bundle)) == ("auto", None)
+
+
+def test_train_help_and_estimator_say_auto():
+    from spmlkit import SPMLClassifier
+    from spmlkit.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
+    assert "default auto" in sub.choices["train"].format_help().replace("\n", " ").replace("  ", " ")
+    assert SPMLClassifier().get_params()["method"] == "auto"
+
+
+def test_default_falls_back_to_an_where_auto_does_not_apply(tmp_path, capsys, own_csv):
+    from spmlkit.io import read_json
+
+    assert main(["prepare", str(own_csv), "--label-column", "label", "--val-fraction", "0", "-o",
+                 str(tmp_path / "b0")]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, "train", tmp_path / "b0", "--epochs", "2", "-o", tmp_path / "r")
+    assert code == 0, err
+    assert read_json(tmp_path / "r" / "result.json")["method"] == "an"
+    assert "no -m given and the bundle has no validation split: training 'an'" in err
+
+
+def test_demo_takeaway_recommends_what_a_user_without_full_labels_gets(capsys):
+    from spmlkit.experiments.demo import takeaway
+
+    rows = [{"method": "bce", "regime": "full", "val_map": 48.0, "test_map": 43.0},
+            {"method": "an", "regime": "single_positive", "val_map": 40.0, "test_map": 38.0},
+            {"method": "pr", "regime": "single_positive", "val_map": 42.0, "test_map": 40.0},
+            {"method": "auto", "regime": "single_positive", "val_map": 16.0, "test_map": 39.0}]
+    lines = takeaway(rows)
+    assert lines[0].startswith("Takeaway: with one positive label per example and no full labels, spml train's "
+                               "default (auto") and "39.0 test mAP vs 38.0" in lines[0]
+    assert "pr scores 40.0 here, but it was picked on full validation labels" in lines[1]
+    assert main(["demo", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "  auto  " in out.replace("auto ", "auto  ") and "own" in out and "* chosen on observed labels" in out
+    assert "spml train's default (auto" in out

@@ -244,6 +244,34 @@ def _train_config(args):
     return TrainConfig.from_dict(base)
 
 
+def _method_named(args) -> bool:
+    """Whether the user chose a method (-m, or ``method:`` in the --config file)."""
+    if args.method is not None:
+        return True
+    if not args.config:
+        return False
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):  # (TrainConfig.from_file has already reported a bad file)
+        return False
+    return isinstance(data, dict) and data.get("method") is not None
+
+
+def _default_method(config, bundle) -> tuple[str, str | None]:
+    """``spml train``'s method when none is named: ``auto`` (the measured recommendation,
+    docs/recipe.md) where it applies; else ``an``, with the reason to print."""
+    if config.setting == "finetune":
+        return "an", ("no -m given: fine-tuning trains 'an' (the default 'auto' is a recipe of the linear "
+                      "setting: it trains several heads on cached features); name a method with -m")
+    if bundle.size("val") == 0:
+        return "an", ("no -m given and the bundle has no validation split: training 'an' with the last epoch "
+                      "kept (the default 'auto' chooses its learning rates on validation observations; prepare "
+                      "with --val-fraction > 0 for it)")
+    return "auto", None
+
+
 def _cmd_train(args) -> int:
     from .data import Bundle
     from .io import read_json
@@ -259,6 +287,11 @@ def _cmd_train(args) -> int:
     dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
     try:
         bundle = Bundle(args.bundle)
+        if not _method_named(args):  # the default: auto where it applies (_default_method says why not)
+            name, why = _default_method(config, bundle)
+            config = config.replace(method=name)
+            if why and dctx.is_main:
+                print(f"note: {why}", file=sys.stderr)
         out = Path(args.out) if args.out else \
             Path("runs") / f"{bundle.name}-{config.method}-lr{config.lr:g}-s{config.seed}"
         from .methods import build_method
@@ -736,7 +769,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Distributed: torchrun --standalone --nproc_per_node N -m spmlkit.cli train ... "
                                    "(--batch-size is the global batch, split over the N processes).")
     p.add_argument("bundle", help="prepared bundle folder")
-    p.add_argument("-m", "--method", help="method name (see 'spml methods'; default an)")
+    p.add_argument("-m", "--method", help="method name (see 'spml methods'; default auto, the recipe the "
+                                          "measurements recommend (docs/recipe.md); an when fine-tuning or "
+                                          "when the bundle has no validation split, with a note)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method hyper-parameter (repeatable)")
     p.add_argument("--pseudo-scores", metavar="FILE",
                    help="vlpl / gpr: N x L .npy array of pseudo-label scores aligned with the bundle's training "

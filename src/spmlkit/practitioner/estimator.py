@@ -157,7 +157,11 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
     ----------
     method : str
         Any registered method (``spml methods``; ``an``, ``bce``, ``iu``, ``iun`` in the
-        spine; Cole/ROLE, Zhou EM/APL, OPML/LL from the method modules).
+        spine; Cole/ROLE, Zhou EM/APL, OPML/LL from the method modules).  Default
+        ``auto``, the recipe the measurements recommend (docs/recipe.md): it needs held-out
+        rows (``validation_fraction`` > 0 or ``validation_data``) and ignores ``lr`` (it
+        tries its own learning rates); name a single method (e.g. ``"an"``) for a faster
+        fit or without validation rows.
     lr, batch_size, epochs, seed, head, hidden, standardize, patience, selection
         As in :class:`spmlkit.config.TrainConfig` (defaults: Cole et al.'s linear setting).
     method_params : dict, optional
@@ -199,7 +203,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         holds CPU tensors and predicts on the CPU.
     """
 
-    def __init__(self, method: str = "an", *, lr: float = 1e-3, batch_size: int = 8, epochs: int = 25,
+    def __init__(self, method: str = "auto", *, lr: float = 1e-3, batch_size: int = 8, epochs: int = 25,
                  seed: int = 0, method_params: dict | None = None, head: str = "linear", hidden: int = 512,
                  standardize: bool = True, patience: int | None = None, selection: str = "auto",
                  expected_positives: float | None = None, threshold_rule: str = "auto",
