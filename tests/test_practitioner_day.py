@@ -134,3 +134,80 @@ def test_demo_takeaway_recommends_what_a_user_without_full_labels_gets(capsys):
     out = capsys.readouterr().out
     assert "  auto  " in out.replace("auto ", "auto  ") and "own" in out and "* chosen on observed labels" in out
     assert "spml train's default (auto" in out
+
+
+# ------------------------------------------------------------ item 4: progress when not on a terminal
+def test_line_progress_prints_elapsed_and_time_left(capsys, monkeypatch):
+    from spmlkit import progress as P
+
+    now = [100.0]
+    monkeypatch.setattr("time.monotonic", lambda: now[0])
+    bar = P.LineProgress(10, "bench", "step", every=5.0)
+    now[0] += 2
+    bar.set_postfix_str("group 1/2 yeast an bs 8")
+    bar.update(2)  # the first line at once
+    now[0] += 1
+    bar.update(1)  # within 5 s: silent
+    now[0] += 5
+    bar.update(1)
+    bar.advance_to(3)  # never back
+    now[0] += 12
+    bar.advance_to(10)  # the last always
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["bench: step 2/10 group 1/2 yeast an bs 8 (2 s elapsed, about 8 s left)",
+                     "bench: step 4/10 group 1/2 yeast an bs 8 (8 s elapsed, about 18 s left)",
+                     "bench: step 10/10 group 1/2 yeast an bs 8 (20 s elapsed)"]
+    assert P.format_seconds(185) == "3 min 05 s"
+
+
+def test_bench_into_a_log_prints_lines_per_group(tmp_path, capsys, monkeypatch, toy_bundle):
+    monkeypatch.delenv("SPML_NO_PROGRESS", raising=False)
+    monkeypatch.setattr("spmlkit.progress.EVERY", 0.0)
+    assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "iu", "--lrs", "0.01",
+                 "--batch-sizes", "8", "--seeds", "1", "--epochs", "2", "--no-figures", "-o", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "group 1/2" in err and "group 2/2" in err and "elapsed" in err and "left)" in err
+
+
+@pytest.mark.slow
+def test_finetune_progress_inside_epochs_and_epochs_honoured(tmp_path, capsys, monkeypatch):
+    from _image_fixtures import tiny_digits
+
+    from spmlkit.data import prepare_bundle
+    from spmlkit.io import read_json
+
+    b = prepare_bundle(tiny_digits(tmp_path / "cache", n_train=40, n_val=8, n_test=8), tmp_path / "b",
+                       log=lambda m: None)
+    monkeypatch.delenv("SPML_NO_PROGRESS", raising=False)
+    monkeypatch.setattr("spmlkit.progress.EVERY", 0.0)
+    code, out, err = run(capsys, "train", b.path, "--setting", "finetune", "--backbone", "tiny-random",
+                         "--image-size", "32", "--epochs", "1", "--batch-size", "8", "-o", tmp_path / "r")
+    assert code == 0, err
+    assert "no -m given: fine-tuning trains 'an'" in err
+    steps = -(-b.size("train") // 8)
+    assert f"an on {b.name}: step 1/{steps}" in err and f"step {steps}/{steps}" in err and "elapsed" in err
+    assert read_json(tmp_path / "r" / "result.json")["epochs_run"] == 1  # --epochs 1 honoured (not 10)
+    code, out, err = run(capsys, "train", b.path, "--setting", "finetune", "--backbone", "tiny-random",
+                         "--image-size", "32", "--epochs", "1", "--finetune-epochs", "2", "-o", tmp_path / "r2")
+    assert code == 0 and "--epochs 1 is not used: fine-tuning runs --finetune-epochs 2" in err
+
+
+def test_resumed_run_progress_goes_on_from_its_epoch(tmp_path, capsys, monkeypatch, own_bundle):
+    from spmlkit import progress as P
+
+    monkeypatch.delenv("SPML_NO_PROGRESS", raising=False)
+    monkeypatch.setattr(P, "EVERY", 0.0)
+    real = P.advance_to
+
+    def killed_in_epoch_3(bar, n):  # on_epoch runs before the epoch's checkpoint: last.pt stays at epoch 2
+        if n == 3:
+            raise KeyboardInterrupt
+        real(bar, n)
+
+    monkeypatch.setattr(P, "advance_to", killed_in_epoch_3)
+    assert main(["train", str(own_bundle), "-m", "an", "--epochs", "5", "-o", str(tmp_path / "r")]) == 130
+    monkeypatch.setattr(P, "advance_to", real)
+    capsys.readouterr()
+    assert main(["train", str(own_bundle), "-m", "an", "--epochs", "5", "-o", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert "after epoch 2" in err and "epoch 3/5" in err and "epoch 1/5" not in err, err

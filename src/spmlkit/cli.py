@@ -234,6 +234,14 @@ def _train_config(args):
                  "threads": getattr(args, "threads", None), "device": getattr(args, "device", None)}
     base.update({k: v for k, v in overrides.items() if v is not None})
     base.update(_image_overrides(args))
+    if base.get("setting") == "finetune" and not base.get("linear_init") and args.epochs is not None:
+        # without LinearInit there is no linear phase for --epochs to count: it counts the fine-tuning
+        # epochs, unless --finetune-epochs says otherwise (then a note says --epochs is not used)
+        if base.get("finetune_epochs") is None:
+            base["finetune_epochs"] = args.epochs
+        elif base["finetune_epochs"] != args.epochs and os.environ.get("RANK", "0") == "0":
+            print(f"note: --epochs {args.epochs} is not used: fine-tuning runs --finetune-epochs "
+                  f"{base['finetune_epochs']} (--epochs counts LinearInit's linear phase)", file=sys.stderr)
     if args.no_standardize:
         base["standardize"] = False
     params = dict(base.get("params") or {})
@@ -301,20 +309,36 @@ def _cmd_train(args) -> int:
             print(f"note: {config.method} tries each member at its own learning rates "
                   f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
                   "--lr is not used", file=sys.stderr)
-        total = config.epochs * max(1, len(method.candidates))  # a recipe trains each member method in turn
-        if config.setting == "finetune":
+        import contextlib
+        import math
+
+        from .progress import advance_to, on_steps
+
+        per_member = config.epochs  # a recipe trains each member method in turn
+        total, unit, steps = config.epochs * max(1, len(method.candidates)), "epoch", 1
+        if config.setting == "finetune":  # minutes per epoch: progress in optimizer steps
             from .training.finetune import resolve_recipe
 
-            total = resolve_recipe(config, method)["epochs"]
-        bar = _progress(total, f"{config.method} on {bundle.name}") if dctx.is_main else None
+            per_member = resolve_recipe(config, method)["epochs"]
+            steps = max(1, math.ceil(bundle.size("train") / config.batch_size))
+            total, unit = per_member * steps, "step"
+        bar = _progress(total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
 
         def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
             if bar is not None:
                 r = info["rows"][0]
                 extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
+                if extra or unit != "epoch":  # (else the position is the epoch)
+                    extra["epoch"] = f"{info['epoch']}/{per_member}"
                 bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
-                bar.update(1)
+                # the position, not a count: a resumed run goes on from its epoch
+                advance_to(bar, (info.get("member_index", 0) * per_member + info["epoch"]) * steps)
 
+        def on_step(learner, epoch, step):  # fine-tuning: a line every few seconds inside an epoch
+            if bar is not None and getattr(learner, "image_size", None) is not None:  # (not LinearInit's phase)
+                advance_to(bar, (epoch - 1) * steps + step)
+
+        listening = on_steps(on_step) if config.setting == "finetune" else contextlib.nullcontext()
         done = None if args.no_resume else finished_run(bundle, config, out)
         if done is not None:
             if bar is not None:
@@ -324,8 +348,9 @@ def _cmd_train(args) -> int:
                       "again)")
         else:
             try:
-                run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch,
-                             log=lambda m: print(m, file=sys.stderr, flush=True))
+                with listening:
+                    run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch,
+                                 log=lambda m: print(m, file=sys.stderr, flush=True))
             finally:
                 if bar is not None:
                     bar.close()
@@ -352,7 +377,8 @@ def _add_image_train_options(p, *, bench: bool = False) -> None:
     g.add_argument("--image-size", type=_pos_int, help="input size in pixels (default 448, as the papers)")
     g.add_argument("--finetune-epochs", type=_pos_int,
                    help="fine-tuning epochs of LinearInit rows ('METHOD+li'; default 5, Cole et al. §6.1)" if bench else
-                   "fine-tuning epochs (default 10; 5 after --linear-init, Cole et al. §6.1)")
+                   "fine-tuning epochs (default: --epochs when given without --linear-init, else 10; 5 "
+                   "after --linear-init, Cole et al. §6.1)")
     if not bench:
         g.add_argument("--linear-init", action="store_true",
                        help="LinearInit: --epochs of the linear setting on cached features first, then fine-tune")
