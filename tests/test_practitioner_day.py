@@ -211,3 +211,75 @@ def test_resumed_run_progress_goes_on_from_its_epoch(tmp_path, capsys, monkeypat
     assert main(["train", str(own_bundle), "-m", "an", "--epochs", "5", "-o", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err
     assert "after epoch 2" in err and "epoch 3/5" in err and "epoch 1/5" not in err, err
+
+
+# ------------------------------------------------------------ item 5: experiment tracking
+def _scalars(folder):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(folder))
+    ea.Reload()
+    return ea, {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in ea.Tags()["scalars"]}
+
+
+def test_train_logs_to_tensorboard_and_mlflow(tmp_path, capsys, monkeypatch, toy_bundle):
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    store = (tmp_path / "mlruns").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    run_dir = tmp_path / "r"
+    code, out, err = run(capsys, "train", toy_bundle.path, "-m", "auto", "--param", "lrs=1e-2,1e-3", "--epochs", "3",
+                         "-o", run_dir, "--log-to", "tensorboard,mlflow")
+    assert code == 0, err
+    from spmlkit.io import read_json
+
+    result = read_json(run_dir / "result.json")
+    # TensorBoard: the event files read back
+    ea, sc = _scalars(run_dir / "tensorboard")
+    for member in ("l1r", "em-apl", "wan", "ll-ct"):
+        assert [s for s, _ in sc[f"{member}/train_loss"]] == [1, 2, 3]
+        assert len(sc[f"{member}/val_score"]) == 3
+    assert sc["final/test_map"] == [(0, pytest.approx(result["test_map"], rel=1e-6))]
+    assert "report.md/text_summary" in ea.Tags()["tensors"]
+    # MLflow: the file store queried
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("spmlkit")
+    (r,) = client.search_runs([exp.experiment_id])
+    assert r.info.run_name == f"r (auto on {toy_bundle.name})" and r.info.status == "FINISHED"
+    assert r.data.params["config.method"] == "auto" and r.data.params["config.epochs"] == "3"
+    assert r.data.params["method_params.lrs"] == "1e-2,1e-3"
+    assert r.data.metrics["final.test_map"] == pytest.approx(result["test_map"], rel=1e-6)
+    hist = client.get_metric_history(r.info.run_id, "wan/val_score")
+    assert sorted(m.step for m in hist) == [1, 2, 3]
+    arts = {a.path for a in client.list_artifacts(r.info.run_id)}
+    assert {"report.md", "result.json", "config.json"} <= arts
+
+
+def test_bench_logs_every_group_to_tensorboard(tmp_path, capsys, toy_bundle):
+    pytest.importorskip("tensorboard")
+    out = tmp_path / "o"
+    assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "iu", "--lrs", "0.01", "0.001",
+                 "--batch-sizes", "8", "--seeds", "1", "--epochs", "2", "--no-figures", "-o", str(out),
+                 "--log-to", "tensorboard"]) == 0
+    groups = sorted(p.name for p in (out / "tensorboard").iterdir() if p.name != "_bench")
+    assert len(groups) == 2 and groups[0].startswith(f"{toy_bundle.name}-an-bs8-")
+    _, sc = _scalars(out / "tensorboard" / groups[0])
+    assert [s for s, _ in sc["lr0.01-s0/val_score"]] == [1, 2] and "lr0.001-s0/test_map" in " ".join(sc)
+
+
+def test_log_to_errors_and_nothing_imported_unless_asked(tmp_path, capsys, toy_bundle):
+    import subprocess
+    import sys
+
+    code, out, err = run(capsys, "train", toy_bundle.path, "-m", "an", "--log-to", "wandb", "-o", tmp_path / "r")
+    assert code == 2 and "unknown logger 'wandb'" in err and not (tmp_path / "r").exists()
+    prog = ("import sys; from spmlkit.cli import main; "
+            f"assert main(['train', {str(toy_bundle.path)!r}, '-m', 'an', '--epochs', '1', '-o', "
+            f"{str(tmp_path / 'r2')!r}]) == 0; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mlflow', 'tensorboard') "
+            "or m.startswith('torch.utils.tensorboard') or m == 'spmlkit.practitioner.loggers'))")
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "[]", p.stderr

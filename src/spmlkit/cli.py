@@ -280,6 +280,26 @@ def _default_method(config, bundle) -> tuple[str, str | None]:
     return "auto", None
 
 
+def _log_to(args) -> list[str]:
+    """--log-to: the experiment trackers asked for (checked installed; nothing imported otherwise)."""
+    if not getattr(args, "log_to", None):
+        return []
+    from .practitioner.loggers import check_available, parse_log_to
+
+    names = parse_log_to(args.log_to)
+    check_available(names)
+    return names
+
+
+def _add_log_to_option(p, what: str) -> None:
+    p.add_argument("--log-to", metavar="LOGGERS",
+                   help=f"also log {what} to tensorboard and/or mlflow (comma-separated): hyper-parameters, "
+                        "scalars per epoch, final metrics, the report and figures. TensorBoard: event files in "
+                        "<out>/tensorboard/ (pip install \"spmlkit[tensorboard]\"); MLflow: the store of "
+                        "MLFLOW_TRACKING_URI, else ./mlruns (pip install \"spmlkit[mlflow]\"); see "
+                        "docs/practitioner.md")
+
+
 def _cmd_train(args) -> int:
     from .data import Bundle
     from .io import read_json
@@ -290,6 +310,7 @@ def _cmd_train(args) -> int:
     from .device import validate_config
 
     config = _train_config(args)
+    log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     device = validate_config(config)  # --device/--precision/--sync-bn: refused before anything is written
     # torchrun sets WORLD_SIZE/RANK; a plain run is one process (NCCL on GPUs, gloo on the CPU)
     dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
@@ -324,7 +345,25 @@ def _cmd_train(args) -> int:
             total, unit = per_member * steps, "step"
         bar = _progress(total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
 
+        tracked = []  # the run's loggers (--log-to), opened once the run folder is a run's
+
+        def track():
+            if log_to and dctx.is_main and not tracked:
+                from .practitioner.loggers import open_loggers
+
+                lg = open_loggers(log_to, name=f"{out.name} ({config.method} on {bundle.name})",
+                                  tensorboard_dir=out / "tensorboard", tags={"spmlkit.kind": "run"})
+                lg.params({"config": config.to_dict(), "method_params": dict(method.params),
+                           "bundle": str(bundle.path), "bundle_name": bundle.name})
+                tracked.append(lg)
+            return tracked[0] if tracked else None
+
         def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
+            lg = track()
+            if lg is not None:
+                from .practitioner.loggers import epoch_scalars
+
+                lg.scalars(*epoch_scalars(info))
             if bar is not None:
                 r = info["rows"][0]
                 extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
@@ -354,6 +393,10 @@ def _cmd_train(args) -> int:
             finally:
                 if bar is not None:
                     bar.close()
+        if dctx.is_main and log_to:
+            from .practitioner.loggers import log_finished_run
+
+            log_finished_run(track(), out)
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")
@@ -604,8 +647,22 @@ def _cmd_bench(args) -> int:
                                                                 args.methods or _bench_default_methods(spec)))
     argv = getattr(args, "argv", None)
     command = "spml " + shlex.join(argv) if argv else None
+    on_group = None
+    log_to = _log_to(args)
+    if log_to:  # TensorBoard / MLflow: one run per group as it finishes, and one for the tables
+        from .practitioner.loggers import log_bench_group
+
+        def on_group(g, record):
+            extra = f"-frac{g.fraction:g}" if g.fraction < 1 else (
+                f"-hide{g.hide_prob:g}" if g.hide_prob is not None else "")
+            label = f"{g.dataset}-{g.method}{extra}-bs{g.batch_size}-{g.hash[:8]}"
+            log_bench_group(log_to, Path(args.out), label, g.key, record)
     summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs,
-                        threads=args.threads)
+                        threads=args.threads, on_group=on_group)
+    if log_to:
+        from .practitioner.loggers import log_bench_outputs
+
+        log_bench_outputs(log_to, Path(args.out), command or "spml bench")
     w = summary["written"]
     main_file = w.get("table") or w.get("partial")
     print(Path(main_file).read_text(encoding="utf-8"), end="")
@@ -700,6 +757,7 @@ def _add_bench_parser(sub) -> None:
                         "with --threads 1); results are identical to a sequential bench")
     p.add_argument("--threads", type=_pos_int, help="torch threads per worker (default 1 with --jobs > 1)")
     _add_device_option(p, "every run")
+    _add_log_to_option(p, "every training group as it finishes (and the tables at the end)")
     p.add_argument("-o", "--out", required=True, metavar="RESULTS_DIR", help="results folder (resumable)")
     p.set_defaults(func=_cmd_bench)
 
@@ -832,6 +890,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")
     p.add_argument("-o", "--out", help="run folder (default runs/<bundle>-<method>-lr<lr>-s<seed>)")
     p.add_argument("--no-resume", action="store_true", help="start over even if the run folder has a checkpoint")
+    _add_log_to_option(p, "the run")
     _add_device_option(p, "training")
     _add_image_train_options(p)
     p.set_defaults(func=_cmd_train)

@@ -533,8 +533,10 @@ class BenchRunner:
 
     def __init__(self, spec: BenchSpec, out: str | Path, *, command: str | None = None,
                  log: Callable[[str], None] | None = None, progress: bool | None = None,
-                 figures: bool = True, jobs: int = 1, threads: int | None = None):
+                 figures: bool = True, jobs: int = 1, threads: int | None = None,
+                 on_group: Callable[[Group, dict], None] | None = None):
         self.spec = validate_spec(spec)
+        self.on_group = on_group  # hears every group this invocation trains, with its record (e.g. --log-to)
         if jobs < 1:
             raise ConfigError(f"jobs must be >= 1, got {jobs}")
         self.jobs = int(jobs)
@@ -686,6 +688,8 @@ class BenchRunner:
                 bar.set_postfix_str(f"{done}/{len(pending)} groups done, last {g.dataset} {g.method} "
                                     f"bs {g.batch_size}")
                 bar.update(g.steps)
+                if self.on_group is not None:
+                    self.on_group(g, self.records[g.hash])
                 write_outputs(self, groups, ctx)
 
     # ------------------------------------------------------------------------ run
@@ -743,6 +747,8 @@ class BenchRunner:
                     bar.set_postfix_str(f"group {i + 1}/{len(pending)} {g.dataset} {g.method}{extra} "
                                         f"bs {g.batch_size}")
                     self.records[g.hash] = self.run_group(g, bundle, bar)
+                    if self.on_group is not None:
+                        self.on_group(g, self.records[g.hash])
                     write_outputs(self, groups, ctx)
         finally:
             bar.close()
