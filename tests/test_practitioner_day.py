@@ -283,3 +283,42 @@ def test_log_to_errors_and_nothing_imported_unless_asked(tmp_path, capsys, toy_b
             "or m.startswith('torch.utils.tensorboard') or m == 'spmlkit.practitioner.loggers'))")
     p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "[]", p.stderr
+
+
+# ------------------------------------------------------------ item 10: the small ones
+def test_prepare_help_note_once_and_typo_warning(tmp_path, capsys, own_csv):
+    from spmlkit.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if getattr(a, "choices", None) and "prepare" in a.choices)
+    assert "%%" not in sub.choices["prepare"].format_help() and "20%" in sub.choices["prepare"].format_help()
+    code, out, err = run(capsys, "prepare", own_csv, "--label-column", "label", "-o", tmp_path / "b")
+    assert code == 0 and (out + err).count("read as observed single positives") == 1
+    assert "warning" not in err
+    typo = tmp_path / "typo.csv"
+    typo.write_text(own_csv.read_text() + "0.1,0.2,0.3,0.4,0.5,dgo\n")
+    code, out, err = run(capsys, "prepare", typo, "--label-column", "label", "-o", tmp_path / "b2")
+    assert code == 0 and "warning: " in err and "label 'dgo' appears in one row only" in err and "--label-names" in err
+    code, out, err = run(capsys, "prepare", typo, "--label-column", "label", "--label-names", ",".join(LABELS),
+                         "-o", tmp_path / "b3")
+    assert code == 2 and "unknown label 'dgo'" in err
+
+
+def test_methods_list_auto_first_and_no_issue_numbers(capsys):
+    import re
+
+    from spmlkit.cli import build_parser
+
+    assert main(["methods", "-v"]) == 0
+    out = capsys.readouterr().out
+    names = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
+    assert names[:3] == ["auto", "bce", "an"]
+    sub = next(a for a in build_parser()._actions if getattr(a, "choices", None) and "train" in a.choices)
+    texts = [out] + [p.format_help() for p in sub.choices.values()]
+    assert not [t for t in texts if re.search(r"\bissue \d", t, re.I)]
+
+
+def test_default_run_folder_is_named_after_the_bundle_folder(tmp_path, capsys, own_csv, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["prepare", str(own_csv), "--label-column", "label", "-o", "songs"]) == 0
+    assert main(["train", "songs", "-m", "an", "--epochs", "1"]) == 0
+    assert (tmp_path / "runs" / "songs-an-lr0.001-s0" / "result.json").exists()

@@ -165,11 +165,19 @@ def _cmd_datasets(args) -> int:
 
 
 # ----------------------------------------------------------------------- methods
+#: ``spml methods`` order: the default recipe, then the papers as the README lists them
+_FAMILY_ORDER = ("recipe", "cole2021", "zhou2022", "kim2022", "li2023", "su2022", "xie2022", "zhang2021", "chen2024",
+                 "vision-language", "kim2023")
+
+
 def _cmd_methods(args) -> int:
     from .labels import get_regime
     from .methods import describe_methods
 
     rows = describe_methods()
+    first = ("auto", "bce", "an")
+    rows.sort(key=lambda r: (_FAMILY_ORDER.index(r["family"]) if r["family"] in _FAMILY_ORDER else len(_FAMILY_ORDER),
+                             first.index(r["name"]) if r["name"] in first else len(first)))  # (stable: by name)
     if args.name:
         rows = [r for r in rows if r["name"] in args.name]
         if not rows:
@@ -211,15 +219,41 @@ def _cmd_prepare(args) -> int:
 
         raise ConfigError("--observed and --full-labels contradict each other; pass one of them")
     observed = True if args.observed else (False if args.full_labels else None)  # None: from the table's layout
+    said: set[str] = set()  # notes already printed while loading are not repeated in the summary
+
+    def log(m):
+        said.add(m)
+        print(m, file=sys.stderr)
+
     ds = load_any(args.source, data_root=args.data_root, format=args.format, test=args.test,
                   labels_xml=args.labels_xml, images=args.images, test_images=args.test_images,
-                  observed=observed, name=args.name, val_file=args.val_file,
-                  log=lambda m: print(m, file=sys.stderr), **table)
+                  observed=observed, name=args.name, val_file=args.val_file, log=log, **table)
+    if (args.label_column or args.label_set_column) and not args.label_names:
+        _warn_single_use_labels(ds, args.source)
     bundle = prepare_bundle(ds, args.out, regime=args.regime, seed=args.seed, val_fraction=args.val_fraction,
                             test_fraction=args.test_fraction, hide_prob=args.hide_prob, overwrite=args.overwrite,
-                            log=lambda m: print(m, file=sys.stderr))
-    print(bundle.summary())
+                            log=log)
+    print("\n".join(line for line in bundle.summary().splitlines() if line[len("  note: "):] not in said
+                    or not line.startswith("  note: ")))
     return 0
+
+
+def _warn_single_use_labels(ds, source) -> None:
+    """Labels named in one row only, when the vocabulary comes from a label column: most
+    likely a typo that silently made a new label (--label-names makes it an error)."""
+    import numpy as np
+
+    counts = np.zeros(len(ds.label_names), dtype=np.int64)
+    for split in ds.splits.values():
+        M = split.Z == 1 if split.Z is not None else split.Y
+        if M is not None:
+            counts += np.asarray(M, dtype=bool).sum(0)
+    once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
+    if once and len(once) < len(ds.label_names):
+        shown = ", ".join(repr(n) for n in once[:5]) + (f" and {len(once) - 5} more" if len(once) > 5 else "")
+        print(f"warning: {source}: label{'s' if len(once) > 1 else ''} {shown} appear{'' if len(once) > 1 else 's'} "
+              f"in one row only — a typo makes a new label; pass --label-names (a file or a comma-separated list "
+              "of every label) so that an unknown label is an error", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------- train
@@ -321,8 +355,9 @@ def _cmd_train(args) -> int:
             config = config.replace(method=name)
             if why and dctx.is_main:
                 print(f"note: {why}", file=sys.stderr)
+        # default folder: named after the bundle's folder (the user's name for the data), not its source file
         out = Path(args.out) if args.out else \
-            Path("runs") / f"{bundle.name}-{config.method}-lr{config.lr:g}-s{config.seed}"
+            Path("runs") / f"{Path(args.bundle).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
         from .methods import build_method
 
         method = build_method(config.method, **config.param_dict)
@@ -888,7 +923,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_pos_int, help="torch threads while training (default: 1 in the linear setting, "
                                                "fast on quiet and busy CPUs alike; torch's choice when fine-tuning)")
     p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")
-    p.add_argument("-o", "--out", help="run folder (default runs/<bundle>-<method>-lr<lr>-s<seed>)")
+    p.add_argument("-o", "--out", help="run folder (default runs/<bundle folder name>-<method>-lr<lr>-s<seed>)")
     p.add_argument("--no-resume", action="store_true", help="start over even if the run folder has a checkpoint")
     _add_log_to_option(p, "the run")
     _add_device_option(p, "training")

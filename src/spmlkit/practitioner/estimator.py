@@ -77,7 +77,7 @@ EXPECTED_FAILED_CHECKS = {
                              "y[:, None] of class ids 0..2 is rejected instead of raveled with a warning",
     "check_classifier_data_not_an_array": "1-D y in, label sets out: compares predictions to class labels",
     "check_classifier_multioutput": "predict applies the model's label-set rule (expected-k by default: "
-                                    "single-positive probabilities are not calibrated, issue 15), not "
+                                    "single-positive probabilities are not calibrated), not "
                                     "predict_proba > 0.5 (threshold_rule='threshold' gives that)",
 }
 
