@@ -322,3 +322,19 @@ def test_default_run_folder_is_named_after_the_bundle_folder(tmp_path, capsys, o
     assert main(["prepare", str(own_csv), "--label-column", "label", "-o", "songs"]) == 0
     assert main(["train", "songs", "-m", "an", "--epochs", "1"]) == 0
     assert (tmp_path / "runs" / "songs-an-lr0.001-s0" / "result.json").exists()
+
+
+# ------------------------------------------------------------ item 9: GPU instructions for users
+def test_readme_says_how_to_run_on_a_gpu():
+    from pathlib import Path
+
+    from spmlkit.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## On a GPU", 1)[1].split("\n## ", 1)[0]
+    assert "download.pytorch.org/whl/cu" in section and "torch.cuda.is_available()" in section
+    assert "Tested on CPU only so far" in section and "(docs/gpu.md)" in section
+    sub = next(a for a in build_parser()._actions if getattr(a, "choices", None) and "train" in a.choices)
+    train_help = sub.choices["train"].format_help()
+    for option in ("--device", "--precision", "--compile", "--sync-bn"):
+        assert f"`{option}" in section and option in train_help
