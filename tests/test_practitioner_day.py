@@ -338,3 +338,40 @@ def test_readme_says_how_to_run_on_a_gpu():
     train_help = sub.choices["train"].format_help()
     for option in ("--device", "--precision", "--compile", "--sync-bn"):
         assert f"`{option}" in section and option in train_help
+
+
+# ------------------------------------------------------------ item 3: auto's output says what it did
+def test_auto_output_shows_each_member(tmp_path, capsys, toy_bundle):
+    from PIL import Image
+
+    from spmlkit.io import read_json
+
+    code, out, err = run(capsys, "train", toy_bundle.path, "--param", "lrs=1e-2,1e-3", "--epochs", "3",
+                         "-o", tmp_path / "r")
+    assert code == 0, err
+    members = read_json(tmp_path / "r" / "result.json")["notes"]["members"]
+    lines = out.splitlines()
+    assert "the mean of 4 member methods" in lines[0] and "best epoch" not in lines[0]
+    for m in members:  # one line per member with the lr it kept
+        assert any(line.split()[0] == m["method"] and f"lr {m['lr']:g}," in line for line in lines[1:5])
+    assert "averaged model: validation observed_map" in out and "not comparable" in out
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "| lr | not used: each member keeps its own (see Members) |" in report
+    assert "| backbone |" not in report and "| image_size |" not in report  # a features run
+    for m in members:
+        assert f"| {m['method']} | {m['lr']:g} | {m['best_epoch']} of 3 |" in report
+    with Image.open(tmp_path / "r" / "curves.png") as im:
+        assert im.format == "PNG"
+    assert "](curves.png)" in report
+
+
+def test_estimator_verbose_names_the_member(capsys):
+    from spmlkit import SPMLClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = np.array(LABELS)[rng.integers(0, 4, 60)]
+    SPMLClassifier(epochs=1, method_params={"lrs": "1e-2"}, verbose=True).fit(X, y)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 4 and [line.split("member ")[1].split(" (")[0] for line in err] == ["l1r", "em-apl", "wan",
+                                                                                             "ll-ct"]

@@ -366,7 +366,8 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             r = info["rows"][0]
             val = r.get("val_score")
             val = "—" if val is None or np.isnan(val) else f"{val:.2f}"
-            print(f"{type(self).__name__} {config.method}: epoch {info['epoch']}/{config.epochs}, training loss "
+            who = f"{config.method} member {info['member']}" if info.get("member") else config.method  # a recipe's
+            print(f"{type(self).__name__} {who}: epoch {info['epoch']}/{config.epochs}, training loss "
                   f"{r['train_loss']:.4f}, validation {selection} {val} ({info['seconds']:.2f} s)",
                   file=sys.stderr, flush=True)
 
