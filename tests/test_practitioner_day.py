@@ -375,3 +375,15 @@ def test_estimator_verbose_names_the_member(capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 4 and [line.split("member ")[1].split(" (")[0] for line in err] == ["l1r", "em-apl", "wan",
                                                                                              "ll-ct"]
+
+
+def test_features_into_a_log_prints_lines(tmp_path, capsys, monkeypatch):
+    from _image_fixtures import tiny_digits_bundle
+
+    b = tiny_digits_bundle(tmp_path)
+    monkeypatch.delenv("SPML_NO_PROGRESS", raising=False)
+    monkeypatch.setattr("spmlkit.progress.EVERY", 0.0)
+    assert main(["features", str(b.path), "--backbone", "tiny-random", "--image-size", "32", "--batch-size", "8"]) == 0
+    err = capsys.readouterr().err
+    n = sum(b.size(s) for s in ("train", "val", "test"))
+    assert f"features tiny-random-32: img 8/{n}" in err and f"img {n}/{n}" in err and "elapsed" in err
