@@ -387,3 +387,29 @@ def test_features_into_a_log_prints_lines(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     n = sum(b.size(s) for s in ("train", "val", "test"))
     assert f"features tiny-random-32: img 8/{n}" in err and f"img {n}/{n}" in err and "elapsed" in err
+
+
+# ------------------------------------------------------------ item 8: claims drift
+def test_table_only_rerender_keeps_the_runs_date_and_machine(tmp_path):
+    import argparse
+    import importlib.util
+    import re
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("lq", repo / "benchmarks" / "learning_quality.py")
+    lq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lq)
+    src = repo / "benchmarks" / "results" / "learning-quality"
+    out = tmp_path / "lq"
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("runs.json"))
+    args = argparse.Namespace(out=out, data_root="../shared/data", jobs=2, seeds=3, epochs=25, table_only=True)
+    text = lq.write_table(args).read_text(encoding="utf-8")
+    dates = [re.search(r"^- date: (\S+ \S+) UTC", (p / "table.md").read_text(), re.M).group(1)
+             for p in out.iterdir() if (p / "table.md").exists() and p.is_dir()]
+    line = next(x for x in text.splitlines() if x.startswith("- date: "))
+    assert line.startswith(f"- date: {max(dates)} UTC (the last part's runs); this table re-rendered ")
+    assert "with `--table-only` (no training)" in line
+    part_machine = re.search(r"^- machine: (.*)$", (out / "tabular-uniform" / "table.md").read_text(), re.M).group(1)
+    assert f"- machine: {part_machine}" in text
