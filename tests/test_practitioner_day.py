@@ -413,3 +413,48 @@ def test_table_only_rerender_keeps_the_runs_date_and_machine(tmp_path):
     assert "with `--table-only` (no training)" in line
     part_machine = re.search(r"^- machine: (.*)$", (out / "tabular-uniform" / "table.md").read_text(), re.M).group(1)
     assert f"- machine: {part_machine}" in text
+
+
+def _repo():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1]
+
+
+def test_readme_wall_times_are_those_of_the_committed_tables():
+    import re
+
+    readme = (_repo() / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Results committed in this repository", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| [")]
+    assert len(rows) >= 10
+    checked = 0
+    for row in rows:
+        link = re.search(r"\]\((benchmarks/results/[^)]+)\)", row).group(1)
+        cell = row.rstrip(" |").rsplit("|", 1)[1].strip()
+        if cell.startswith("—"):
+            continue
+        when = re.match(r"[\d.]+ (?:h|min|s)(?: \d+ (?:min|s))?", cell).group(0)
+        head = "\n".join((_repo() / link).read_text(encoding="utf-8").splitlines()[:8])
+        assert when in head, f"README says {cell!r} for {link}; its header: {head}"
+        checked += 1
+    assert checked >= 10
+
+
+def test_practitioner_coco_table_is_the_committed_walkthrough():
+    import re
+
+    doc = (_repo() / "docs" / "practitioner.md").read_text(encoding="utf-8")
+    table = doc.split("| method | default: k̂ | labels / image |", 1)[1].split("\n\n", 1)[0]
+    committed = (_repo() / "benchmarks" / "results" / "practitioner_walkthrough.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([\w-]+)` \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| (\d+)% \| ([\d.]+) \|$", table,
+                      re.M)
+    assert len(rows) >= 2
+    for m, k, size, f1, t_size, t_empty, t_f1 in rows:
+        default = re.search(rf"^\| observations only \| {m} \| default \(the run's stored rule\) \| [\d.]+ \| "
+                            rf"([\d.]+) \| ([\d.]+) \| \d+ \|$", committed, re.M)
+        thr = re.search(rf"^\| observations only \| {m} \| threshold 0.5 \| [\d.]+ \| ([\d.]+) \| ([\d.]+) \| "
+                        rf"(\d+) \|$", committed, re.M)
+        assert default and thr, f"{m}: the committed walkthrough has no such run"
+        assert (f1, size) == default.groups() and (t_f1, t_size, t_empty) == thr.groups()
+        assert f"k={k}" in committed.split(f"observations only, {m}:", 1)[1].split("```", 2)[1]
