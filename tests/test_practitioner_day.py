@@ -458,3 +458,22 @@ def test_practitioner_coco_table_is_the_committed_walkthrough():
         assert default and thr, f"{m}: the committed walkthrough has no such run"
         assert (f1, size) == default.groups() and (t_f1, t_size, t_empty) == thr.groups()
         assert f"k={k}" in committed.split(f"observations only, {m}:", 1)[1].split("```", 2)[1]
+
+
+def test_methods_show_aliases_as_aliases(capsys):
+    import torch
+
+    from spmlkit.cli import SAME_AT_DEFAULTS
+    from spmlkit.methods import build_method
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(1, 16, 7, generator=g)
+    Z = torch.zeros(1, 16, 7, dtype=torch.int8)
+    Z[0, torch.arange(16), torch.randint(0, 7, (16,), generator=g)] = 1
+    for alias, name in SAME_AT_DEFAULTS.items():
+        a, b = build_method(alias), build_method(name)
+        assert a.regime == b.regime and not a.components and not b.components
+        assert torch.equal(a.loss(logits, Z, **a.loss_params).sum(-1), b.loss(logits, Z, **b.loss_params).sum(-1))
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "(= wan at the default hyper-parameters)" in next(line for line in out.splitlines() if line.startswith("dw "))

@@ -170,6 +170,12 @@ _FAMILY_ORDER = ("recipe", "cole2021", "zhou2022", "kim2022", "li2023", "su2022"
                  "vision-language", "kim2023")
 
 
+#: methods whose loss is the same function as another's at the default hyper-parameters (same
+#: regime, no component): their bench rows are identical, so they are listed as aliases
+#: (tests/test_practitioner_day.py checks the losses agree)
+SAME_AT_DEFAULTS = {"dw": "wan", "ls": "an-ls", "n-ls": "an-ls-asym", "opml": "zlpr"}
+
+
 def _cmd_methods(args) -> int:
     from .labels import get_regime
     from .methods import describe_methods
@@ -187,7 +193,9 @@ def _cmd_methods(args) -> int:
             raise UnknownNameError("method", args.name[0], METHODS)
     for r in rows:
         hp = ", ".join(f"{k}={v!r}" for k, v in r["hyperparameters"].items()) or "none"
-        print(f"{r['name']:12s} [{get_regime(r['regime']).table_label}; {r['setting']}] {r['summary']}")
+        same = (f" (= {SAME_AT_DEFAULTS[r['name']]} at the default hyper-parameters)"
+                if r["name"] in SAME_AT_DEFAULTS else "")
+        print(f"{r['name']:12s} [{get_regime(r['regime']).table_label}; {r['setting']}] {r['summary']}{same}")
         if args.verbose or args.name:
             print(f"{'':12s} reference: {r['reference']}\n{'':12s} hyper-parameters: {hp}")
     return 0
