@@ -477,3 +477,47 @@ def test_methods_show_aliases_as_aliases(capsys):
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
     assert "(= wan at the default hyper-parameters)" in next(line for line in out.splitlines() if line.startswith("dw "))
+
+
+# ------------------------------------------------------------ the README's own-data block runs as written
+def readme_block(section: str) -> list[str]:
+    import re
+
+    text = (_repo() / "README.md").read_text(encoding="utf-8")
+    body = text.split(f"## {section}", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", body, re.S).group(1)
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith("spml ")]
+
+
+@pytest.mark.slow
+def test_readme_own_data_block_runs_as_written(tmp_path):
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    pytest.importorskip("tensorboard")
+    from _image_fixtures import tiny_digits
+
+    ds = tiny_digits(tmp_path / "cache", n_train=40, n_val=1, n_test=6)
+    rng = np.random.default_rng(0)
+    with open(tmp_path / "photos.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["path", "label"])
+        for p, y in zip(ds.splits["train"].paths, ds.splits["train"].Y):
+            w.writerow([p, f"digit{rng.choice(np.flatnonzero(y))}"])
+    with open(tmp_path / "new_photos.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["path"])
+        w.writerows([p] for p in ds.splits["test"].paths)
+    cmds = readme_block("Your own single-positive data")
+    assert any("--test-fraction 0" in c for c in cmds) and any("--log-to tensorboard" in c for c in cmds)
+    env = {**os.environ, "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(_repo() / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    for cmd in cmds:
+        p = subprocess.run([sys.executable, "-m", "spmlkit", *shlex.split(cmd)[1:]], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"{cmd}\n{p.stderr[-2000:]}"
+    sets = list(csv.reader(open(tmp_path / "label_sets.csv")))
+    assert sets[0] == ["id", "labels"] and len(sets) == 1 + 6
+    assert list((tmp_path / "runs" / "mine-all" / "tensorboard").glob("events.out.tfevents.*"))
