@@ -521,3 +521,26 @@ def test_readme_own_data_block_runs_as_written(tmp_path):
     sets = list(csv.reader(open(tmp_path / "label_sets.csv")))
     assert sets[0] == ["id", "labels"] and len(sets) == 1 + 6
     assert list((tmp_path / "runs" / "mine-all" / "tensorboard").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize("doc,marker,result", [
+    ("docs/practitioner.md", "| data (test k) | method | k of the default |", "default_label_rule.md"),
+    ("docs/bench.md", "| variant | wall (s) | CPU (s) |", "bench_overhead.md")])
+def test_doc_tables_are_the_committed_benchmark_output(doc, marker, result):
+    text = (_repo() / doc).read_text(encoding="utf-8")
+    committed = (_repo() / "benchmarks" / "results" / result).read_text(encoding="utf-8").splitlines()
+    table = (marker + text.split(marker, 1)[1]).split("\n\n", 1)[0].splitlines()
+    assert len(table) >= 4 and all(row in committed for row in table), f"{doc}: a row is not in {result}"
+
+
+def test_default_rule_averages_quoted_are_the_committed_ones():
+    import re
+
+    text = " ".join((_repo() / "docs" / "practitioner.md").read_text(encoding="utf-8").split())
+    committed = (_repo() / "benchmarks" / "results" / "default_label_rule.md").read_text(encoding="utf-8")
+    m = re.search(r"default's example-F1 is ([\d.]+) on average against ([\d.]+) for threshold 0.5; worst row "
+                  r"([\d.]+) against ([\d.]+); threshold 0.5 was warned about in (\d+) of (\d+) runs", committed)
+    mean, thr, worst, worst_thr, warned, runs = m.groups()
+    assert f"example-F1 is {mean} on average against {thr} for threshold 0.5" in text
+    assert f"its worst row is {worst} against {worst_thr}" in text
+    assert f"the fixed threshold did in {warned} of {runs} runs" in text
