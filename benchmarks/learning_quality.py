@@ -122,6 +122,25 @@ def wall_seconds(folder: Path) -> float | None:
     return 3600 * h + 60 * mi + se
 
 
+def run_date(folder: Path) -> str | None:
+    """When a part's runs were made: the date in the header of its ``table.md``."""
+    import re
+
+    p = folder / "table.md"
+    m = re.search(r"^- date: (\d{4}-\d\d-\d\d \d\d:\d\d(?::\d\d)? UTC)", p.read_text(encoding="utf-8"),
+                  re.M) if p.exists() else None
+    return m.group(1) if m else None
+
+
+def run_machine(folder: Path) -> str | None:
+    """The machine a part's runs were made on: the ``machine:`` line of its ``table.md``."""
+    import re
+
+    p = folder / "table.md"
+    m = re.search(r"^- machine: (.*)$", p.read_text(encoding="utf-8"), re.M) if p.exists() else None
+    return m.group(1) if m else None
+
+
 def cells(runs: list[dict]) -> dict:
     """``{(dataset, method): Selection}`` by the bench's protocol (best mean validation
     score over seeds; test mean ± std over the selected configuration's seeds)."""
@@ -162,12 +181,18 @@ def write_table(args) -> Path:
                 bce[ds] = s
     secs = [wall_seconds(args.out / name) for name, *_ in all_parts]
     walls = "unknown" if any(x is None for x in secs) else f"{sum(secs) / 60:.0f} min for {len(secs)} parts"
+    # the runs' date, not today's: a --table-only re-render must not look like a fresh run
+    dates = [d for d in (run_date(args.out / name) for name, *_ in all_parts) if d]
+    now = dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    runs_date = max(dates) if dates else "unknown"
+    machines = sorted({m for m in (run_machine(args.out / name) for name, *_ in all_parts) if m})
     lines = ["# Learning quality: every method and the `auto` recipe, uniform and biased single positives", "",
              f"- command: `python benchmarks/learning_quality.py{' --data-root ' + args.data_root if args.data_root else ''}"
              f" --jobs {args.jobs}` (one `spml bench` per part; each part's command is in its `table.md`)",
-             f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+             f"- date: {runs_date} (the last part's runs)"
+             + (f"; this table re-rendered {now} with `--table-only` (no training)" if args.table_only else ""),
              f"- wall time: {walls} (the sum of the parts' wall times, each in its own `table.md`)",
-             f"- machine: {machine_info(jobs=args.jobs, threads=1)}",
+             f"- machine: {machines[0] if len(machines) == 1 else machine_info(jobs=args.jobs, threads=1)}",
              f"- protocol: linear setting, lr ∈ {{{', '.join(LRS)}}}, batch 8, {args.epochs} epochs, best epoch "
              f"kept; seeds 0–{args.seeds - 1}, **each seed on its own draw** (`--vary-draw`: its own single "
              "positives and validation split), so ± is the population std over draws and initialisations "

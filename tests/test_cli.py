@@ -83,7 +83,7 @@ def test_unknown_names_and_missing_files(tmp_path, capsys, toy_csv):
 
 def test_shape_mismatch_on_predict(tmp_path, capsys, toy_csv):
     run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
-    run(capsys, "train", tmp_path / "b", "--epochs", 1, "-o", tmp_path / "r")
+    run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 1, "-o", tmp_path / "r")
     np.save(tmp_path / "wrong.npy", np.zeros((2, 7), dtype=np.float32))
     code, _, err = run(capsys, "predict", tmp_path / "r", tmp_path / "wrong.npy", "-o", tmp_path / "o.csv")
     assert code == 2 and "this model expects (N, 4)" in err and not (tmp_path / "o.csv").exists()
@@ -91,13 +91,13 @@ def test_shape_mismatch_on_predict(tmp_path, capsys, toy_csv):
 
 def test_corrupted_checkpoint_is_detected(tmp_path, capsys, toy_csv):
     run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
-    run(capsys, "train", tmp_path / "b", "--epochs", 2, "-o", tmp_path / "r")
+    run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "-o", tmp_path / "r")
     ck = tmp_path / "r" / "last.pt"
     data = bytearray(ck.read_bytes())
     data[len(data) // 2] ^= 0xFF
     ck.write_bytes(bytes(data))
     (tmp_path / "r" / "result.json").unlink()  # an unfinished run (a finished one is not retrained)
-    code, _, err = run(capsys, "train", tmp_path / "b", "--epochs", 2, "-o", tmp_path / "r")
+    code, _, err = run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "-o", tmp_path / "r")
     assert code == 2 and "checksum mismatch" in err
 
 

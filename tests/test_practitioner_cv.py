@@ -35,7 +35,7 @@ def test_fold_without_the_rare_label_used_to_fail():
     X, y = one_label_data()
     train, test = next((tr, te) for tr, te in StratifiedKFold(3).split(X, y) if RARE in y[te])
     assert RARE not in y[train]
-    clf = SPMLClassifier(epochs=3).fit(X[train], y[train])
+    clf = SPMLClassifier("an", epochs=3).fit(X[train], y[train])
     assert RARE not in clf.classes_.tolist()
     # seen at score time but not in fit: a miss, not an exception
     s = clf.score(X[test], y[test])
@@ -57,16 +57,16 @@ def test_fold_without_the_rare_label_used_to_fail():
 def test_classes_gives_every_fit_the_full_vocabulary():
     X, y = one_label_data()
     keep = y != RARE
-    clf = SPMLClassifier(epochs=3, classes=VOCAB).fit(X[keep], y[keep])
+    clf = SPMLClassifier("an", epochs=3, classes=VOCAB).fit(X[keep], y[keep])
     assert clf.classes_.tolist() == VOCAB  # the given order, the rare label included
     assert clf.predict_proba(X).shape == (len(X), len(VOCAB))
     Z = np.zeros((len(y), len(VOCAB)), dtype=np.int8)
     Z[np.arange(len(y)), [VOCAB.index(c) for c in y]] = 1
     assert clf.score(X, y) == pytest.approx(observed_map_scorer(clf, X, Z))
     with pytest.raises(ValueError, match="not one of the classes"):
-        SPMLClassifier(epochs=1, classes=VOCAB[:-1]).fit(X, y)
+        SPMLClassifier("an", epochs=1, classes=VOCAB[:-1]).fit(X, y)
     with pytest.raises(ValueError, match="repeat"):
-        SPMLClassifier(epochs=1, classes=["a", "a"]).fit(X, y)
+        SPMLClassifier("an", epochs=1, classes=["a", "a"]).fit(X, y)
     # a saved estimator with classes= round-trips through model.json
     assert clf.model_.info["estimator_params"]["classes"] == VOCAB
 
@@ -74,7 +74,7 @@ def test_classes_gives_every_fit_the_full_vocabulary():
 @pytest.mark.parametrize("classes", [None, VOCAB])
 def test_grid_search_on_1d_string_labels_is_finite_and_picks_the_better_candidate(classes):
     X, y = one_label_data()
-    grid = GridSearchCV(make_pipeline(StandardScaler(), SPMLClassifier(standardize=False, epochs=10,
+    grid = GridSearchCV(make_pipeline(StandardScaler(), SPMLClassifier("an", standardize=False, epochs=10,
                                                                        classes=classes)),
                         # the deliberately bad lr is first: a search that cannot score keeps it
                         {"spmlclassifier__lr": [1e-7, 1e-2], "spmlclassifier__method": ["an", "em"]}, cv=3,
@@ -95,16 +95,16 @@ def test_cross_val_score_on_1d_string_labels(classes):
     X, y = one_label_data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        s = cross_val_score(SPMLClassifier(epochs=5, lr=1e-2, classes=classes), X, y, cv=3, error_score="raise")
+        s = cross_val_score(SPMLClassifier("an", epochs=5, lr=1e-2, classes=classes), X, y, cv=3, error_score="raise")
     assert s.shape == (3,) and np.isfinite(s).all() and (s > 0.3).all()
 
 
 def test_verbose_prints_one_line_per_epoch_to_stderr(capsys):
     X, y = one_label_data(60)
-    SPMLClassifier(epochs=3).fit(X, y)
+    SPMLClassifier("an", epochs=3).fit(X, y)
     out, err = capsys.readouterr()
     assert out == "" and err == ""
-    SPMLClassifier(epochs=3, verbose=True).fit(X, y)
+    SPMLClassifier("an", epochs=3, verbose=True).fit(X, y)
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert out == "" and len(lines) == 3

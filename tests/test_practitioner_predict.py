@@ -52,7 +52,7 @@ def trained(tmp_path_factory):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["prepare", str(d / "own.csv"), "--observed", "--label-column", "label", "--val-file",
                      str(d / "val.csv"), "-o", str(d / "b")]) == 0
-        assert main(["train", str(d / "b"), "--epochs", "4", "--lr", "0.01", "-o", str(d / "r")]) == 0
+        assert main(["train", str(d / "b"), "-m", "an", "--epochs", "4", "--lr", "0.01", "-o", str(d / "r")]) == 0
     return d, X[240:260]
 
 
@@ -141,7 +141,7 @@ def image_model(tmp_path, capsys):
     for split in ("train", "val", "test"):
         save_npy(fs / f"{split}.npy", fake_extract(b.paths(split), backbone="fake-net", image_size=8))
     write_json(fs / "meta.json", {"backbone": "fake-net", "image_size": 8, "dim": 3})
-    code, out, err = run(capsys, "train", b.path, "--feature-set", "fake-8", "--epochs", 10, "--lr", "0.05",
+    code, out, err = run(capsys, "train", b.path, "-m", "an", "--feature-set", "fake-8", "--epochs", 10, "--lr", "0.05",
                          "-o", tmp_path / "r")
     assert code == 0, err
     return tmp_path

@@ -18,7 +18,7 @@ def test_report_and_curves_with_full_labels(toy_bundle, tmp_path):
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     with Image.open(out / "curves.png") as im:
         assert im.format == "PNG" and im.size[0] > 400 and im.size[1] > 200
-    assert "# Run report: an on toy" in report and "| lr | 0.02 |" in report and "| seed | 3 |" in report
+    assert "# Run report: r — an on toy" in report and "| lr | 0.02 |" in report and "| seed | 3 |" in report
     assert "![training loss and validation score per epoch](curves.png)" in report
     for r in rows:  # the per-epoch table holds the logged numbers
         assert f"| {r['epoch']} | {r['train_loss']:.5f} | {r['val_score']:.4g} |" in report

@@ -38,7 +38,7 @@ def comparable(result: dict) -> dict:
 @pytest.mark.slow
 def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
     bundle = make_bundle(tmp_path / "b")
-    args = ["train", str(bundle.path), "--epochs", "6", "--lr", "0.01", "--batch-size", "4"]
+    args = ["train", str(bundle.path), "-m", "an", "--epochs", "6", "--lr", "0.01", "--batch-size", "4"]
     env = {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "SPML_NO_PROGRESS": "1"}
     killed = tmp_path / "killed"

@@ -59,7 +59,7 @@ def test_observed_only_training_says_so_everywhere(capsys, own):
     d, _ = own
     assert run(capsys, "prepare", d / "own.csv", "--observed", "--label-column", "label", "--id-column", "id",
                "-o", d / "b")[0] == 0
-    code, out, err = run(capsys, "train", d / "b", "--epochs", 3, "--lr", "0.01", "-o", d / "r")
+    code, out, err = run(capsys, "train", d / "b", "-m", "an", "--epochs", 3, "--lr", "0.01", "-o", d / "r")
     assert code == 0, err
     assert "validation observed_map (observed labels only)" in out
     assert "test mAP" not in out and "observed labels only (no full labels)" in out
@@ -73,9 +73,9 @@ def test_observed_only_training_says_so_everywhere(capsys, own):
     ev = json.loads(out)
     assert ev["labels"] == "observed" and "map" not in ev and ev["label_sets"]["labels"] == "observed"
     # another criterion by option; 'map' is refused with a clear message
-    code, out, err = run(capsys, "train", d / "b", "--epochs", 2, "--selection", "observed_recall@3", "-o", d / "r3")
+    code, out, err = run(capsys, "train", d / "b", "-m", "an", "--epochs", 2, "--selection", "observed_recall@3", "-o", d / "r3")
     assert code == 0 and "validation observed_recall@3" in out
-    code, out, err = run(capsys, "train", d / "b", "--epochs", 2, "--selection", "map", "-o", d / "rm")
+    code, out, err = run(capsys, "train", d / "b", "-m", "an", "--epochs", 2, "--selection", "map", "-o", d / "rm")
     assert code == 2 and "selection 'map' needs full validation labels" in err
 
 
@@ -83,7 +83,7 @@ def test_a_fully_labelled_validation_file_is_used_instead(capsys, own):
     d, Y_val = own
     assert run(capsys, "prepare", d / "own.csv", "--observed", "--label-column", "label", "--id-column", "id",
                "--val-file", d / "val_full.csv", "-o", d / "b")[0] == 0
-    code, out, err = run(capsys, "train", d / "b", "--epochs", 4, "--lr", "0.01", "-o", d / "r")
+    code, out, err = run(capsys, "train", d / "b", "-m", "an", "--epochs", 4, "--lr", "0.01", "-o", d / "r")
     assert code == 0, err
     res = json.loads((d / "r" / "result.json").read_text())
     assert res["selection"] == "map" and res["test_map"] is None  # the test split is still observed-only

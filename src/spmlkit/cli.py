@@ -152,11 +152,25 @@ def _cmd_datasets(args) -> int:
 
 
 # ----------------------------------------------------------------------- methods
+#: ``spml methods`` order: the default recipe, then the papers as the README lists them
+_FAMILY_ORDER = ("recipe", "cole2021", "zhou2022", "kim2022", "li2023", "su2022", "xie2022", "zhang2021", "chen2024",
+                 "vision-language", "kim2023")
+
+
+#: methods whose loss is the same function as another's at the default hyper-parameters (same
+#: regime, no component): their bench rows are identical, so they are listed as aliases
+#: (tests/test_practitioner_day.py checks the losses agree)
+SAME_AT_DEFAULTS = {"dw": "wan", "ls": "an-ls", "n-ls": "an-ls-asym", "opml": "zlpr"}
+
+
 def _cmd_methods(args) -> int:
     from .labels import get_regime
     from .methods import describe_methods
 
     rows = describe_methods()
+    first = ("auto", "bce", "an")
+    rows.sort(key=lambda r: (_FAMILY_ORDER.index(r["family"]) if r["family"] in _FAMILY_ORDER else len(_FAMILY_ORDER),
+                             first.index(r["name"]) if r["name"] in first else len(first)))  # (stable: by name)
     if args.name:
         rows = [r for r in rows if r["name"] in args.name]
         if not rows:
@@ -166,7 +180,9 @@ def _cmd_methods(args) -> int:
             raise UnknownNameError("method", args.name[0], METHODS)
     for r in rows:
         hp = ", ".join(f"{k}={v!r}" for k, v in r["hyperparameters"].items()) or "none"
-        print(f"{r['name']:12s} [{get_regime(r['regime']).table_label}; {r['setting']}] {r['summary']}")
+        same = (f" (= {SAME_AT_DEFAULTS[r['name']]} at the default hyper-parameters)"
+                if r["name"] in SAME_AT_DEFAULTS else "")
+        print(f"{r['name']:12s} [{get_regime(r['regime']).table_label}; {r['setting']}] {r['summary']}{same}")
         if args.verbose or args.name:
             print(f"{'':12s} reference: {r['reference']}\n{'':12s} hyper-parameters: {hp}")
     return 0
@@ -222,15 +238,41 @@ def _cmd_prepare(args) -> int:
 
         raise ConfigError("--observed and --full-labels contradict each other; pass one of them")
     observed = True if args.observed else (False if args.full_labels else None)  # None: from the table's layout
+    said: set[str] = set()  # notes already printed while loading are not repeated in the summary
+
+    def log(m):
+        said.add(m)
+        print(m, file=sys.stderr)
+
     ds = load_any(args.source, data_root=args.data_root, format=args.format, test=args.test,
                   labels_xml=args.labels_xml, images=args.images, test_images=args.test_images,
-                  observed=observed, name=args.name, val_file=args.val_file,
-                  log=lambda m: print(m, file=sys.stderr), **table)
+                  observed=observed, name=args.name, val_file=args.val_file, log=log, **table)
+    if (args.label_column or args.label_set_column) and not args.label_names:
+        _warn_single_use_labels(ds, args.source)
     bundle = prepare_bundle(ds, args.out, regime=args.regime, seed=args.seed, val_fraction=args.val_fraction,
                             test_fraction=args.test_fraction, hide_prob=args.hide_prob, overwrite=args.overwrite,
-                            log=lambda m: print(m, file=sys.stderr))
-    print(bundle.summary())
+                            log=log)
+    print("\n".join(line for line in bundle.summary().splitlines() if line[len("  note: "):] not in said
+                    or not line.startswith("  note: ")))
     return 0
+
+
+def _warn_single_use_labels(ds, source) -> None:
+    """Labels named in one row only, when the vocabulary comes from a label column: most
+    likely a typo that silently made a new label (--label-names makes it an error)."""
+    import numpy as np
+
+    counts = np.zeros(len(ds.label_names), dtype=np.int64)
+    for split in ds.splits.values():
+        M = split.Z == 1 if split.Z is not None else split.Y
+        if M is not None:
+            counts += np.asarray(M, dtype=bool).sum(0)
+    once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
+    if once and len(once) < len(ds.label_names):
+        shown = ", ".join(repr(n) for n in once[:5]) + (f" and {len(once) - 5} more" if len(once) > 5 else "")
+        print(f"warning: {source}: label{'s' if len(once) > 1 else ''} {shown} appear{'' if len(once) > 1 else 's'} "
+              f"in one row only — a typo makes a new label; pass --label-names (a file or a comma-separated list "
+              "of every label) so that an unknown label is an error", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------- train
@@ -245,6 +287,14 @@ def _train_config(args):
                  "threads": getattr(args, "threads", None), "device": getattr(args, "device", None)}
     base.update({k: v for k, v in overrides.items() if v is not None})
     base.update(_image_overrides(args))
+    if base.get("setting") == "finetune" and not base.get("linear_init") and args.epochs is not None:
+        # without LinearInit there is no linear phase for --epochs to count: it counts the fine-tuning
+        # epochs, unless --finetune-epochs says otherwise (then a note says --epochs is not used)
+        if base.get("finetune_epochs") is None:
+            base["finetune_epochs"] = args.epochs
+        elif base["finetune_epochs"] != args.epochs and os.environ.get("RANK", "0") == "0":
+            print(f"note: --epochs {args.epochs} is not used: fine-tuning runs --finetune-epochs "
+                  f"{base['finetune_epochs']} (--epochs counts LinearInit's linear phase)", file=sys.stderr)
     if args.no_standardize:
         base["standardize"] = False
     params = dict(base.get("params") or {})
@@ -257,6 +307,54 @@ def _train_config(args):
     return TrainConfig.from_dict(base)
 
 
+def _method_named(args) -> bool:
+    """Whether the user chose a method (-m, or ``method:`` in the --config file)."""
+    if args.method is not None:
+        return True
+    if not args.config:
+        return False
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):  # (TrainConfig.from_file has already reported a bad file)
+        return False
+    return isinstance(data, dict) and data.get("method") is not None
+
+
+def _default_method(config, bundle) -> tuple[str, str | None]:
+    """``spml train``'s method when none is named: ``auto`` (the measured recommendation,
+    docs/recipe.md) where it applies; else ``an``, with the reason to print."""
+    if config.setting == "finetune":
+        return "an", ("no -m given: fine-tuning trains 'an' (the default 'auto' is a recipe of the linear "
+                      "setting: it trains several heads on cached features); name a method with -m")
+    if bundle.size("val") == 0:
+        return "an", ("no -m given and the bundle has no validation split: training 'an' with the last epoch "
+                      "kept (the default 'auto' chooses its learning rates on validation observations; prepare "
+                      "with --val-fraction > 0 for it)")
+    return "auto", None
+
+
+def _log_to(args) -> list[str]:
+    """--log-to: the experiment trackers asked for (checked installed; nothing imported otherwise)."""
+    if not getattr(args, "log_to", None):
+        return []
+    from .practitioner.loggers import check_available, parse_log_to
+
+    names = parse_log_to(args.log_to)
+    check_available(names)
+    return names
+
+
+def _add_log_to_option(p, what: str) -> None:
+    p.add_argument("--log-to", metavar="LOGGERS",
+                   help=f"also log {what} to tensorboard and/or mlflow (comma-separated): hyper-parameters, "
+                        "scalars per epoch, final metrics, the report and figures. TensorBoard: event files in "
+                        "<out>/tensorboard/ (pip install \"spmlkit[tensorboard]\"); MLflow: the store of "
+                        "MLFLOW_TRACKING_URI, else ./mlruns (pip install \"spmlkit[mlflow]\"); see "
+                        "docs/practitioner.md")
+
+
 def _cmd_train(args) -> int:
     from .data import Bundle
     from .practitioner.report import run_summary_lines
@@ -266,15 +364,21 @@ def _cmd_train(args) -> int:
     from .device import validate_config
 
     config = _train_config(args)
+    log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     device = validate_config(config)  # --device/--precision/--sync-bn: refused before anything is written
     # torchrun sets WORLD_SIZE/RANK; a plain run is one process (NCCL on GPUs, gloo on the CPU)
     dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
     try:
         bundle = Bundle(args.bundle)
+        if not _method_named(args):  # the default: auto where it applies (_default_method says why not)
+            name, why = _default_method(config, bundle)
+            config = config.replace(method=name)
+            if why and dctx.is_main:
+                print(f"note: {why}", file=sys.stderr)
+        # default folder: named after the bundle's folder (the user's name for the data), not its source file
         out = Path(args.out) if args.out else \
-            Path("runs") / f"{bundle.name}-{config.method}-lr{config.lr:g}-s{config.seed}"
+            Path("runs") / f"{Path(args.bundle).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
         from .training.prepare import build_run_method
-        from .training.run import planned_epochs
 
         method = build_run_method(config)  # built once: the trainer sets this one up
         if method.candidates and args.lr is not None and dctx.is_main:
@@ -287,14 +391,48 @@ def _cmd_train(args) -> int:
             print(f"note: {' and '.join(ignored)} apply to fine-tuning (--setting finetune); the linear setting "
                   f"trains a head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}",
                   file=sys.stderr)
-        bar = _progress(planned_epochs(config, method), f"{config.method} on {bundle.name}") if dctx.is_main else None
+        import contextlib
+        import math
+
+        from .progress import advance_to, on_steps
+
+        per_member = config.epochs  # a recipe trains each member method in turn
+        total, unit, steps = config.epochs * max(1, len(method.candidates)), "epoch", 1
+        if config.setting == "finetune":  # minutes per epoch: progress in optimizer steps
+            from .training.finetune import resolve_recipe
+
+            per_member = resolve_recipe(config, method)["epochs"]
+            steps = max(1, math.ceil(bundle.size("train") / config.batch_size))
+            total, unit = per_member * steps, "step"
+        bar = _progress(total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
+
+        tracked = []  # the run's loggers (--log-to), opened once the run folder is a run's
+
+        def track():
+            if log_to and dctx.is_main and not tracked:
+                from .practitioner.loggers import open_loggers
+
+                lg = open_loggers(log_to, name=f"{out.name} ({config.method} on {bundle.name})",
+                                  tensorboard_dir=out / "tensorboard", tags={"spmlkit.kind": "run"})
+                lg.params({"config": config.to_dict(), "method_params": dict(method.params),
+                           "bundle": str(bundle.path), "bundle_name": bundle.name})
+                tracked.append(lg)
+            return tracked[0] if tracked else None
 
         def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
+            lg = track()
+            if lg is not None:
+                from .practitioner.loggers import epoch_scalars
+
+                lg.scalars(*epoch_scalars(info))
             if bar is not None:
                 r = info["rows"][0]
                 extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
+                if extra or unit != "epoch":  # (else the position is the epoch)
+                    extra["epoch"] = f"{info['epoch']}/{per_member}"
                 bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
-                bar.update(1)
+                # the position, not a count: a resumed run goes on from its epoch
+                advance_to(bar, (info.get("member_index", 0) * per_member + info["epoch"]) * steps)
 
         def on_finished(folder):  # rank 0 only
             if bar is not None:
@@ -302,12 +440,23 @@ def _cmd_train(args) -> int:
             print(f"run {folder} already finished with this configuration: not retraining (--no-resume trains "
                   "again)")
 
+        def on_step(learner, epoch, step):  # fine-tuning: a line every few seconds inside an epoch
+            if bar is not None and getattr(learner, "image_size", None) is not None:  # (not LinearInit's phase)
+                advance_to(bar, (epoch - 1) * steps + step)
+
+        listening = on_steps(on_step) if config.setting == "finetune" else contextlib.nullcontext()
         try:
-            run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch, method=method,
-                         device=device, on_finished=on_finished, log=lambda m: print(m, file=sys.stderr, flush=True))
+            with listening:
+                run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch, method=method,
+                             device=device, on_finished=on_finished,
+                             log=lambda m: print(m, file=sys.stderr, flush=True))
         finally:
             if bar is not None:
                 bar.close()
+        if dctx.is_main and log_to:
+            from .practitioner.loggers import log_finished_run
+
+            log_finished_run(track(), out)
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")
@@ -331,7 +480,8 @@ def _add_image_train_options(p, *, bench: bool = False) -> None:
     g.add_argument("--image-size", type=_pos_int, help="input size in pixels (default 448, as the papers)")
     g.add_argument("--finetune-epochs", type=_pos_int,
                    help="fine-tuning epochs of LinearInit rows ('METHOD+li'; default 5, Cole et al. §6.1)" if bench else
-                   "fine-tuning epochs (default 10; 5 after --linear-init, Cole et al. §6.1)")
+                   "fine-tuning epochs (default: --epochs when given without --linear-init, else 10; 5 "
+                   "after --linear-init, Cole et al. §6.1)")
     if not bench:
         g.add_argument("--linear-init", action="store_true",
                        help="LinearInit: --epochs of the linear setting on cached features first, then fine-tune")
@@ -563,8 +713,22 @@ def _cmd_bench(args) -> int:
                                                                 args.methods or _bench_default_methods(spec)))
     argv = getattr(args, "argv", None)
     command = "spml " + shlex.join(argv) if argv else None
+    on_group = None
+    log_to = _log_to(args)
+    if log_to:  # TensorBoard / MLflow: one run per group as it finishes, and one for the tables
+        from .practitioner.loggers import log_bench_group
+
+        def on_group(g, record):
+            extra = f"-frac{g.fraction:g}" if g.fraction < 1 else (
+                f"-hide{g.hide_prob:g}" if g.hide_prob is not None else "")
+            label = f"{g.dataset}-{g.method}{extra}-bs{g.batch_size}-{g.hash[:8]}"
+            log_bench_group(log_to, Path(args.out), label, g.key, record)
     summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs,
-                        threads=args.threads)
+                        threads=args.threads, on_group=on_group)
+    if log_to:
+        from .practitioner.loggers import log_bench_outputs
+
+        log_bench_outputs(log_to, Path(args.out), command or "spml bench")
     w = summary["written"]
     main_file = w.get("table") or w.get("partial")
     print(Path(main_file).read_text(encoding="utf-8"), end="")
@@ -659,6 +823,7 @@ def _add_bench_parser(sub) -> None:
                         "with --threads 1); results are identical to a sequential bench")
     p.add_argument("--threads", type=_pos_int, help="torch threads per worker (default 1 with --jobs > 1)")
     _add_device_option(p, "every run")
+    _add_log_to_option(p, "every training group as it finishes (and the tables at the end)")
     p.add_argument("-o", "--out", required=True, metavar="RESULTS_DIR", help="results folder (resumable)")
     p.set_defaults(func=_cmd_bench)
 
@@ -694,7 +859,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prepare", help="load, observe, split and save a bundle",
                        description="Turn a fully labelled dataset (or your own observed labels) into a prepared "
-                                   "bundle: official test split (or a seeded hold-out), 20%% of training held out for "
+                                   "bundle: official test split (or a seeded hold-out), 20% of training held out for "
                                    "validation, observations simulated under --regime and stored.")
     p.add_argument("source", help="a dataset name (see 'spml datasets') or a file/folder path")
     p.add_argument("-o", "--out", required=True, help="bundle folder to create")
@@ -704,9 +869,13 @@ def build_parser() -> argparse.ArgumentParser:
                         + ", ".join(f"{a}={n}" for a, n in REGIME_ALIASES.items() if a in ("1p-frequent", "1p-rare",
                                                                                           "1p-largest")))
     p.add_argument("--seed", type=_seed, default=0, help="seed of the splits and the observations (default 0)")
-    p.add_argument("--val-fraction", type=_unit_float, default=0.2, help="share of training data held out for validation")
+    p.add_argument("--val-fraction", type=_unit_float, default=0.2,
+                   help="share of the training rows held out for validation (default 0.2; it chooses the best "
+                        "epoch and auto's learning rates; 0: none, the last epoch is kept and auto refuses)")
     p.add_argument("--test-fraction", type=_unit_float, default=0.2,
-                   help="share held out as test when the source has no official test split")
+                   help="share held out as test when the source has no official test split (default 0.2; 0: no "
+                        "test split, every row trains or validates: the model to deploy, after evaluating with "
+                        "a hold-out)")
     p.add_argument("--hide-prob", type=_unit_float, default=0.5, help="hiding probability of the 'partial' regime")
     p.add_argument("--format", help="input format: arff, csv, tsv, npz, mulan, voc, coco, nuswide, cub or another "
                                     "registered one (default: from the extension / folder layout)")
@@ -750,7 +919,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Distributed: torchrun --standalone --nproc_per_node N -m spmlkit.cli train ... "
                                    "(--batch-size is the global batch, split over the N processes).")
     p.add_argument("bundle", help="prepared bundle folder")
-    p.add_argument("-m", "--method", help="method name (see 'spml methods'; default an)")
+    p.add_argument("-m", "--method", help="method name (see 'spml methods'; default auto, the recipe the "
+                                          "measurements recommend (docs/recipe.md); an when fine-tuning or "
+                                          "when the bundle has no validation split, with a note)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method hyper-parameter (repeatable)")
     p.add_argument("--pseudo-scores", metavar="FILE",
                    help="vlpl / gpr: N x L .npy array of pseudo-label scores aligned with the bundle's training "
@@ -783,8 +954,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_pos_int, help="torch threads while training (default: 1 in the linear setting, "
                                                "fast on quiet and busy CPUs alike; torch's choice when fine-tuning)")
     p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")
-    p.add_argument("-o", "--out", help="run folder (default runs/<bundle>-<method>-lr<lr>-s<seed>)")
+    p.add_argument("-o", "--out", help="run folder (default runs/<bundle folder name>-<method>-lr<lr>-s<seed>)")
     p.add_argument("--no-resume", action="store_true", help="start over even if the run folder has a checkpoint")
+    _add_log_to_option(p, "the run")
     _add_device_option(p, "training")
     _add_image_train_options(p)
     p.set_defaults(func=_cmd_train)

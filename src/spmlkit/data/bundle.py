@@ -16,7 +16,9 @@ every later step reads (memory-mapped, never loaded whole)::
 Protocol (Cole et al. §6.1, the authors' data preparation, elijahcole/single-positive-multi-label `preproc/`): where the source has an
 official test split it is the test set; otherwise ``test_fraction`` of it is held out
 (seeded).  ``val_fraction`` (default 20%) of the training set is held out for
-validation (seeded).  Validation and test keep full labels.  Training examples with no
+validation (seeded).  ``test_fraction=0`` keeps no test split (the model to deploy
+trains on every row but the validation rows, which ``auto`` and best-epoch selection
+need); ``val_fraction=0`` keeps no validation split (the last epoch is kept).  Validation and test keep full labels.  Training examples with no
 true positive cannot get a single positive and are dropped (the count is stored in
 ``meta.json`` and printed).  The observations of the chosen regime are generated once
 here; other regimes are generated on demand from the same seed (the kept positive is
@@ -47,14 +49,19 @@ OBSERVED_ONLY = "observed"  # the regime name of a practitioner's own observatio
 
 
 def split_indices(n: int, fraction: float, rng: np.random.Generator, *,
-                  source: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  source: str | None = None, option: str = "hold-out fraction") -> tuple[np.ndarray, np.ndarray]:
     """Seeded hold-out: returns sorted ``(keep, held_out)`` row indices, ``round(n*fraction)`` held out.
-    ``source`` (the dataset's file, or what is held out) prefixes the error message."""
+    ``source`` (the dataset's file, or what is held out) prefixes the error message and
+    ``option`` (e.g. ``--test-fraction``) names the setting it comes from."""
+    where = source + ": " if source else ""
     if not 0.0 < fraction < 1.0:
-        raise ConfigError(f"hold-out fraction must be in (0, 1), got {fraction}")
+        raise ConfigError(f"{where}{option} must be below 1 (0 holds nothing out), got {fraction:g}"
+                          if fraction >= 1 else f"{where}{option} must be in (0, 1), got {fraction:g}")
     n_out = int(round(n * fraction))
     if n_out == 0 or n_out == n:
-        raise ConfigError(f"{source + ': ' if source else ''}cannot hold out {fraction:.0%} of {n} examples")
+        raise ConfigError(f"{where}{option} {fraction:g} cannot hold out {fraction:.0%} of {n} examples "
+                          f"({'none' if n_out == 0 else 'all'} would be left "
+                          f"{'out' if n_out == 0 else 'to train on'}); choose another {option}")
     perm = rng.permutation(n)
     return np.sort(perm[n_out:]), np.sort(perm[:n_out])
 
@@ -288,18 +295,30 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
     parts: dict[str, tuple[Split, np.ndarray]] = {}
     notes = list(dataset.notes)
     train_rows = np.arange(len(src_train))
+    none = np.zeros(0, dtype=np.int64)
     if "test" in dataset.splits:
         parts["test"] = (dataset.splits["test"], np.arange(len(dataset.splits["test"])))
+    elif test_fraction == 0:  # the final model: every row trains or validates (evaluate with a hold-out first)
+        parts["test"] = (src_train.subset(none), none)
+        notes.append("no test split (--test-fraction 0): every row trains or validates; test scores are not "
+                     "available (evaluate with a hold-out first, then prepare again with --test-fraction 0 "
+                     "for the model you deploy)")
     else:
         train_rows, test_rows = split_indices(len(src_train), test_fraction, test_rng,
-                                              source=f"{dataset.source or dataset.name} (test split)")
+                                              source=f"{dataset.source or dataset.name} (test split)",
+                                              option="--test-fraction")
         parts["test"] = (src_train.subset(test_rows), test_rows)
         notes.append(f"no official test split: held out {test_fraction:.0%} of the training file as test (seed {seed})")
     if "val" in dataset.splits:
         parts["val"] = (dataset.splits["val"], np.arange(len(dataset.splits["val"])))
+    elif val_fraction == 0:  # no validation: the last epoch is kept; auto (which chooses on validation) refuses
+        parts["val"] = (src_train.subset(none), none)
+        notes.append("no validation split (--val-fraction 0): training keeps the last epoch (--selection last); "
+                     "auto needs a validation split")
     else:
         keep, val = split_indices(len(train_rows), val_fraction, split_rng,
-                                  source=f"{dataset.source or dataset.name} (validation split)")
+                                  source=f"{dataset.source or dataset.name} (validation split)",
+                                  option="--val-fraction")
         parts["val"] = (src_train.subset(train_rows[val]), train_rows[val])
         train_rows = train_rows[keep]
     train = src_train.subset(train_rows)

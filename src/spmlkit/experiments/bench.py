@@ -538,8 +538,10 @@ class BenchRunner:
 
     def __init__(self, spec: BenchSpec, out: str | Path, *, command: str | None = None,
                  log: Callable[[str], None] | None = None, progress: bool | None = None,
-                 figures: bool = True, jobs: int = 1, threads: int | None = None):
+                 figures: bool = True, jobs: int = 1, threads: int | None = None,
+                 on_group: Callable[[Group, dict], None] | None = None):
         self.spec = validate_spec(spec)
+        self.on_group = on_group  # hears every group this invocation trains, with its record (e.g. --log-to)
         if jobs < 1:
             raise ConfigError(f"jobs must be >= 1, got {jobs}")
         self.jobs = int(jobs)
@@ -696,12 +698,15 @@ class BenchRunner:
                                     initializer=_init_worker, initargs=(threads, os.getpid())) as pool:
             futures = {pool.submit(_worker_run_group, self.spec, str(self.out), g, paths[g.hash]): g
                        for g in pending}
-            for fut in cf.as_completed(futures):
+            for done, fut in enumerate(cf.as_completed(futures), 1):
                 g = futures[fut]
                 self.records[g.hash] = fut.result()
                 self.n_trained += 1
+                bar.set_postfix_str(f"{done}/{len(pending)} groups done, last {g.dataset} {g.method} "
+                                    f"bs {g.batch_size}")
                 bar.update(g.steps)
-                bar.set_postfix_str(f"done {g.dataset} {g.method} bs {g.batch_size}")
+                if self.on_group is not None:
+                    self.on_group(g, self.records[g.hash])
                 write_outputs(self, groups, ctx)
 
     # ------------------------------------------------------------------------ run
@@ -733,8 +738,6 @@ class BenchRunner:
             lock.release()
 
     def _run(self, datasets: list, t_start: float) -> dict:
-        from tqdm.auto import tqdm
-
         from .tables import write_outputs
 
         self._cache_image_features(datasets)
@@ -751,21 +754,25 @@ class BenchRunner:
         self.log(f"bench: {len(groups)} training group(s), {len(groups) - len(pending)} already finished, "
                  f"{len(pending)} to run -> {self.out}")
         total = sum(g.steps for g in pending)
-        disable = (not self.progress) if self.progress is not None else (os.environ.get("SPML_NO_PROGRESS") == "1" or None)
-        bar = tqdm(total=total, desc="bench", unit="step", file=sys.stderr, dynamic_ncols=True,
-                   disable=disable, smoothing=0.05)
+        from ..progress import progress
+
+        # a bar on a terminal, a line every few seconds (elapsed, time left) in a log file
+        bar = progress(total, "bench", unit="step", disable=None if self.progress is None else not self.progress)
         subsets: dict = {}
         ctx = {"t_start": t_start, "command": self.command, "datasets": datasets}
         try:
             if self.jobs > 1 and len(pending) > 1:
                 self._run_parallel(pending, by_label, groups, ctx, bar)
             else:
-                for g in pending:
+                for i, g in enumerate(pending):
                     bundle = self._bundle_for(g, by_label, subsets)
                     extra = f" frac {g.fraction:g}" if g.fraction < 1 else (
                         f" hide {g.hide_prob:g}" if g.hide_prob is not None else "")
-                    bar.set_postfix_str(f"{g.dataset} {g.method}{extra} bs {g.batch_size}")
+                    bar.set_postfix_str(f"group {i + 1}/{len(pending)} {g.dataset} {g.method}{extra} "
+                                        f"bs {g.batch_size}")
                     self.records[g.hash] = self.run_group(g, bundle, bar)
+                    if self.on_group is not None:
+                        self.on_group(g, self.records[g.hash])
                     write_outputs(self, groups, ctx)
         finally:
             bar.close()

@@ -126,10 +126,10 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             continue
         todo[split] = _progress_rows(folder, split)
     total = sum(bundle.size(s) - done for s, done in todo.items())
-    from tqdm.auto import tqdm
+    from ..progress import progress as progress_bar
 
-    bar = tqdm(total=total, desc=f"features {name}", unit="img", file=sys.stderr, dynamic_ncols=True,
-               disable=(not progress) or os.environ.get("SPML_NO_PROGRESS") == "1" or None)
+    # a bar on a terminal, a line every few seconds (elapsed, time left) in a log file
+    bar = progress_bar(total, f"features {name}", unit="img", disable=None if progress else True)
     n_images, n_batches, t0 = 0, 0, time.perf_counter()
     try:
         for split, done in todo.items():

@@ -65,7 +65,8 @@ class Recipe(Method):
         self.combine = combine
 
 
-@register_method("auto", reference="spmlkit (issue 16): docs/recipe.md", setting="linear", family="recipe",
+@register_method("auto", reference="spmlkit's recipe, the default of spml train: docs/recipe.md", setting="linear",
+                 family="recipe",
                  in_default_bench=False)
 def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "mean_probability") -> Method:
     """spmlkit's recipe: l1r, em-apl, wan and ll-ct, each at its best lr by observed validation mAP, probabilities averaged.

@@ -76,7 +76,7 @@ EXPECTED_FAILED_CHECKS = {
     "check_supervised_y_2d": "a 2-D y is an observation matrix (+1/-1/0), not a column of class labels, so "
                              "y[:, None] of class ids 0..2 is rejected instead of raveled with a warning",
     "check_classifier_multioutput": "predict applies the model's label-set rule (expected-k by default: "
-                                    "single-positive probabilities are not calibrated, issue 15), not "
+                                    "single-positive probabilities are not calibrated), not "
                                     "predict_proba > 0.5 (threshold_rule='threshold' gives that)",
 }
 
@@ -160,7 +160,11 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
     ----------
     method : str
         Any registered method (``spml methods``; ``an``, ``bce``, ``iu``, ``iun`` in the
-        spine; Cole/ROLE, Zhou EM/APL, OPML/LL from the method modules).
+        spine; Cole/ROLE, Zhou EM/APL, OPML/LL from the method modules).  Default
+        ``auto``, the recipe the measurements recommend (docs/recipe.md): it needs held-out
+        rows (``validation_fraction`` > 0 or ``validation_data``) and ignores ``lr`` (it
+        tries its own learning rates); name a single method (e.g. ``"an"``) for a faster
+        fit or without validation rows.
     lr, batch_size, epochs, seed, head, hidden, standardize, patience, selection
         As in :class:`spmlkit.config.TrainConfig` (defaults: Cole et al.'s linear setting).
     method_params : dict, optional
@@ -202,7 +206,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         holds CPU tensors and predicts on the CPU.
     """
 
-    def __init__(self, method: str = "an", *, lr: float = 1e-3, batch_size: int = 8, epochs: int = 25,
+    def __init__(self, method: str = "auto", *, lr: float = 1e-3, batch_size: int = 8, epochs: int = 25,
                  seed: int = 0, method_params: dict | None = None, head: str = "linear", hidden: int = 512,
                  standardize: bool = True, patience: int | None = None, selection: str = "auto",
                  expected_positives: float | None = None, threshold_rule: str = "auto",
@@ -373,7 +377,8 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             r = info["rows"][0]
             val = r.get("val_score")
             val = "—" if val is None or np.isnan(val) else f"{val:.2f}"
-            print(f"{type(self).__name__} {config.method}: epoch {info['epoch']}/{config.epochs}, training loss "
+            who = f"{config.method} member {info['member']}" if info.get("member") else config.method  # a recipe's
+            print(f"{type(self).__name__} {who}: epoch {info['epoch']}/{config.epochs}, training loss "
                   f"{r['train_loss']:.4f}, validation {selection} {val} ({info['seconds']:.2f} s)",
                   file=sys.stderr, flush=True)
 

@@ -109,6 +109,70 @@ def write_curves(rows: list[dict], path: str | Path, *, selection: str, best_epo
     return path
 
 
+def recipe_members(result: dict) -> list[dict]:
+    """The member methods of a recipe run (``auto``): ``[{method, lr, best_epoch,
+    val_observed_map}, ...]`` from its ``result.json`` notes, else ``[]``."""
+    notes = result.get("notes")
+    members = notes.get("members") if isinstance(notes, dict) else None
+    return list(members) if isinstance(members, list) else []
+
+
+def member_rows(run_dir: str | Path, result: dict) -> dict[str, list[dict]]:
+    """Per-epoch metrics of each recipe member at the learning rate it kept (from
+    ``members/<method>/metrics.jsonl``, which holds every lr it tried)."""
+    out = {}
+    for m in recipe_members(result):
+        rows = read_jsonl(Path(run_dir) / "members" / m["method"] / "metrics.jsonl")
+        mine = [r for r in rows if math.isclose(float(r.get("lr", math.nan)), float(m["lr"]), rel_tol=1e-9)
+                and r.get("seed", result.get("seed")) == result.get("seed")]
+        by_epoch = {}
+        for r in mine:  # a resumed run may repeat an epoch: the last record wins
+            by_epoch[r["epoch"]] = r
+        if by_epoch:
+            out[m["method"]] = [by_epoch[e] for e in sorted(by_epoch)]
+    return out
+
+
+def write_member_curves(series: dict[str, list[dict]], path: str | Path, *, selection: str,
+                        best: dict[str, int] | None = None) -> Path:
+    """Training loss and validation score per epoch of each recipe member (one line each,
+    its best epoch marked), as a PNG (atomic)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    fig = Figure(figsize=(9, 3.4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax1, ax2 = fig.subplots(1, 2)
+    for i, (name, rows) in enumerate(series.items()):
+        epochs = [r["epoch"] for r in rows]
+        lr = rows[0].get("lr")
+        label = f"{name} (lr {lr:g})" if lr is not None else name
+        ax1.plot(epochs, [r["train_loss"] for r in rows], marker="o", ms=2, color=f"C{i}", label=label)
+        vals = [np.nan if r.get("val_score") is None else r["val_score"] for r in rows]
+        ax2.plot(epochs, vals, marker="o", ms=2, color=f"C{i}", label=label)
+        b = (best or {}).get(name)
+        if b in epochs:
+            ax2.plot([b], [vals[epochs.index(b)]], marker="*", ms=10, color=f"C{i}")
+    ax1.set_xlabel("epoch")
+    ax1.set_ylabel("training loss")
+    ax1.set_title("training loss per member")
+    ax1.legend(fontsize=7)
+    ax2.set_xlabel("epoch")
+    ax2.set_ylabel(selection)
+    ax2.set_title(f"validation {selection}" + (" (observed labels only)" if selection.startswith("observed") else "")
+                  + "; * best", fontsize=9)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    return path
+
+
+#: configuration fields that only mean something when fine-tuning (hidden from a linear run's report)
+FINETUNE_ONLY = ("backbone", "weights", "image_size", "finetune_epochs", "linear_init", "linear_init_lr", "optimizer",
+                 "ema_decay", "num_workers", "freeze_bn", "precision", "channels_last", "compile", "sync_bn")
+
+
 # ---------------------------------------------------------------------- report
 def _fmt(v) -> str:
     if v is None:
@@ -126,11 +190,21 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     selection = result.get("selection", "")
     observed = not bundle_meta.get("has_full_labels", True)
     test_full = result.get("test_map") is not None
+    members = recipe_members(result)
+    series = member_rows(run_dir, result) if members else {}
     if rows:
         write_curves(rows, run_dir / "curves.png", selection=selection, best_epoch=result.get("best_epoch"))
+    elif series:
+        write_member_curves(series, run_dir / "curves.png", selection=selection,
+                            best={m["method"]: m.get("best_epoch") for m in members})
     L = []
-    L.append(f"# Run report: {config.get('method')} on {bundle_meta.get('name', '?')}")
+    bundle_dir = Path(str(bundle_meta.get("path", "?"))).name
+    source = bundle_meta.get("source")
+    L.append(f"# Run report: {run_dir.name} — {config.get('method')} on {bundle_dir}")
     L.append("")
+    if source and str(source) != str(bundle_meta.get("name")):
+        L.append(f"Data: `{source}` (bundle name `{bundle_meta.get('name', '?')}`).")
+        L.append("")
     L.append(f"Written by spmlkit {__version__} on "
              f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}.  "
              f"Bundle `{bundle_meta.get('path', '?')}`: regime `{bundle_meta.get('regime')}`, "
@@ -150,8 +224,12 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     L.append("| option | value |")
     L.append("|---|---|")
     for k, v in config.items():
+        if k in FINETUNE_ONLY and config.get("setting", "linear") != "finetune":
+            continue  # image/fine-tuning settings do not apply to a head on features
         if k == "params":
             v = ", ".join(f"{a}={b}" for a, b in (v or {}).items()) or "(defaults)"
+        if k == "lr" and members:
+            v = "not used: each member keeps its own (see Members)"
         L.append(f"| {k} | {_fmt(v)} |")
     if result.get("params"):
         L.append(f"| resolved method hyper-parameters | "
@@ -163,9 +241,33 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
 
         L.append(f"| trained on | {describe(result['device'])} |")
     L.append("")
+    if members:
+        L.append("## Members")
+        L.append("")
+        L.append(f"`{config.get('method')}` averages the probabilities of {len(members)} member method(s); each "
+                 f"was trained at every learning rate of the recipe and kept the one with the best validation "
+                 f"{selection} (observed labels only: no full label is read, also when the bundle has them).")
+        L.append("")
+        L.append(f"| member | lr kept | best epoch | validation {selection} (observed) |")
+        L.append("|---|---:|---:|---:|")
+        for m in members:
+            L.append(f"| {m['method']} | {m['lr']:g} | {m.get('best_epoch')} of {len(series.get(m['method'], [])) or '?'}"
+                     f" | {_fmt(m.get('val_observed_map'))} |")
+        L.append("")
     L.append("## Training curves")
     L.append("")
-    if rows:
+    if series and not rows:
+        L.append("![training loss and validation score per epoch of each member](curves.png)")
+        L.append("")
+        L.append("| epoch | " + " | ".join(f"{n} loss | {n} validation" for n in series) + " |")
+        L.append("|---:|" + "---:|---:|" * len(series))
+        for e in sorted({r["epoch"] for rs in series.values() for r in rs}):
+            cells = []
+            for n, rs in series.items():
+                r = next((x for x in rs if x["epoch"] == e), None)
+                cells += ["—", "—"] if r is None else [f"{r['train_loss']:.5f}", _fmt(r.get("val_score"))]
+            L.append(f"| {e} | " + " | ".join(cells) + " |")
+    elif rows:
         L.append("![training loss and validation score per epoch](curves.png)")
         L.append("")
         L.append(f"| epoch | training loss | validation {selection}{' (observed)' if selection.startswith('observed') else ''} | |")
@@ -178,11 +280,18 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     L.append("")
     L.append("## Final metrics")
     L.append("")
-    L.append(f"- best epoch: **{result.get('best_epoch')}** of {result.get('epochs_run')} run "
-             f"(selection `{selection}`"
-             + (", observed labels only" if selection.startswith("observed") else "")
-             + (", no validation data: final epoch" if selection == "last" else "") + ")")
-    if selection != "last":
+    if members:
+        L.append("- best epochs: " + ", ".join(f"{m['method']} {m.get('best_epoch')}" for m in members)
+                 + f" of {result.get('epochs_run')} (each member's own, by validation `{selection}`)")
+        L.append(f"- validation {selection} of the averaged model: **{_fmt(result.get('val_score'))}** (observed "
+                 "labels only: unobserved labels count as negatives, so it is lower than, and not comparable to, "
+                 "a full-label validation mAP)")
+    else:
+        L.append(f"- best epoch: **{result.get('best_epoch')}** of {result.get('epochs_run')} run "
+                 f"(selection `{selection}`"
+                 + (", observed labels only" if selection.startswith("observed") else "")
+                 + (", no validation data: final epoch" if selection == "last" else "") + ")")
+    if selection != "last" and not members:
         L.append(f"- validation {selection}: **{_fmt(result.get('val_score'))}**")
     if test_full:
         extra = f" ({result['n_empty_test_classes']} test classes without positives excluded)" \
@@ -271,7 +380,17 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
     run_dir = Path(run_dir)
     sel = record.get("selection", "")
     lines = []
-    if sel == "last":
+    members = recipe_members(record)
+    if members:
+        lines.append(f"run {run_dir}: {record.get('method')}, the mean of {len(members)} member methods, each at "
+                     f"the lr and epoch with its best validation {sel} (observed labels only):")
+        for m in members:
+            lines.append(f"  {m['method']:8s} lr {m['lr']:g}, best epoch {m.get('best_epoch')}/"
+                         f"{record.get('epochs_run')}, validation {sel} {_fmt(m.get('val_observed_map'))}")
+        lines.append(f"averaged model: validation {sel} {_fmt(record.get('val_score'))} (observed labels only: "
+                     "unobserved labels count as negatives, so it is lower than a full-label mAP and not "
+                     "comparable to one)")
+    elif sel == "last":
         lines.append(f"run {run_dir}: no validation data, final epoch {record.get('best_epoch')} kept")
     else:
         obs = " (observed labels only)" if sel.startswith("observed") else ""

@@ -35,6 +35,7 @@ import torch
 
 from ..io import append_jsonl, read_jsonl, write_text
 from ..methods.base import Batch, Method
+from .. import progress as _progress
 from . import distributed
 from ..errors import CorruptFileError
 from .checkpoint import RESTART_ADVICE, load_run_checkpoint, save_checkpoint
@@ -94,6 +95,8 @@ def train_epoch(learner: Learner, method: Method, epoch: int,
         d = loss.detach()
         loss_sum = d.clone() if loss_sum is None else loss_sum.add_(d)
         n_steps += 1
+        if _progress._STEP_LISTENERS:  # progress inside long epochs (spmlkit.progress.on_steps)
+            _progress.step_done(learner, epoch, n_steps)
     if loss_sum is None:
         loss_sum = torch.zeros(learner.n_members, device=getattr(learner, "device", "cpu"))
     return loss_sum, n_steps

@@ -108,7 +108,7 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
 
         def member_epoch(info, name=name, i=i):
             if on_epoch is not None:
-                on_epoch({**info, "member": f"{name} ({i + 1}/{len(method.candidates)})"})
+                on_epoch({**info, "member": f"{name} ({i + 1}/{len(method.candidates)})", "member_index": i})
 
         runs[name] = train_linear(bundle, cfg, lrs=m_lrs, seeds=m_seeds, run_dir=sub_dir, resume=resume,
                                   on_epoch=member_epoch, keep_state=True, device=parts.device)
