@@ -531,6 +531,11 @@ def histogram_of(probs, mask) -> list[list[float]]:
 class BenchRunner:
     """Runs a :class:`BenchSpec` into ``out`` (see the module docstring)."""
 
+    #: trains the pending groups instead of the local loop / process pool when set
+    #: (``executor.train(runner, pending, by_label, groups, ctx, bar)``; see
+    #: :mod:`spmlkit.experiments.executors`)
+    executor = None
+
     def __init__(self, spec: BenchSpec, out: str | Path, *, command: str | None = None,
                  log: Callable[[str], None] | None = None, progress: bool | None = None,
                  figures: bool = True, jobs: int = 1, threads: int | None = None):
@@ -733,7 +738,9 @@ class BenchRunner:
         subsets: dict = {}
         ctx = {"t_start": t_start, "command": self.command, "datasets": datasets}
         try:
-            if self.jobs > 1 and len(pending) > 1:
+            if self.executor is not None:  # another engine (spmlkit.experiments.executors: Ray, --table-only)
+                self.executor.train(self, pending, by_label, groups, ctx, bar)
+            elif self.jobs > 1 and len(pending) > 1:
                 self._run_parallel(pending, by_label, groups, ctx, bar)
             else:
                 for g in pending:
