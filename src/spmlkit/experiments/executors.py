@@ -333,6 +333,21 @@ def _ray_train_group(spec, out: str, g, bundle_path: str, session: str, threads:
                               "device": str((spec.config or {}).get("device") or "auto")}}
 
 
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 goes to a discarded temporary file (C++ libraries write there
+    directly, past ``sys.stderr``)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 class RayExecutor:
     """Trains a bench's pending groups as Ray tasks (see the module docstring).
 
@@ -371,11 +386,13 @@ class RayExecutor:
         if self.address is None:
             kw["num_cpus"] = int(self.num_cpus or os.cpu_count() or 1)
         try:
-            ray.init(address=self.address, **kw)
+            # connecting to an address, Ray's C++ client logs every retry on stderr; the outcome is one line
+            with _quiet_stderr() if self.address is not None else contextlib.nullcontext():
+                ray.init(address=self.address, **kw)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... : one line
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"--executor ray: could not {'reach ' + self.address if self.address else 'start'} "
-                              f"a Ray cluster ({msg})") from None
+            where = f"reach a Ray cluster at {self.address}" if self.address else "start a local Ray cluster"
+            raise ConfigError(f"--executor ray: could not {where} ({msg})") from None
         self._started = True
 
     def close(self) -> None:
