@@ -291,3 +291,67 @@ def _group_alive(pgid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+# ------------------------------------------------------------- one GPU per worker
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """This CPU machine reports two CUDA devices (nothing is ever run on them)."""
+    import torch
+
+    import spmlkit.device as D
+
+    monkeypatch.setattr(D, "cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+
+
+def test_one_gpu_per_worker_rule(two_gpus):
+    assert E.worker_gpus("cuda", 2) == ["cuda:0", "cuda:1"]
+    assert E.worker_gpus(None, 2) == ["cuda:0", "cuda:1"]  # auto: CUDA when available
+    assert E.worker_gpus("cuda", 1) is None and E.worker_gpus("cpu", 4) is None
+    with pytest.raises(ConfigError, match="--jobs 3 --device cuda: .*2 GPUs are visible.*--share-gpus"):
+        E.worker_gpus("cuda", 3)
+    assert E.worker_gpus("cuda", 3, share=True) == ["cuda:0", "cuda:1", "cuda:0"]
+    with pytest.raises(ConfigError, match="one GPU is named"):
+        E.worker_gpus("cuda:1", 2)
+    assert E.worker_gpus("cuda:1", 2, share=True) == ["cuda:1", "cuda:1"]
+
+
+def test_jobs_beyond_the_gpus_is_refused_before_anything_is_written(two_gpus, toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+
+    out = tmp_path / "bad"
+    assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--jobs", "3",
+                 "--device", "cuda", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--jobs 3 --device cuda" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_worker_trains_on_its_own_gpu_and_the_group_records_its_device(toy_bundle, tmp_path, monkeypatch):
+    """The worker's GPU (taken once by the pool initialiser) replaces the bench's device for
+    every group it trains; the trap stands in for CUDA training on this CPU machine."""
+    import spmlkit.training.linear as lin
+
+    seen = []
+
+    def trap(bundle, config, **kw):
+        seen.append(config.device)
+        raise RuntimeError("trap")
+
+    spec = B.validate_spec(_spec(toy_bundle, config={"device": "cuda"}))
+    ds = [B.BenchDataset("toy", toy_bundle, B.bundle_fingerprint(toy_bundle))]
+    g = B.plan_groups(spec, ds)[0]
+    monkeypatch.setattr(lin, "train_linear", trap)
+    monkeypatch.setattr(B, "_WORKER_DEVICE", "cuda:1")
+    with pytest.raises(RuntimeError, match="trap"):
+        B._worker_run_group(spec, str(tmp_path / "w"), g, str(toy_bundle.path))
+    assert seen == ["cuda:1"]
+    assert B.plan_groups(B.validate_spec(_spec(toy_bundle)), ds)[0].hash == g.hash  # the device is not in the hash
+    monkeypatch.undo()
+    out = tmp_path / "cpu"
+    B.run_bench(_spec(toy_bundle, methods=["an"], batch_sizes=(8,), epochs=1), out, progress=False, figures=False,
+                log=lambda m: None)
+    (rec,) = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
+    assert rec["device"] == "cpu"

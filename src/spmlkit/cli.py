@@ -549,11 +549,11 @@ def _cmd_bench(args) -> int:
     if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
         return _bench_shard(args, spec)
     executor = _bench_executor(args)
-    if executor is not None:
+    if executor is not None or args.share_gpus:
         from .experiments.executors import run_bench_with
 
-        summary = run_bench_with(spec, args.out, executor, command=command, figures=not args.no_figures,
-                                 jobs=args.jobs or 1, threads=args.threads)
+        summary = run_bench_with(spec, args.out, executor, share_gpus=args.share_gpus, command=command,
+                                 figures=not args.no_figures, jobs=args.jobs or 1, threads=args.threads)
     else:
         summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs or 1,
                             threads=args.threads)
@@ -583,6 +583,10 @@ def _check_bench_engine_options(args) -> None:
         raise ConfigError("--address is the Ray cluster of --executor ray; add --executor ray")
     if args.table_only and (args.executor != "local" or args.jobs is not None):
         raise ConfigError("--table-only trains nothing; it takes neither --executor nor --jobs")
+    if args.jobs and args.jobs > 1 and args.executor == "local":
+        from .experiments.executors import worker_gpus
+
+        worker_gpus(args.device, args.jobs, share=args.share_gpus)  # --jobs > GPUs: refused before any write
     if args.executor == "ray" and args.address is not None and args.jobs is not None:
         raise ConfigError("--jobs with --executor ray sets the CPUs of the local Ray cluster it starts; with "
                           "--address the cluster's own resources decide (leave --jobs out)")
@@ -702,6 +706,9 @@ def _add_bench_parser(sub) -> None:
                         "with --jobs CPUs or on --address; default local (this process, or --jobs workers)")
     p.add_argument("--address", metavar="HOST:PORT",
                    help="Ray cluster to run on with --executor ray (HOST:PORT, ray://HOST:PORT or auto)")
+    p.add_argument("--share-gpus", action="store_true",
+                   help="with --jobs N --device cuda: allow more workers than GPUs (round-robin); by default "
+                        "each worker takes a GPU of its own and --jobs beyond the visible GPUs is refused")
     p.add_argument("--table-only", action="store_true",
                    help="train nothing: write the tables from the groups already finished (e.g. by --shard runs)")
     p.add_argument("--threads", type=_pos_int, help="torch threads per worker (default 1 with --jobs > 1)")
