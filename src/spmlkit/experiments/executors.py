@@ -436,17 +436,20 @@ class RayExecutor:
             return
         ray = self.ray
         session = uuid.uuid4().hex
-        write_json(runner.out / "work" / RAY_SESSION, {"id": session, "driver_pid": os.getpid()})
         available = ray.cluster_resources()
         task = ray.remote(_ray_train_group)
-        refs = {}
-        for g in pending:
+        requests = []
+        for g in pending:  # every request checked against the cluster before any task is submitted
             bundle = runner._draw_bundle(g, by_label)
             res = group_resources(runner.spec, g, bundle, self.threads)
             for name, key in (("num_cpus", "CPU"), ("num_gpus", "GPU"), ("memory", "memory")):
                 if res[name] and res[name] > available.get(key, 0):
                     raise ConfigError(f"group {g.dataset} {g.method} bs {g.batch_size} needs {name}={res[name]} but "
                                       f"the Ray cluster has {available.get(key, 0):g} {key}")
+            requests.append((g, bundle, res))
+        write_json(runner.out / "work" / RAY_SESSION, {"id": session, "driver_pid": os.getpid()})
+        refs = {}
+        for g, bundle, res in requests:
             ref = task.options(**res, max_retries=self.max_retries, retry_exceptions=False,
                                name=f"spml {g.dataset} {g.method} bs {g.batch_size}").remote(
                 runner.spec, str(runner.out), g, str(bundle.path), session, self.threads)
