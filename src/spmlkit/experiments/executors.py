@@ -49,7 +49,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SpmlError
 from ..io import FolderLock, check_output_folder, read_json, write_json
 
 SHARD_PLAN = "shard-plan.json"
@@ -464,6 +464,11 @@ class RayExecutor:
                 except ray.exceptions.RayTaskError as exc:  # the group's own error, as the local bench raises it
                     cause = getattr(exc, "cause", None)
                     raise (cause if isinstance(cause, BaseException) else exc) from None
+                except ray.exceptions.RayError as exc:  # its worker died more than max_retries times, node lost...
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise SpmlError(f"group {g.dataset} {g.method} bs {g.batch_size} failed on the Ray cluster after "
+                                    f"{self.max_retries} retries ({type(exc).__name__}: {first}); the finished groups "
+                                    f"are kept in {runner.out}: rerun the command to resume") from None
                 # (the record keeps where it ran under "worker"; its runs are what a local bench writes)
                 rec = json.loads(dumps_json(rec))
                 path = runner.group_path(g)
