@@ -18,7 +18,8 @@ is the wall time a worker slot spends on a group beyond its training time
 (``(wall − Σ group seconds / 2) / (groups / 2)``, the group seconds read from the group
 files), for the pool and for Ray; Ray's cluster start is measured separately (one
 ``ray.init`` + ``ray.shutdown`` in a fresh process).  The four tables are checked equal
-outside their run blocks, command and machine lines (which name the workers).  Writes ``benchmarks/results/bench_executors.md``.
+outside their run blocks, command and machine lines (which name the workers).
+Writes ``benchmarks/results/bench_executors.md``.
 """
 from __future__ import annotations
 

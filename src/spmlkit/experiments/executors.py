@@ -44,7 +44,6 @@ import os
 import socket
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Callable
