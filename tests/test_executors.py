@@ -168,6 +168,15 @@ def test_bad_engine_options_are_one_line_exit_2_nothing_written(toy_bundle, tmp_
     assert not out.exists()
 
 
+def test_a_shard_of_an_unknown_dataset_leaves_no_folder(tmp_path, capsys):
+    from spmlkit.cli import main
+
+    out = tmp_path / "bad"
+    assert main(["bench", "--datasets", "no-such-dataset", "--methods", "an", "--shard", "1/2", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not out.exists()
+
+
 def test_executor_ray_without_the_extra(toy_bundle, tmp_path, capsys, monkeypatch):
     from spmlkit.cli import main
 

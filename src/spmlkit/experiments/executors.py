@@ -179,13 +179,24 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
         import torch
 
         torch.set_num_threads(int(threads))
+    created = not out.exists()
     lock = SharedFolderLock(out).acquire()
     try:
-        with _exclusive(out / SHARD_PREPARE_LOCK):  # one shard prepares datasets / features at a time
-            if not _check_plan(plan, ident):  # (re-checked: another shard may have written it meanwhile)
-                write_json(plan, ident)
-            datasets = resolve_datasets(runner.spec, out, log)
-            runner._cache_image_features(datasets)
+        try:
+            with _exclusive(out / SHARD_PREPARE_LOCK):  # one shard prepares datasets / features at a time
+                _check_plan(plan, ident)  # (again: another shard may have written it meanwhile)
+                datasets = resolve_datasets(runner.spec, out, log)
+                runner._cache_image_features(datasets)
+                if not plan.exists():
+                    write_json(plan, ident)
+        except BaseException:
+            if created:  # a shard that failed before doing anything leaves no folder behind
+                from .bench import _remove_empty_tree
+
+                lock.release()
+                (out / SHARD_PREPARE_LOCK).unlink(missing_ok=True)
+                _remove_empty_tree(out)
+            raise
         by_label = {d.label: d for d in datasets}
         groups = plan_groups(runner.spec, datasets)
         mine = shard_groups(groups, k, n)
