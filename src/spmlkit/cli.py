@@ -682,6 +682,7 @@ def _cmd_bench(args) -> int:
 
     from .experiments.bench import BenchSpec, parse_method_params, run_bench
 
+    _check_bench_engine_options(args)
     config = {}
     for opt, field in (("head", "head"), ("selection", "selection"), ("feature_set", "feature_set"),
                        ("empty_classes", "empty_classes"), ("max_memory_mb", "max_memory_mb"),
@@ -723,8 +724,18 @@ def _cmd_bench(args) -> int:
                 f"-hide{g.hide_prob:g}" if g.hide_prob is not None else "")
             label = f"{g.dataset}-{g.method}{extra}-bs{g.batch_size}-{g.hash[:8]}"
             log_bench_group(log_to, Path(args.out), label, g.key, record)
-    summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs,
-                        threads=args.threads, on_group=on_group)
+    if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
+        return _bench_shard(args, spec)
+    executor = _bench_executor(args)
+    if executor is not None or args.share_gpus:
+        from .experiments.executors import run_bench_with
+
+        summary = run_bench_with(spec, args.out, executor, share_gpus=args.share_gpus, command=command,
+                                 figures=not args.no_figures, jobs=args.jobs or 1, threads=args.threads,
+                                 on_group=on_group)
+    else:
+        summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs or 1,
+                            threads=args.threads, on_group=on_group)
     if log_to:
         from .practitioner.loggers import log_bench_outputs
 
@@ -734,6 +745,54 @@ def _cmd_bench(args) -> int:
     print(Path(main_file).read_text(encoding="utf-8"), end="")
     print(f"\nresults in {args.out}: " + ", ".join(Path(p).name for k, p in w.items() if k != "figures")
           + "".join(f", {Path(p).name}" for p in w.get("figures", [])))
+    return 0
+
+
+def _check_bench_engine_options(args) -> None:
+    """``--shard``, ``--executor``, ``--address``, ``--table-only`` and ``--jobs``: the
+    combinations that mean nothing are one-line errors before anything is written."""
+    from .errors import ConfigError
+
+    if args.shard is not None:
+        from .experiments.executors import parse_shard
+
+        parse_shard(args.shard)
+        for given, opt in ((args.jobs is not None, "--jobs"), (args.executor != "local", "--executor ray"),
+                           (args.table_only, "--table-only")):
+            if given:
+                raise ConfigError(f"--shard {args.shard} with {opt}: a shard is one process training its share of "
+                                  f"the grid; run N shards side by side instead (see docs/scale.md)")
+    if args.address is not None and args.executor != "ray":
+        raise ConfigError("--address is the Ray cluster of --executor ray; add --executor ray")
+    if args.table_only and (args.executor != "local" or args.jobs is not None):
+        raise ConfigError("--table-only trains nothing; it takes neither --executor nor --jobs")
+    if args.jobs and args.jobs > 1 and args.executor == "local":
+        from .experiments.executors import worker_gpus
+
+        worker_gpus(args.device, args.jobs, share=args.share_gpus)  # --jobs > GPUs: refused before any write
+    if args.executor == "ray" and args.address is not None and args.jobs is not None:
+        raise ConfigError("--jobs with --executor ray sets the CPUs of the local Ray cluster it starts; with "
+                          "--address the cluster's own resources decide (leave --jobs out)")
+
+
+def _bench_executor(args):
+    if args.table_only:
+        from .experiments.executors import TableOnly
+
+        return TableOnly()
+    if args.executor == "ray":
+        from .experiments.executors import RayExecutor
+
+        return RayExecutor(args.address, num_cpus=args.jobs, threads=args.threads)
+    return None
+
+
+def _bench_shard(args, spec) -> int:
+    from .experiments.executors import parse_shard, run_shard
+
+    s = run_shard(spec, args.out, parse_shard(args.shard), threads=args.threads)
+    print(f"shard {args.shard}: trained {s['trained']} of its {s['groups_in_shard']} group(s); "
+          f"{s['finished']} of {s['groups_total']} finished in {args.out}")
     return 0
 
 
@@ -818,9 +877,23 @@ def _add_bench_parser(sub) -> None:
     p.add_argument("--empty-classes", choices=["exclude", "zero"], help="classes without positives in evaluation")
     p.add_argument("--max-memory-mb", type=_nonneg_float, help="keep features memory-mapped when larger than this")
     _add_image_train_options(p, bench=True)
-    p.add_argument("--jobs", type=_pos_int, default=1,
+    p.add_argument("--jobs", type=_pos_int, default=None,
                    help="worker processes training groups in parallel (default 1; on a CPU use one per core "
                         "with --threads 1); results are identical to a sequential bench")
+    p.add_argument("--shard", metavar="K/N",
+                   help="train only shard K of N of the grid's groups into RESULTS_DIR and write no table (N "
+                        "processes, e.g. a Slurm job array, share one folder); then run the same command without "
+                        "--shard, or with --table-only, to write the tables")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="ray: every training group is a Ray task (pip install 'spmlkit[ray]'), on a local cluster "
+                        "with --jobs CPUs or on --address; default local (this process, or --jobs workers)")
+    p.add_argument("--address", metavar="HOST:PORT",
+                   help="Ray cluster to run on with --executor ray (HOST:PORT, ray://HOST:PORT or auto)")
+    p.add_argument("--share-gpus", action="store_true",
+                   help="with --jobs N --device cuda: allow more workers than GPUs (round-robin); by default "
+                        "each worker takes a GPU of its own and --jobs beyond the visible GPUs is refused")
+    p.add_argument("--table-only", action="store_true",
+                   help="train nothing: write the tables from the groups already finished (e.g. by --shard runs)")
     p.add_argument("--threads", type=_pos_int, help="torch threads per worker (default 1 with --jobs > 1)")
     _add_device_option(p, "every run")
     _add_log_to_option(p, "every training group as it finishes (and the tables at the end)")

@@ -536,6 +536,13 @@ def histogram_of(probs, mask) -> list[list[float]]:
 class BenchRunner:
     """Runs a :class:`BenchSpec` into ``out`` (see the module docstring)."""
 
+    #: trains the pending groups instead of the local loop / process pool when set
+    #: (``executor.train(runner, pending, by_label, groups, ctx, bar)``; see
+    #: :mod:`spmlkit.experiments.executors`)
+    executor = None
+    #: ``--share-gpus``: allow more ``--jobs`` than GPUs on CUDA (workers round-robin over them)
+    share_gpus = False
+
     def __init__(self, spec: BenchSpec, out: str | Path, *, command: str | None = None,
                  log: Callable[[str], None] | None = None, progress: bool | None = None,
                  figures: bool = True, jobs: int = 1, threads: int | None = None,
@@ -638,6 +645,7 @@ class BenchRunner:
                 rec["hist_unobserved_positives"] = [hists[e][i] for e in sorted(hists) if i in hists[e]]
             runs.append(rec)
         record = {"key": g.key, "runs": runs, "seconds": seconds, "hist_bins": HIST_BINS if hists else None}
+        record["device"] = _device_name(g.config.device)  # where it trained (not part of what it is)
         record = json.loads(dumps_json(record))  # exactly what a later run will read back
         write_json(self.group_path(g), record)
         shutil.rmtree(work, ignore_errors=True)
@@ -692,10 +700,19 @@ class BenchRunner:
 
         from .tables import write_outputs
 
+        from .executors import worker_gpus
+
         paths = {g.hash: str(self._draw_bundle(g, by_label).path) for g in pending}
         threads = self.threads or 1
-        with cf.ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("spawn"),
-                                    initializer=_init_worker, initargs=(threads, os.getpid())) as pool:
+        mp_ctx = mp.get_context("spawn")
+        gpus = worker_gpus(self.spec.config.get("device"), self.jobs, share=self.share_gpus)
+        devices = None
+        if gpus is not None:  # one GPU per worker, taken for the worker's life (issue 27, item 1)
+            devices = mp_ctx.Queue()
+            for d in gpus:
+                devices.put(d)
+        with cf.ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp_ctx, initializer=_init_worker,
+                                    initargs=(threads, os.getpid(), devices)) as pool:
             futures = {pool.submit(_worker_run_group, self.spec, str(self.out), g, paths[g.hash]): g
                        for g in pending}
             for done, fut in enumerate(cf.as_completed(futures), 1):
@@ -761,7 +778,9 @@ class BenchRunner:
         subsets: dict = {}
         ctx = {"t_start": t_start, "command": self.command, "datasets": datasets}
         try:
-            if self.jobs > 1 and len(pending) > 1:
+            if self.executor is not None:  # another engine (spmlkit.experiments.executors: Ray, --table-only)
+                self.executor.train(self, pending, by_label, groups, ctx, bar)
+            elif self.jobs > 1 and len(pending) > 1:
                 self._run_parallel(pending, by_label, groups, ctx, bar)
             else:
                 for i, g in enumerate(pending):
@@ -893,9 +912,16 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="spml-parent-watch", daemon=True).start()
 
 
-def _init_worker(threads: int, parent: int) -> None:
+#: the GPU of this bench worker process (``--jobs N --device cuda``: one per worker)
+_WORKER_DEVICE: str | None = None
+
+
+def _init_worker(threads: int, parent: int, devices=None) -> None:
+    global _WORKER_DEVICE
     _die_with_parent(parent)
     os.environ["SPML_NO_PROGRESS"] = "1"
+    if devices is not None:
+        _WORKER_DEVICE = devices.get()
     import torch
 
     torch.set_num_threads(max(1, int(threads)))
@@ -905,11 +931,23 @@ def _worker_run_group(spec: BenchSpec, out: str, g: Group, bundle_path: str) -> 
     """One group in a worker process (see BenchRunner._run_parallel)."""
     from ..data.bundle import Bundle
 
+    if _WORKER_DEVICE is not None:  # this worker's own GPU (the device is not part of a group's hash)
+        spec = dataclasses.replace(spec, config={**spec.config, "device": _WORKER_DEVICE})
+        g = dataclasses.replace(g, config=g.config.replace(device=_WORKER_DEVICE))
     runner = BenchRunner(spec, out, log=lambda m: None, progress=False, figures=False)
     bundle = Bundle(bundle_path)
     if g.fraction < 1.0:
         bundle = TrainSubset(bundle, subsample_rows(bundle.size("train"), g.fraction, spec.subsample_seed))
     return runner.run_group(g, bundle, None)
+
+
+def _device_name(device) -> str:
+    from ..device import resolve_device
+
+    try:
+        return str(resolve_device(device))
+    except ConfigError:
+        return str(device)
 
 
 def run_bench(spec: BenchSpec, out: str | Path, **kw) -> dict:

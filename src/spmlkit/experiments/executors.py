@@ -1,0 +1,519 @@
+"""Running a bench's training groups beyond one machine's process pool (issue 27).
+
+``spml bench`` splits a grid into *groups* (:mod:`spmlkit.experiments.bench`): each
+group is deterministic on its own and is finished the moment ``groups/<hash>.json``
+is written, so who trains a group and where never changes the table.  Three ways to
+spread the groups, on top of the local ``--jobs`` pool:
+
+``--shard K/N`` (:func:`run_shard`)
+    scheduler arrays without any engine (a Slurm job array, ``N`` separate commands):
+    process ``K`` trains only the groups at positions ``K-1, K-1+N, ...`` of the
+    bench's fixed group order into a shared results folder and writes no table; a
+    final ``spml bench`` with the same options (or ``--table-only``) assembles the
+    tables.  Concurrent shards share the folder (a *shared* lock on it, so a full
+    bench, which takes it exclusively, is refused while shards run and the other way
+    round), prepare datasets one at a time (an exclusive lock around preparation) and
+    take an exclusive lock per group (``work/<hash>/.spml.lock``), so two processes
+    given the same shard never train one group twice.  The first shard records the
+    grid in ``shard-plan.json``; a shard whose options differ is refused before it
+    writes anything (its ``K/N`` would split another grid).
+``--executor ray`` (:class:`RayExecutor`)
+    every pending group is one Ray task with its resource request (CPUs = torch
+    threads, one GPU with ``--device cuda``, memory estimated from the bundle), on a
+    local cluster (``ray.init``) or an existing one (``--address``).  Finished groups
+    stream back to the driver, which writes them into the results folder and
+    refreshes the tables, exactly as the local bench does; a killed driver resumes
+    the same way (finished groups are skipped).  A task whose worker dies (killed,
+    node lost) is retried by Ray (``max_retries``); where the worker sees the results
+    folder (one machine, or a shared filesystem: the session token written under
+    ``work/`` tells) it checkpoints every epoch under ``work/<hash>/`` as the local
+    bench does, so a retried group resumes from its last epoch.  Ray is imported only
+    here and only when asked for.
+``--table-only`` (:class:`TableOnly`)
+    trains nothing: the tables from the groups already finished (e.g. by shards).
+
+Ray: Moritz et al., "Ray: A Distributed Framework for Emerging AI Applications",
+OSDI 2018 (tasks, resource requests, lineage-based re-execution of failed tasks).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import socket
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Callable
+
+from ..errors import ConfigError, SpmlError
+from ..io import FolderLock, check_output_folder, read_json, write_json
+
+SHARD_PLAN = "shard-plan.json"
+SHARD_PREPARE_LOCK = ".spml-shards.lock"
+RAY_SESSION = "ray-session.json"
+
+
+# --------------------------------------------------------------------------- shards
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> ``(K, N)`` with ``1 <= K <= N`` (one-line :class:`ConfigError` otherwise)."""
+    k, sep, n = str(text).partition("/")
+    try:
+        if not sep:
+            raise ValueError
+        k_i, n_i = int(k), int(n)
+    except ValueError:
+        raise ConfigError(f"--shard {text}: expected K/N, e.g. --shard 1/4 (shard K of N, K from 1 to N)") from None
+    if n_i < 1 or not 1 <= k_i <= n_i:
+        raise ConfigError(f"--shard {text}: K must be between 1 and N (N >= 1), got K={k_i}, N={n_i}")
+    return k_i, n_i
+
+
+def shard_groups(groups: list, k: int, n: int) -> list:
+    """Shard ``k`` of ``n``'s groups: positions ``k-1, k-1+n, ...`` of the bench's fixed
+    group order (every group in exactly one shard; neighbouring groups, which tend to
+    cost the same, go to different shards)."""
+    return [g for i, g in enumerate(groups) if i % n == k - 1]
+
+
+def spec_identity(spec) -> dict:
+    """What a shard's grid is, as JSON: the validated spec without presentation-only
+    fields (``decimals``)."""
+    from .bench import _canonical
+
+    d = dataclasses.asdict(spec)
+    d.pop("decimals", None)
+    return json.loads(_canonical(d))
+
+
+class SharedFolderLock:
+    """A *shared* ``fcntl.flock`` on ``folder/.spml.lock``, the file :class:`FolderLock`
+    locks exclusively: any number of shards hold it together, while a full bench (or
+    ``--table-only``), which needs it exclusively, is refused — and a shard is refused
+    while a full bench runs.  The kernel drops it when the process dies."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self._fh = None
+
+    def acquire(self) -> "SharedFolderLock":
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fh = open(self.folder / FolderLock.NAME, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise ConfigError(f"{self.folder} is in use by a full spml bench ({holder}); shards can only share a "
+                              "folder with other shards: wait for it to finish") from None
+        self._fh = fh
+        return self
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """Block until this process holds an exclusive flock on ``path`` (created if missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _check_plan(path: Path, ident: dict) -> bool:
+    """True when ``path`` records ``ident``; False when it is missing; a one-line
+    :class:`ConfigError` when it records another grid or shard count."""
+    if not path.exists():
+        return False
+    try:
+        have = read_json(path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable plan is refused, never overwritten
+        raise ConfigError(f"{path}: unreadable shard plan ({exc}); expected the JSON written by spml bench --shard") \
+            from None
+    if have == ident:
+        return True
+    if have.get("shards") != ident["shards"]:
+        raise ConfigError(f"{path}: this folder's grid is split into {have.get('shards')} shards, not "
+                          f"{ident['shards']}; use --shard K/{have.get('shards')} or another -o")
+    a, b = have.get("spec", {}), ident["spec"]
+    diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    raise ConfigError(f"{path}: the shards of this folder run another configuration (differs in "
+                      f"{', '.join(diff) or 'the spec'}); give every shard the same options, or use another -o")
+
+
+def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[str], None] | None = None,
+              progress: bool | None = None, threads: int | None = None) -> dict:
+    """Train shard ``K`` of ``N`` of a bench into ``out`` (see the module docstring); no
+    table is written.  Returns ``{"shard", "groups_total", "groups_in_shard", "trained",
+    "finished"}`` (``finished``: groups of the whole grid finished in ``out`` now)."""
+    from tqdm.auto import tqdm
+
+    from .bench import BenchRunner, plan_groups, resolve_datasets
+
+    k, n = shard
+    runner = BenchRunner(spec, out, log=log, progress=progress, figures=False, threads=threads)
+    log = runner.log
+    out = check_output_folder(runner.out)
+    ident = {"shards": n, "spec": spec_identity(runner.spec)}
+    plan = out / SHARD_PLAN
+    _check_plan(plan, ident)  # before anything is written
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    created = not out.exists()
+    lock = SharedFolderLock(out).acquire()
+    try:
+        try:
+            with _exclusive(out / SHARD_PREPARE_LOCK):  # one shard prepares datasets / features at a time
+                _check_plan(plan, ident)  # (again: another shard may have written it meanwhile)
+                datasets = resolve_datasets(runner.spec, out, log)
+                runner._cache_image_features(datasets)
+                if not plan.exists():
+                    write_json(plan, ident)
+        except BaseException:
+            if created:  # a shard that failed before doing anything leaves no folder behind
+                from .bench import _remove_empty_tree
+
+                lock.release()
+                (out / SHARD_PREPARE_LOCK).unlink(missing_ok=True)
+                _remove_empty_tree(out)
+            raise
+        by_label = {d.label: d for d in datasets}
+        groups = plan_groups(runner.spec, datasets)
+        mine = shard_groups(groups, k, n)
+        pending = [g for g in mine if runner.load_finished(g) is None]
+        log(f"bench shard {k}/{n}: {len(mine)} of {len(groups)} training group(s), "
+            f"{len(mine) - len(pending)} already finished, {len(pending)} to run -> {out}")
+        disable = (not progress) if progress is not None else (os.environ.get("SPML_NO_PROGRESS") == "1" or None)
+        bar = tqdm(total=sum(g.steps for g in pending), desc=f"shard {k}/{n}", unit="step", file=sys.stderr,
+                   dynamic_ncols=True, disable=disable, smoothing=0.05)
+        subsets: dict = {}
+        try:
+            for g in pending:
+                work = out / "work" / g.hash
+                try:
+                    glock = FolderLock(work, what="bench group").acquire()
+                except ConfigError:  # another process (the same shard started twice) trains it
+                    log(f"bench shard {k}/{n}: group {g.hash} is being trained by another process; skipped")
+                    continue
+                try:
+                    if runner.load_finished(g) is not None:  # finished while this shard waited
+                        continue
+                    bar.set_postfix_str(f"{g.dataset} {g.method} bs {g.batch_size}")
+                    runner.records[g.hash] = runner.run_group(g, runner._bundle_for(g, by_label, subsets), bar)
+                finally:
+                    glock.release()
+                    with contextlib.suppress(OSError):  # a group finished meanwhile leaves only the lock file
+                        if work.is_dir() and [p.name for p in work.iterdir()] == [FolderLock.NAME]:
+                            (work / FolderLock.NAME).unlink()
+                            work.rmdir()
+        finally:
+            bar.close()
+        finished = sum(1 for g in groups if runner.load_finished(g) is not None)
+    finally:
+        lock.release()
+    log(f"bench shard {k}/{n}: trained {runner.n_trained} group(s); {finished} of {len(groups)} finished in {out}"
+        + ("; run the same command without --shard (or with --table-only) to write the tables"
+           if finished == len(groups) else ""))
+    return {"shard": [k, n], "groups_total": len(groups), "groups_in_shard": len(mine),
+            "trained": runner.n_trained, "finished": finished}
+
+
+# ------------------------------------------------------------------ one GPU per worker
+def worker_gpus(device: str | None, jobs: int, *, share: bool = False) -> list[str] | None:
+    """The device of each of ``jobs`` bench worker processes, or None when the bench does
+    not run on CUDA (or runs in one process): worker ``i`` takes visible GPU ``i`` (the
+    ordinals ``CUDA_VISIBLE_DEVICES`` leaves, renumbered from 0 by CUDA), so no two
+    workers share a GPU; more workers than GPUs — or several when one GPU is named,
+    ``cuda:N`` — is a one-line :class:`ConfigError` unless ``share`` (then round-robin).
+    The same rule as ``spmlkit.training.grid``'s workers (issue 28, item 15), plus
+    ``share``."""
+    from ..device import resolve_device
+
+    if jobs <= 1:
+        return None
+    dev = resolve_device(device, option="--device")
+    if dev.type != "cuda":
+        return None
+    import torch
+
+    named = str(device or "auto").strip().lower().startswith("cuda:")
+    gpus = [str(dev)] if named else [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if jobs > len(gpus) and not share:
+        what = f"one GPU is named ({dev})" if named else \
+            f"{len(gpus)} GPU{'s are' if len(gpus) != 1 else ' is'} visible"
+        raise ConfigError(f"--jobs {jobs} --device {device}: each worker process takes a GPU of its own and {what}; "
+                          f"use --jobs {len(gpus)} or fewer, or --share-gpus to put several workers on one GPU")
+    return [gpus[i % len(gpus)] for i in range(jobs)]
+
+
+# ----------------------------------------------------------------------- table only
+class TableOnly:
+    """An executor that trains nothing: ``spml bench --table-only`` writes the tables
+    from the groups already finished (a grid trained by shards, or the part of one
+    finished so far)."""
+
+    def connect(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def train(self, runner, pending, by_label, groups, ctx, bar) -> None:
+        if pending:
+            runner.log(f"bench --table-only: {len(pending)} of {len(groups)} group(s) not finished; their cells are "
+                       "left out of the tables")
+
+
+# ------------------------------------------------------------------------------ ray
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--executor ray needs Ray, which is not installed: pip install 'spmlkit[ray]'") from None
+    return ray
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``host:port`` (also ``ray://host:port``) -> ``(host, port)``; None for ``auto``."""
+    a = address.strip()
+    if a in ("auto", "local"):
+        return None
+    if "://" in a:
+        a = a.split("://", 1)[1]
+    host, sep, port = a.rpartition(":")
+    try:
+        if not sep or not host:
+            raise ValueError
+        return host.strip("[]"), int(port)
+    except ValueError:
+        raise ConfigError(f"--address {address}: expected HOST:PORT (the head node's GCS address, e.g. "
+                          "10.0.0.1:6379), ray://HOST:PORT or auto") from None
+
+
+def group_resources(spec, g, bundle, threads: int) -> dict:
+    """The Ray resource request of one group: ``threads`` CPUs, one GPU when the bench's
+    device is CUDA, and memory estimated as the bundle's feature files (train, val, test)
+    plus the method's per-member state (16 bytes per member × training example × label,
+    an upper bound of the stacked weights' and losses' bookkeeping) plus 256 MiB."""
+    device = str((spec.config or {}).get("device") or "")
+    feats = 0
+    root = Path(getattr(bundle, "path", "."))
+    fs = (spec.config or {}).get("feature_set")
+    for split in ("train", "val", "test"):
+        f = root / "features" / fs / f"{split}.npy" if fs else root / split / "X.npy"
+        if f.exists():
+            feats += f.stat().st_size
+    n_labels = len(getattr(bundle, "meta", {}).get("label_names", []) or []) or 1
+    memory = feats + 16 * g.n_members * max(g.n_train, 1) * n_labels + (256 << 20)
+    return {"num_cpus": int(threads), "num_gpus": 1 if device.startswith("cuda") else 0, "memory": int(memory)}
+
+
+def _ray_train_group(spec, out: str, g, bundle_path: str, session: str, threads: int) -> dict:
+    """One group in a Ray worker (see :class:`RayExecutor`): trained in the results folder
+    when this worker sees it (so a retried group resumes from its checkpoint), otherwise
+    in a temporary folder; returns the group's record (what ``groups/<hash>.json`` holds)."""
+    os.environ["SPML_NO_PROGRESS"] = "1"
+    import shutil
+
+    import torch
+
+    from ..data.bundle import Bundle
+    from .bench import BenchRunner, TrainSubset, subsample_rows
+
+    torch.set_num_threads(max(1, int(threads)))
+    marker = Path(out) / "work" / RAY_SESSION
+    try:
+        shared = read_json(marker).get("id") == session
+    except Exception:  # noqa: BLE001 - not visible from this node: train in a temporary folder
+        shared = False
+    folder = Path(out) if shared else Path(tempfile.mkdtemp(prefix="spml-ray-"))
+    try:
+        if shared:  # who trains it, for the record (and for a test that kills this worker)
+            write_json(folder / "work" / g.hash / "worker.json", {"pid": os.getpid(), "host": socket.gethostname()})
+        if not Path(bundle_path, "meta.json").exists():
+            raise ConfigError(f"{bundle_path}: bundle not found on Ray node {socket.gethostname()}; put the bundles "
+                              "on a filesystem every node sees (the same path)")
+        runner = BenchRunner(spec, folder, log=lambda m: None, progress=False, figures=False)
+        bundle = Bundle(bundle_path)
+        if g.fraction < 1.0:
+            bundle = TrainSubset(bundle, subsample_rows(bundle.size("train"), g.fraction, spec.subsample_seed))
+        rec = runner.run_group(g, bundle, None)
+    finally:
+        if not shared:
+            shutil.rmtree(folder, ignore_errors=True)
+    try:
+        import ray
+
+        gpus = [str(i) for i in ray.get_gpu_ids()]
+    except Exception:  # noqa: BLE001
+        gpus = []
+    return {**rec, "worker": {"executor": "ray", "host": socket.gethostname(), "pid": os.getpid(), "gpus": gpus,
+                              "device": str((spec.config or {}).get("device") or "auto")}}
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 goes to a discarded temporary file (C++ libraries write there
+    directly, past ``sys.stderr``)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+class RayExecutor:
+    """Trains a bench's pending groups as Ray tasks (see the module docstring).
+
+    ``address``: an existing cluster (``HOST:PORT``, ``ray://HOST:PORT`` or ``auto``);
+    None: the Ray instance this process already initialised, else a new local one with
+    ``num_cpus`` CPUs (default: every core), no dashboard.  ``threads``: torch threads
+    (= CPUs requested) per group.  ``max_retries``: re-executions of a group whose
+    worker died."""
+
+    def __init__(self, address: str | None = None, *, num_cpus: int | None = None, threads: int | None = None,
+                 max_retries: int = 3, connect_timeout: float = 5.0):
+        self.address = address
+        self.num_cpus = num_cpus
+        self.threads = max(1, int(threads or 1))
+        self.max_retries = int(max_retries)
+        self.connect_timeout = float(connect_timeout)
+        self._started = False
+        self.ray = None
+
+    def connect(self) -> None:
+        """Import Ray and reach the cluster: every failure is a one-line
+        :class:`ConfigError`, raised before the bench writes anything."""
+        ray = _ray()
+        self.ray = ray
+        if ray.is_initialized() and self.address is None:
+            return
+        if self.address is not None:
+            hp = _host_port(self.address)
+            if hp is not None:
+                try:
+                    socket.create_connection(hp, timeout=self.connect_timeout).close()
+                except OSError as exc:
+                    raise ConfigError(f"--address {self.address}: no Ray cluster reachable there ({exc}); start one "
+                                      "with 'ray start --head' or check the address") from None
+        kw = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        if self.address is None:
+            kw["num_cpus"] = int(self.num_cpus or os.cpu_count() or 1)
+        try:
+            # connecting to an address, Ray's C++ client logs every retry on stderr; the outcome is one line
+            with _quiet_stderr() if self.address is not None else contextlib.nullcontext():
+                ray.init(address=self.address, **kw)
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... : one line
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            where = f"reach a Ray cluster at {self.address}" if self.address else "start a local Ray cluster"
+            raise ConfigError(f"--executor ray: could not {where} ({msg})") from None
+        self._started = True
+
+    def close(self) -> None:
+        if self._started and self.ray is not None:
+            self.ray.shutdown()
+            self._started = False
+
+    def train(self, runner, pending, by_label, groups, ctx, bar) -> None:
+        from ..io import dumps_json
+        from .tables import write_outputs
+
+        if not pending:
+            return
+        ray = self.ray
+        session = uuid.uuid4().hex
+        available = ray.cluster_resources()
+        task = ray.remote(_ray_train_group)
+        requests = []
+        for g in pending:  # every request checked against the cluster before any task is submitted
+            bundle = runner._draw_bundle(g, by_label)
+            res = group_resources(runner.spec, g, bundle, self.threads)
+            for name, key in (("num_cpus", "CPU"), ("num_gpus", "GPU"), ("memory", "memory")):
+                if res[name] and res[name] > available.get(key, 0):
+                    raise ConfigError(f"group {g.dataset} {g.method} bs {g.batch_size} needs {name}={res[name]} but "
+                                      f"the Ray cluster has {available.get(key, 0):g} {key}")
+            requests.append((g, bundle, res))
+        write_json(runner.out / "work" / RAY_SESSION, {"id": session, "driver_pid": os.getpid()})
+        refs = {}
+        for g, bundle, res in requests:
+            ref = task.options(**res, max_retries=self.max_retries, retry_exceptions=False,
+                               name=f"spml {g.dataset} {g.method} bs {g.batch_size}").remote(
+                runner.spec, str(runner.out), g, str(bundle.path), session, self.threads)
+            refs[ref] = g
+        try:
+            remaining = list(refs)
+            while remaining:
+                done, remaining = ray.wait(remaining, num_returns=1)
+                g = refs[done[0]]
+                try:
+                    rec = ray.get(done[0])
+                except ray.exceptions.RayTaskError as exc:  # the group's own error, as the local bench raises it
+                    cause = getattr(exc, "cause", None)
+                    raise (cause if isinstance(cause, BaseException) else exc) from None
+                except ray.exceptions.RayError as exc:  # its worker died more than max_retries times, node lost...
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise SpmlError(f"group {g.dataset} {g.method} bs {g.batch_size} failed on the Ray cluster after "
+                                    f"{self.max_retries} retries ({type(exc).__name__}: {first}); the finished groups "
+                                    f"are kept in {runner.out}: rerun the command to resume") from None
+                # (the record keeps where it ran under "worker"; its runs are what a local bench writes)
+                rec = json.loads(dumps_json(rec))
+                path = runner.group_path(g)
+                if not path.exists() or read_json(path) != rec:
+                    write_json(path, rec)
+                with contextlib.suppress(OSError):
+                    import shutil
+
+                    shutil.rmtree(runner.out / "work" / g.hash)
+                runner.records[g.hash] = rec
+                runner.n_trained += 1
+                bar.update(g.steps)
+                bar.set_postfix_str(f"done {g.dataset} {g.method} bs {g.batch_size}")
+                write_outputs(runner, groups, ctx)
+        finally:
+            for ref in refs:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            (runner.out / "work" / RAY_SESSION).unlink(missing_ok=True)
+
+
+def run_bench_with(spec, out: str | Path, executor=None, *, share_gpus: bool = False, **kw) -> dict:
+    """``run_bench`` with ``executor`` (:class:`RayExecutor`, :class:`TableOnly`; None: the
+    local loop or ``--jobs`` pool) training the pending groups; the executor connects
+    before anything is written.  ``share_gpus``: ``--jobs`` beyond the GPUs (see
+    :func:`worker_gpus`)."""
+    from .bench import BenchRunner
+
+    runner = BenchRunner(spec, out, **kw)
+    runner.share_gpus = bool(share_gpus)
+    if executor is None:
+        return runner.run()
+    executor.connect()
+    try:
+        runner.executor = executor
+        return runner.run()
+    finally:
+        executor.close()

@@ -1,0 +1,366 @@
+"""Bench grids beyond one process pool (issue 27): ``--shard K/N`` run as concurrent
+processes, ``--table-only``, ``--executor ray`` on a real local Ray cluster (bit-for-bit
+tables, a worker killed mid-group retried, a killed driver resumed), and the bad-input
+cases (one line, exit 2, nothing written)."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from spmlkit.errors import ConfigError
+from spmlkit.experiments import bench as B
+from spmlkit.experiments import executors as E
+from spmlkit.experiments.tables import strip_run_block
+
+GRID = ["--methods", "an", "bce", "--lrs", "0.01", "0.001", "--batch-sizes", "4", "8", "--seeds", "2",
+        "--epochs", "3", "--no-figures"]
+
+
+def _env():
+    src = str(Path(B.__file__).parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [src, os.environ.get("PYTHONPATH", "")] if p),
+            "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def _cli(bundle, out, *extra):
+    return [sys.executable, "-m", "spmlkit.cli", "bench", "--datasets", str(bundle.path), *GRID, *extra,
+            "-o", str(out)]
+
+
+def _tables(out: Path) -> dict:
+    """The tables outside their run block and command line (date, wall time, how it was invoked)."""
+    return {f: "".join(ln for ln in strip_run_block((out / f).read_text()).splitlines(keepends=True)
+                       if not ln.startswith("- command:")) for f in ("table.md", "recovery.md")}
+
+
+def _stable_runs(out: Path) -> list:
+    runs = json.loads((out / "runs.json").read_text())["runs"]
+    return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seconds", "group_seconds")}, sort_keys=True)
+                  for r in runs)
+
+
+def _spec(bundle, **kw):
+    args = dict(methods=["an", "bce"], lrs=(1e-2, 1e-3), batch_sizes=(4, 8), seeds=(0, 1), epochs=3)
+    return B.BenchSpec(datasets=[str(bundle.path)], **{**args, **kw})
+
+
+@pytest.fixture
+def sequential(toy_bundle, tmp_path):
+    out = tmp_path / "seq"
+    B.run_bench(_spec(toy_bundle), out, progress=False, figures=False, log=lambda m: None)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------- shards
+def test_parse_shard_and_partition():
+    assert E.parse_shard("1/1") == (1, 1) and E.parse_shard("3/4") == (3, 4)
+    for bad in ("3/2", "0/2", "1/0", "2", "a/b", "1/2/3", "-1/2"):
+        with pytest.raises(ConfigError, match="--shard"):
+            E.parse_shard(bad)
+    groups = list(range(11))
+    parts = [E.shard_groups(groups, k, 3) for k in (1, 2, 3)]
+    assert sorted(sum(parts, [])) == groups and parts[0] == [0, 3, 6, 9]  # every group in exactly one shard
+
+
+@pytest.mark.slow
+def test_two_concurrent_shards_then_assembly_equal_the_sequential_bench(toy_bundle, tmp_path, sequential):
+    """Two shard processes started together on one folder train disjoint halves (no group
+    twice); the final bench trains nothing and writes the sequential bench's tables."""
+    out = tmp_path / "sh"
+    procs = [subprocess.Popen(_cli(toy_bundle, out, "--shard", f"{k}/2"), env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for k in (1, 2)]
+    res = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], res
+    assert "trained 2 of its 2 group(s)" in res[0][0] and "trained 2 of its 2 group(s)" in res[1][0]
+    assert not (out / "table.md").exists()  # shards write no table
+    assert len(list((out / "groups").glob("*.json"))) == 4
+    # the same shard again: everything finished, nothing trained
+    again = subprocess.run(_cli(toy_bundle, out, "--shard", "2/2"), env=_env(), capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0 and "trained 0 of its 2 group(s)" in again.stdout
+    from spmlkit.cli import main
+
+    assert main(["bench", "--datasets", str(toy_bundle.path), *GRID, "--table-only", "-o", str(out)]) == 0
+    assert _tables(out) == _tables(sequential)
+    assert _stable_runs(out) == _stable_runs(sequential)
+
+
+def test_table_only_writes_what_is_finished(toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+
+    out = tmp_path / "sh"
+    argv = ["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "bce", "--lrs", "0.01",
+            "--batch-sizes", "8", "--seeds", "1", "--epochs", "2", "--no-figures", "-o", str(out)]
+    assert main(argv + ["--shard", "1/2"]) == 0  # only 'an'
+    assert "1 of 2 finished" in capsys.readouterr().out
+    assert main(argv + ["--table-only"]) == 0
+    captured = capsys.readouterr()
+    assert "1 of 2 group(s) not finished" in captured.err
+    table = (out / "table.md").read_text()
+    assert "| an | 1 P. & 0 N. | **" in table and "| bce | All P. & All N. | – |" in table
+    assert "1/2 groups finished" in table
+
+
+def test_shard_lock_refuses_a_full_bench_and_a_shard_of_another_grid(toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+    from spmlkit.io import FolderLock
+
+    out = tmp_path / "sh"
+    argv = ["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--lrs", "0.01", "--batch-sizes", "8",
+            "--seeds", "1", "--epochs", "2", "--no-figures", "-o", str(out)]
+    assert main(argv + ["--shard", "1/2"]) == 0
+    capsys.readouterr()
+    listing = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
+    # a shard whose configuration differs from the folder's, or with another N: one line, exit 2, nothing written
+    for extra, words in ((["--epochs", "3", "--shard", "2/2"], "differs in epochs"),
+                         (["--shard", "1/3"], "split into 2 shards")):
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "shard-plan.json" in err
+        assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == listing
+    # a running full bench (exclusive folder lock) refuses shards, and shards refuse a full bench
+    with FolderLock(out, what="bench folder"):
+        with pytest.raises(ConfigError, match="in use by a full spml bench"):
+            E.SharedFolderLock(out).acquire()
+    shared = E.SharedFolderLock(out).acquire()
+    other = E.SharedFolderLock(out).acquire()  # shards share it
+    try:
+        with pytest.raises(ConfigError, match="in use"):
+            FolderLock(out, what="bench folder").acquire()
+    finally:
+        shared.release()
+        other.release()
+
+
+# --------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("extra,words", [
+    (["--shard", "3/2"], "--shard 3/2: K must be between 1 and N"),
+    (["--shard", "1/2", "--jobs", "2"], "--shard 1/2 with --jobs"),
+    (["--shard", "1/2", "--executor", "ray"], "--shard 1/2 with --executor ray"),
+    (["--address", "127.0.0.1:6379"], "--address is the Ray cluster of --executor ray"),
+    (["--table-only", "--jobs", "2"], "--table-only trains nothing"),
+    (["--executor", "ray", "--address", "127.0.0.1:{port}"], "no Ray cluster reachable there"),
+])
+def test_bad_engine_options_are_one_line_exit_2_nothing_written(toy_bundle, tmp_path, capsys, extra, words):
+    from spmlkit.cli import main
+
+    if "--executor" in extra and "--address" in extra:
+        pytest.importorskip("ray")
+    extra = [e.replace("{port}", str(_free_port())) for e in extra]
+    out = tmp_path / "bad"
+    assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", *extra,
+                 "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_a_shard_of_an_unknown_dataset_leaves_no_folder(tmp_path, capsys):
+    from spmlkit.cli import main
+
+    out = tmp_path / "bad"
+    assert main(["bench", "--datasets", "no-such-dataset", "--methods", "an", "--shard", "1/2", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_executor_ray_without_the_extra(toy_bundle, tmp_path, capsys, monkeypatch):
+    from spmlkit.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as without the extra
+    out = tmp_path / "bad"
+    assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--executor", "ray",
+                 "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'spmlkit[ray]'" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_ray_is_imported_only_when_asked_for():
+    code = ("import sys, spmlkit.cli, spmlkit.experiments.executors, spmlkit.experiments.bench; "
+            "p = spmlkit.cli.build_parser(); p.parse_args(['bench', '--datasets', 'x', '--shard', '1/2', '-o', 'y']); "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_group_resources(toy_bundle):
+    spec = B.validate_spec(_spec(toy_bundle))
+    ds = [B.BenchDataset("toy", toy_bundle, B.bundle_fingerprint(toy_bundle))]
+    g = B.plan_groups(spec, ds)[0]
+    r = E.group_resources(spec, g, toy_bundle, threads=2)
+    feats = sum((toy_bundle.path / s / "X.npy").stat().st_size for s in ("train", "val", "test")
+                if (toy_bundle.path / s / "X.npy").exists())
+    assert r["num_cpus"] == 2 and r["num_gpus"] == 0 and r["memory"] >= feats + (256 << 20)
+    cuda = B.validate_spec(_spec(toy_bundle, config={"device": "cuda"}))
+    assert E.group_resources(cuda, g, toy_bundle, threads=1)["num_gpus"] == 1
+
+
+# --------------------------------------------------------------------------- Ray
+@pytest.fixture
+def ray_cluster():
+    """A real local Ray cluster (2 CPUs, no dashboard) for the test, shut down after it."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             object_store_memory=80 << 20)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_executor_equals_the_local_bench_and_retries_a_killed_worker(toy_bundle, tmp_path, sequential,
+                                                                         ray_cluster):
+    """Every group a Ray task on a real local cluster: the tables equal the local run's
+    bit for bit.  A worker process SIGKILLed mid-group (its checkpoint written) is
+    re-executed by Ray and resumes from the checkpoint: the table is still the same."""
+    out = tmp_path / "ray"
+    E.run_bench_with(_spec(toy_bundle), out, E.RayExecutor(threads=1), progress=False, figures=False,
+                     log=lambda m: None)
+    assert _tables(out) == _tables(sequential)
+    assert _stable_runs(out) == _stable_runs(sequential)
+    recs = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
+    assert len(recs) == 4 and {r["worker"]["executor"] for r in recs} == {"ray"}
+    assert len({r["worker"]["pid"] for r in recs}) == 2  # two workers (2 CPUs, 1 per group)
+
+    # one long group; a watcher kills its worker once the group has checkpointed an epoch
+    long = dict(methods=["an"], lrs=(1e-2,), batch_sizes=(4,), seeds=(0,), epochs=60)
+    local = tmp_path / "long-local"
+    B.run_bench(_spec(toy_bundle, **long), local, progress=False, figures=False, log=lambda m: None)
+    out = tmp_path / "long-ray"
+    killed = []
+
+    def watch():
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            for w in (out / "work").glob("*/worker.json") if (out / "work").exists() else []:
+                if (w.parent / "last.pt").exists():
+                    pid = json.loads(w.read_text())["pid"]
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.005)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    E.run_bench_with(_spec(toy_bundle, **long), out, E.RayExecutor(threads=1), progress=False, figures=False,
+                     log=lambda m: None)
+    t.join(timeout=5)
+    assert killed, "the group finished before its worker could be killed; make it longer"
+    (rec,) = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
+    assert rec["worker"]["pid"] != killed[0]  # finished by another worker process
+    assert _tables(out) == _tables(local)
+    assert _stable_runs(out) == _stable_runs(local)
+
+
+@pytest.mark.slow
+def test_ray_driver_killed_then_resumed(toy_bundle, tmp_path, sequential):
+    """``spml bench --executor ray`` SIGKILLed after a group finished, then rerun: the
+    finished groups are kept, the rest trained, the tables equal the sequential run's."""
+    pytest.importorskip("ray")
+    out = tmp_path / "ray"
+    argv = _cli(toy_bundle, out, "--executor", "ray", "--jobs", "1", "--threads", "1")
+    proc = subprocess.Popen(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        if (out / "groups").exists() and list((out / "groups").glob("*.json")):
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the bench finished before it could be killed"
+    n_done = len(list((out / "groups").glob("*.json")))
+    assert 1 <= n_done < 4
+    again = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{n_done} already finished, {4 - n_done} to run" in again.stderr
+    assert _tables(out) == _tables(sequential)
+    assert _stable_runs(out) == _stable_runs(sequential)
+    os.killpg(proc.pid, signal.SIGKILL) if _group_alive(proc.pid) else None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------- one GPU per worker
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """This CPU machine reports two CUDA devices (nothing is ever run on them)."""
+    import torch
+
+    import spmlkit.device as D
+
+    monkeypatch.setattr(D, "cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+
+
+def test_one_gpu_per_worker_rule(two_gpus):
+    assert E.worker_gpus("cuda", 2) == ["cuda:0", "cuda:1"]
+    assert E.worker_gpus(None, 2) == ["cuda:0", "cuda:1"]  # auto: CUDA when available
+    assert E.worker_gpus("cuda", 1) is None and E.worker_gpus("cpu", 4) is None
+    with pytest.raises(ConfigError, match="--jobs 3 --device cuda: .*2 GPUs are visible.*--share-gpus"):
+        E.worker_gpus("cuda", 3)
+    assert E.worker_gpus("cuda", 3, share=True) == ["cuda:0", "cuda:1", "cuda:0"]
+    with pytest.raises(ConfigError, match="one GPU is named"):
+        E.worker_gpus("cuda:1", 2)
+    assert E.worker_gpus("cuda:1", 2, share=True) == ["cuda:1", "cuda:1"]
+
+
+def test_jobs_beyond_the_gpus_is_refused_before_anything_is_written(two_gpus, toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+
+    out = tmp_path / "bad"
+    assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--jobs", "3",
+                 "--device", "cuda", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--jobs 3 --device cuda" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_worker_trains_on_its_own_gpu_and_the_group_records_its_device(toy_bundle, tmp_path, monkeypatch):
+    """The worker's GPU (taken once by the pool initialiser) replaces the bench's device for
+    every group it trains; the trap stands in for CUDA training on this CPU machine."""
+    import spmlkit.training.linear as lin
+
+    seen = []
+
+    def trap(bundle, config, **kw):
+        seen.append(config.device)
+        raise RuntimeError("trap")
+
+    spec = B.validate_spec(_spec(toy_bundle, config={"device": "cuda"}))
+    ds = [B.BenchDataset("toy", toy_bundle, B.bundle_fingerprint(toy_bundle))]
+    g = B.plan_groups(spec, ds)[0]
+    monkeypatch.setattr(lin, "train_linear", trap)
+    monkeypatch.setattr(B, "_WORKER_DEVICE", "cuda:1")
+    with pytest.raises(RuntimeError, match="trap"):
+        B._worker_run_group(spec, str(tmp_path / "w"), g, str(toy_bundle.path))
+    assert seen == ["cuda:1"]
+    assert B.plan_groups(B.validate_spec(_spec(toy_bundle)), ds)[0].hash == g.hash  # the device is not in the hash
+    monkeypatch.undo()
+    out = tmp_path / "cpu"
+    B.run_bench(_spec(toy_bundle, methods=["an"], batch_sizes=(8,), epochs=1), out, progress=False, figures=False,
+                log=lambda m: None)
+    (rec,) = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
+    assert rec["device"] == "cpu"
