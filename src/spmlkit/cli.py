@@ -199,6 +199,11 @@ def _cmd_prepare(args) -> int:
         table["separator"] = args.separator
     if args.label_column:
         table["label_column"] = args.label_column
+    for opt in ("region", "background", "view"):  # presence-only data (issue 24)
+        if getattr(args, opt, None):
+            table[opt] = getattr(args, opt)
+    if getattr(args, "categorical", None) is not None:
+        table["categorical"] = _csv_list(args.categorical) if args.categorical else []
     if args.path_column:
         table["path_column"] = args.path_column
         table["check_files"] = not args.no_check_files
@@ -721,6 +726,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-check-files", action="store_true",
                    help="CSV/TSV with --path-column: do not check that every image file exists")
     p.add_argument("--name", help="dataset name stored in the bundle")
+    p.add_argument("--region", help="presence-only folder (<R>train_po.csv, <R>train_bg.csv, <R>test_env*.csv, "
+                   "<R>test_pa*.csv): the region R to prepare, e.g. NZ (docs/presence_only.md)")
+    p.add_argument("--background", help="presence-only records CSV: the background rows' CSV (no label)")
+    p.add_argument("--view", choices=("records", "sites"),
+                   help="presence-only: one example per record (default) or records at the same x, y merged")
+    p.add_argument("--categorical", help="presence-only: comma-separated categorical covariates (one-hot encoded; "
+                   "default: integer columns with at most 6 levels)")
     p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
     p.set_defaults(func=_cmd_prepare)

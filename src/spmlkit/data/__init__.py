@@ -12,7 +12,7 @@ from .registry import (DATASETS, find_mulan_folder, load_dataset, load_mulan_fol
 __all__ = ["Bundle", "prepare_bundle", "split_indices", "MultiLabelDataset", "Split", "DATASETS", "load_dataset",
            "load_mulan_folder", "register_dataset", "load_any", "FORMATS"]
 
-FORMATS = ("arff", "csv", "tsv", "npz", "mulan", "voc", "coco", "nuswide", "cub")
+FORMATS = ("arff", "csv", "tsv", "npz", "mulan", "voc", "coco", "nuswide", "cub", "presence-only")
 
 
 def _detect_format(path: Path) -> str:
@@ -28,6 +28,8 @@ def _detect_format(path: Path) -> str:
             return "cub"
         if any(path.glob("*.xml")) and any(path.glob("*.arff")):
             return "mulan"
+        if any(path.glob("*train_po.csv")):  # <R>train_po.csv, ... (spmlkit.data.formats.presence_only)
+            return "presence-only"
         raise ConfigError(f"cannot tell the format of folder {path}; pass --format ({', '.join(FORMATS)})")
     suffix = path.suffix.lower()
     if suffix == ".gz":
@@ -89,6 +91,29 @@ def _warn_if_single_positive(ds: MultiLabelDataset, source: str, log) -> None:
         warnings.warn(msg, UserWarning, stacklevel=3)
 
 
+def _load_presence_only(path: Path, *, test=None, name=None, region=None, background=None, view="records",
+                        categorical=None, label_column=None, **_ignored) -> MultiLabelDataset:
+    """``spml prepare`` of presence-only data (issue 24): a folder and ``region``, or a
+    records CSV with ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``."""
+    from .formats import presence_only as PO
+
+    opts = {"categorical": categorical} if categorical is not None else {}
+    if label_column:
+        opts["label_column"] = label_column
+    if path.is_dir():
+        if not region:
+            found = sorted(p.name[:-len("train_po.csv")] for p in path.glob("*train_po.csv"))
+            raise ConfigError(f"{path}: presence-only folder: name the region with --region ({', '.join(found)})")
+        return PO.load_presence_only_folder(path, region, view=view, name=name, **opts)
+    if not test:
+        raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")
+    tests = []
+    for item in str(test).split(","):
+        env, _, pa = item.partition(":")
+        tests.append((Path(env), Path(pa or env)))
+    return PO.load_presence_only(path, background=background, tests=tests, view=view, name=name, **opts)
+
+
 def _load_any(source: str, *, data_root=None, format: str | None = None, test: str | None = None,
               labels_xml: str | None = None, images: str | None = None, test_images: str | None = None,
               observed: bool | None = False, name: str | None = None, log=None,
@@ -104,7 +129,7 @@ def _load_any(source: str, *, data_root=None, format: str | None = None, test: s
         if format is None and "/" not in source and "." not in source:
             raise unknown_dataset_error(source, data_root)
         raise DataFormatError(path, "file or folder not found")
-    fmt = format or _detect_format(path)
+    fmt = format or ("presence-only" if {"region", "background"} & set(table_options) else _detect_format(path))
     if fmt not in ("csv", "tsv"):
         observed = bool(observed)
     from . import formats as F
@@ -144,4 +169,6 @@ def _load_any(source: str, *, data_root=None, format: str | None = None, test: s
         return F.load_nuswide(path, image_root=images, name=name or "nuswide")
     if fmt == "cub":
         return F.load_cub(path, name=name or "cub")
+    if fmt == "presence-only":
+        return _load_presence_only(path, test=test, name=name, **table_options)
     raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -151,9 +151,13 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
     train = src_train.subset(train_rows)
 
     # drop training examples that cannot carry a single positive
+    n_background = 0
     if observed_only:
         keep_mask = (train.Z != 0).any(axis=1)
         why = "no observed label"
+        if dataset.background:  # declared background rows (issue 24) are kept
+            n_background = int((~keep_mask).sum())
+            keep_mask = np.ones(len(train), dtype=bool)
     else:
         keep_mask = has_positive(train.Y)
         why = "no true positive"
@@ -186,6 +190,8 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
                 save_npy(d / "Z.npy", s.Z.astype(np.int8))
             if s.areas is not None:  # largest-instance areas (the 'single_positive_largest' regime)
                 save_npy(d / "areas.npy", s.areas.astype(np.float64))
+            if s.mask is not None and s.Y is not None:  # where Y is known (issue 24)
+                save_npy(d / "mask.npy", s.mask.astype(bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
             arrays[split] = len(s)
         (tmp / "observed").mkdir()
@@ -211,6 +217,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
             "hide_prob": hide_prob,
             "sizes": arrays,
             "dropped_train_without_positive": n_dropped,
+            **({"background_rows": n_background} if dataset.background else {}),
             "train_label_stats": label_stats(train.Y) if not observed_only else None,
             "train_observation_stats": observation_stats(Z),
             "notes": notes,
@@ -356,6 +363,14 @@ class Bundle:
         p = self.path / split / "Y.npy"
         return (self._npy(f"{split}/Y.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label matrix")
                 if p.exists() else None)
+
+    def label_mask(self, split: str, *, mmap: bool = True) -> np.ndarray | None:
+        """``(N, L)`` bool: where the full labels of ``split`` are known (issue 24: a label
+        surveyed only on part of the examples); None when they are known everywhere."""
+        self._check_split(split)
+        if not (self.path / split / "mask.npy").exists():
+            return None
+        return self._npy(f"{split}/mask.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label mask")
 
     def areas(self, split: str) -> np.ndarray | None:
         """``(N, L)`` area of each present label's largest instance (COCO-style bundles), or

@@ -239,8 +239,14 @@ class LinearLearner:
         self._observed_dev = self.observed.to(self.device)  # the batches' observations (the same tensor on a CPU)
         self.n_train = len(stores["train"])
         self.ctx = dist_ctx or distributed.context()
+        #: a :class:`~spmlkit.training.background.BackgroundSampler` for a method that consumes
+        #: background rows (epochs over the labelled rows, background drawn per step); None: as before
+        self.background = None
 
     def batches(self, epoch: int):
+        if self.background is not None:
+            yield from self._with_background(self.background.epoch_order(self.generators))
+            return
         perms = torch.stack([torch.randperm(self.n_train, generator=g, device="cpu") for g in self.generators])
         train, Z, B, L = self.stores["train"], self._observed_dev, self.batch_size, self.n_labels
         if not train.on_device:  # rows from host memory: gathered and copied one step ahead (never on a CPU)
@@ -260,6 +266,18 @@ class LinearLearner:
             mine = idx[:, a:b]
             yield Batch(inputs=train.gather(mine), index=mine, observed=obs[:, a:b], shard=(a, b), distinct=True,
                         global_batch=Batch(inputs=None, index=idx, observed=obs, distinct=True))
+
+    def _with_background(self, perms: torch.Tensor):
+        """The batches of a method that consumes background (:mod:`.background`): over
+        the rows ``perms`` ``(G, n)``, each with one drawn background row per example."""
+        train, Z, B, L = self.stores["train"], self._observed_dev, self.batch_size, self.n_labels
+        for start in range(0, perms.shape[1], B):
+            idx = perms[:, start:start + B]
+            G, n = idx.shape
+            dev = idx.to(self.device)
+            obs = Z.index_select(0, dev.reshape(-1)).view(G, n, L)
+            yield Batch(inputs=train.gather(idx), index=dev, observed=obs, distinct=True,
+                        background=train.gather(self.background.draw(n)))
 
     def _prefetched(self, perms: torch.Tensor, perms_dev: torch.Tensor):
         """The batches of an epoch whose rows come from host memory: the rows of step
@@ -329,6 +347,8 @@ class LinearLearner:
         select_members(self.model, keep)
         self.optimizer.select_members(keep, list(self.model.parameters()))
         self.generators = [self.generators[i] for i in keep]
+        if self.background is not None:
+            self.background.select_members(keep)
         self.lrs = [self.lrs[i] for i in keep]
         self.seeds = [self.seeds[i] for i in keep]
         self.n_members = len(keep)
@@ -348,8 +368,11 @@ class LinearLearner:
         self.optimizer = StackedAdam(list(self.model.parameters()), [1e-3] * len(states), impl=self._adam)
 
     def state_dict(self) -> dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "generators": [g.get_state() for g in self.generators]}
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "generators": [g.get_state() for g in self.generators]}
+        if self.background is not None:
+            state["background"] = self.background.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Loads a state written on any device (tensors are copied to this learner's)."""
@@ -357,11 +380,13 @@ class LinearLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         for g, s in zip(self.generators, state["generators"]):
             g.set_state(s.cpu())
+        if self.background is not None and "background" in state:
+            self.background.load_state_dict(state["background"])
 
 
 # ---------------------------------------------------------------------- evaluation
 def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarray | None,
-                   empty: str = "exclude") -> tuple[str, Callable[[torch.Tensor], list[float]]]:
+                   empty: str = "exclude", background: bool = False) -> tuple[str, Callable[[torch.Tensor], list[float]]]:
     """Validation criterion: ``map`` needs full validation labels; ``observed_map`` and
     ``observed_recall@k`` use observations only (issue 8).  ``auto`` = ``map`` when full
     labels exist, else ``observed_map`` (the reasons are in :mod:`spmlkit.config`), and
@@ -369,6 +394,8 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
     so no epoch is "best" and the final weights are kept."""
     if selection == "auto":
         selection = "map" if Y_val is not None else ("observed_map" if Z_val is not None else "last")
+        if background and selection == "observed_map":  # presence-only data (issue 24)
+            selection = "background_auc"
     if selection == "last":
         return selection, lambda logits: [math.nan] * logits.shape[0]
     no_positive = ("the validation split has no positive label, so selection {!r} cannot score any epoch (it "
@@ -391,6 +418,13 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
         raise ConfigError(f"selection {selection!r} needs validation observations")
     if not (np.asarray(Z_val) == 1).any():
         raise ConfigError(no_positive.format(selection))
+    if selection == "background_auc":
+        from ..metrics import presence_background_auc
+
+        if (np.asarray(Z_val) != 0).any(axis=1).all():
+            raise ConfigError("selection 'background_auc' needs background rows (examples with no observed label) "
+                              "in the validation split; this data has none")
+        return selection, lambda logits: [presence_background_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "observed_map":
         def by_observed_map(logits):
             if logits.device.type != "cpu":
@@ -424,6 +458,7 @@ class RunResult:
     test_observed: dict | None = None  # observed-label metrics on a test split without full labels
     expected_positives: float | None = None  # k given to the method (config, or Eq. A1 on full labels)
     notes: dict | None = None  # a recipe's choices (spmlkit.training.recipe): members, their lr and score
+    test_auc: dict | None = None  # masked per-label AUC-ROC (mean, median, per_label) when the test labels have a mask
     state: dict | None = field(default=None, repr=False)  # best-epoch head weights (+ method state)
 
     def to_record(self) -> dict:
@@ -437,11 +472,19 @@ class RunResult:
 
 
 def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_test, Z_test, Y_train,
-                 empty: str = "exclude") -> dict:
+                 empty: str = "exclude", test_mask=None) -> dict:
     """The :class:`RunResult` fields scored on the test and training splits: test mAP and
     per-class AP (full test labels), observed-label test metrics (observed-only test
-    split), and label recovery, the training-set mAP against full training labels."""
-    test = mean_average_precision(Y_test, test_logits, empty=empty) if Y_test is not None else None
+    split), and label recovery, the training-set mAP against full training labels.
+    ``test_mask`` (issue 24): each label scored only on its surveyed test rows; with it,
+    the per-label AUC-ROC averaged over labels is scored as well (``test_auc``)."""
+    test = mean_average_precision(Y_test, test_logits, empty=empty, mask=test_mask) if Y_test is not None else None
+    auc = None
+    if test_mask is not None and Y_test is not None:
+        from ..metrics import mean_auc
+
+        a = mean_auc(Y_test, test_logits, test_mask)
+        auc = {"mean": a.mean, "median": a.median, "per_label": [None if v != v else float(v) for v in a.auc]}
     test_observed = None
     if Z_test is not None:
         from ..metrics import evaluate_scores
@@ -453,7 +496,20 @@ def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_
     return {"test_map": None if test is None else test.map,
             "test_ap": None if test is None else [None if math.isnan(a) else float(a) for a in test.ap],
             "n_empty_test_classes": 0 if test is None else test.n_empty,
-            "test_observed": test_observed, "train_map": train_map}
+            "test_observed": test_observed, "train_map": train_map,
+            **({"test_auc": auc} if auc is not None else {})}
+
+
+def _label_mask(bundle, split: str):
+    """The bundle's label mask of ``split`` (issue 24; None when every label is known everywhere)."""
+    get = getattr(bundle, "label_mask", None)
+    return get(split) if get is not None else None
+
+
+def _n_background(bundle) -> int:
+    """Background rows the bundle declares (issue 24): training rows kept with no observed label."""
+    meta = getattr(bundle, "meta", None) or {}
+    return int(meta.get("background_rows") or 0)
 
 
 def validation_observations(bundle, selection: str, regime: str) -> np.ndarray | None:
@@ -548,7 +604,9 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
         if "val" in stores else None
     Y_test = bundle.labels("test") if "test" in stores else None
     Z_test = bundle.observations("test") if Y_test is None and "test" in stores else None
-    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
+    test_mask = _label_mask(bundle, "test") if Y_test is not None else None
+    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes,
+                                         background=_n_background(bundle) > 0)
     patience = None if selection == "last" else config.patience
 
     # k (Cole §5.3): given, else Eq. A1 on the full training labels, else on a fully labelled validation split
@@ -557,6 +615,10 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     learner = LinearLearner(stores, Z, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
                             n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, dist_ctx=dctx,
                             device=device)
+    if method.uses_background:  # issue 24: epochs over the labelled rows, background drawn per step
+        from .background import attach_background
+
+        attach_background(learner, method, Z, seeds)
     ctx = TrainContext(n_train=len(Z), n_labels=bundle.n_labels, observed=learner.observed, n_members=len(lrs),
                        expected_positives=k, base_lrs=tuple(lrs), seeds=tuple(int(s) for s in seeds),
                        epochs=config.epochs, world_size=dctx.world_size, rank=dctx.rank, device=device,
@@ -581,7 +643,8 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
         m = tracker.members[g]
         best_epoch = len(m.history) if selection == "last" else m.best_epoch
         scored = split_scores(test_scores[g].numpy(), None if train_scores is None else train_scores[g].numpy(),
-                              Y_test=Y_test, Z_test=Z_test, Y_train=Y_train, empty=config.empty_classes)
+                              Y_test=Y_test, Z_test=Z_test, Y_train=Y_train, empty=config.empty_classes,
+                              test_mask=test_mask)
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
             best_epoch=best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=selection,
