@@ -408,9 +408,12 @@ def _cmd_evaluate(args) -> int:
             print(f"{args.split}: {format_scores(ev)}")
             print(f"label sets: {format_label_set_quality(ev['label_sets'])}")
         return 0
-    ev = evaluate_scores(scores, Y=Y, empty=args.empty_classes)
+    mask = bundle.label_mask(args.split)  # labels known on part of the examples only (issue 24)
+    ev = evaluate_scores(scores, Y=Y, empty=args.empty_classes, mask=mask)
     out = {"split": args.split, **{k: ev[k] for k in ("map", "n_classes", "n_empty_classes", "empty_classes")},
-           "ap": dict(zip(model.label_names, ev["ap"]))}
+           "ap": dict(zip(model.label_names, ev["ap"])),
+           **{k: ev[k] for k in ("auc_mean", "auc_median", "n_auc_classes", "masked")},
+           "auc": dict(zip(model.label_names, ev["auc"]))}
     if args.json:
         print(dumps_json(out), end="")
     else:
@@ -418,8 +421,13 @@ def _cmd_evaluate(args) -> int:
         print(f"{args.split} mAP {ev['map']:.2f} over {ev['n_classes']} classes"
               + (f" ({n_empty} without positives {'excluded' if ev['empty_classes'] == 'exclude' else 'counted as 0'})"
                  if n_empty else ""))
+        print(f"{args.split} AUC-ROC per label: mean {ev['auc_mean']:.3f}, median {ev['auc_median']:.3f} over "
+              f"{ev['n_auc_classes']} labels" + (" (each on its surveyed examples: the bundle's label mask)"
+                                                 if mask is not None else ""))
+        print(f"  {'label':30s}     AP    AUC")
         for name, a in out["ap"].items():
-            print(f"  {name:30s} {'   n/a' if a is None else f'{a:6.2f}'}")
+            u = out["auc"][name]
+            print(f"  {name:30s} {'   n/a' if a is None else f'{a:6.2f}'} {'   n/a' if u is None else f'{u:6.3f}'}")
     return 0
 
 
