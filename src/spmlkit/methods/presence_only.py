@@ -21,6 +21,7 @@ list (they need background rows, which the simulated benchmarks do not have).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .base import Batch, Component, Method, TrainContext, register_method
@@ -41,7 +42,7 @@ class LabelDraw(Component):
 
     def batch_inputs(self, batch: Batch, logits: torch.Tensor) -> dict:
         G, B, L = logits.shape[-3:] if logits.dim() == 3 else (1, *logits.shape[-2:])
-        draws = torch.stack([torch.rand(B, L, generator=g) for g in self.generators[:G]])
+        draws = torch.stack([torch.rand(B, L, generator=g, device="cpu") for g in self.generators[:G]])
         return {"label_draw": draws.to(logits.device).view(logits.shape)}
 
     def select_members(self, keep: list[int]) -> None:
@@ -64,7 +65,7 @@ class LabelFrequency(Component):
 
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
-        Z = torch.as_tensor(ctx.observed)
+        Z = ctx.observed.cpu() if torch.is_tensor(ctx.observed) else torch.from_numpy(np.asarray(ctx.observed))
         labelled = (Z != 0).any(dim=1)
         n = max(int(labelled.sum()), 1)
         self.frequency = ((Z[labelled] == 1).sum(dim=0).double() / n).float()

@@ -25,7 +25,7 @@ class BackgroundSampler:
     """The labelled and background rows of a training set and the per-step draws."""
 
     def __init__(self, observed: np.ndarray | torch.Tensor, seeds: list[int], *, method: str = ""):
-        Z = torch.as_tensor(np.array(observed, copy=True))
+        Z = torch.from_numpy(np.array(observed, dtype=np.int8, copy=True))  # on the CPU whatever the default device
         has = (Z != 0).any(dim=1)
         self.labelled = torch.nonzero(has).flatten()
         self.rows = torch.nonzero(~has).flatten()
