@@ -141,3 +141,25 @@ def _toy():
     Y = rng.random((40, 3)) < 0.5
     Y[:, 0] = True
     return MultiLabelDataset(name="toy", label_names=["a", "b", "c"], splits={"train": Split(X=rng.normal(size=(40, 4)), Y=Y)})
+
+
+def test_cli_prepare_region_folder_train_evaluate(tmp_path, capsys):
+    """The practitioner's path (docs/presence_only.md): one prepare command on a folder of
+    <R>train_po / <R>train_bg / <R>test_env / <R>test_pa tables, train, evaluate with AUC."""
+    import shutil
+
+    from spmlkit.cli import main
+
+    rec, bg, [(env, pa)] = synthetic(tmp_path)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for src, name in ((rec, "Rtrain_po.csv"), (bg, "Rtrain_bg.csv"), (env, "Rtest_env.csv"), (pa, "Rtest_pa.csv")):
+        shutil.copy(src, folder / name)
+    assert main(["prepare", str(folder), "--region", "R", "--view", "sites", "--out", str(tmp_path / "b")]) == 0
+    assert main(["train", str(tmp_path / "b"), "-m", "an-full", "--epochs", "3", "--batch-size", "32", "--lr", "0.01",
+                 "-o", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "validation background_auc" in out and "test AUC-ROC per label" in out
+    assert main(["evaluate", str(tmp_path / "r"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "AUC-ROC per label: mean" in out and "label mask" in out
