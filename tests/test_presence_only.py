@@ -163,3 +163,17 @@ def test_cli_prepare_region_folder_train_evaluate(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "r"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
     assert "AUC-ROC per label: mean" in out and "label mask" in out
+
+
+def test_spatial_block_validation(tmp_path):
+    from spmlkit.data.formats.presence_only import spatial_blocks
+
+    xy = np.stack(np.meshgrid(np.arange(10.0), np.arange(10.0)), -1).reshape(-1, 2)
+    held = spatial_blocks(xy, 5, 0.2, seed=1)
+    assert held.sum() == 20  # 5 of 25 cells of 4 points each
+    cells = {(int(x // 2), int(y // 2)) for x, y in xy[held]}
+    assert len(cells) == 5 and not any((int(x // 2), int(y // 2)) in cells for x, y in xy[~held])
+    rec, bg, tests = synthetic(tmp_path)
+    ds = load_presence_only(rec, background=bg, tests=tests, val_blocks=4)
+    tr, va = ds.splits["train"], ds.splits["val"]
+    assert len(tr) + len(va) == 540 and 0 < len(va) < 540 and "spatial blocks" in ds.notes[-1]

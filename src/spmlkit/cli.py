@@ -199,7 +199,7 @@ def _cmd_prepare(args) -> int:
         table["separator"] = args.separator
     if args.label_column:
         table["label_column"] = args.label_column
-    for opt in ("region", "background", "view"):  # presence-only data (issue 24)
+    for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
         if getattr(args, opt, None):
             table[opt] = getattr(args, opt)
     if getattr(args, "categorical", None) is not None:
@@ -741,6 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="presence-only: one example per record (default) or records at the same x, y merged")
     p.add_argument("--categorical", help="presence-only: comma-separated categorical covariates (one-hot encoded; "
                    "default: integer columns with at most 6 levels)")
+    p.add_argument("--val-blocks", type=_pos_int, metavar="G",
+                   help="presence-only: validate on 20%% of a G x G grid of spatial blocks (records and background "
+                        "there) instead of a random 20%% of the rows")
     p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
     p.set_defaults(func=_cmd_prepare)

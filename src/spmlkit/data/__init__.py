@@ -92,12 +92,14 @@ def _warn_if_single_positive(ds: MultiLabelDataset, source: str, log) -> None:
 
 
 def _load_presence_only(path: Path, *, test=None, name=None, region=None, background=None, view="records",
-                        categorical=None, label_column=None, **_ignored) -> MultiLabelDataset:
+                        categorical=None, label_column=None, val_blocks=None, **_ignored) -> MultiLabelDataset:
     """``spml prepare`` of presence-only data (issue 24): a folder and ``region``, or a
     records CSV with ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``."""
     from .formats import presence_only as PO
 
     opts = {"categorical": categorical} if categorical is not None else {}
+    if val_blocks:
+        opts["val_blocks"] = int(val_blocks)
     if label_column:
         opts["label_column"] = label_column
     if path.is_dir():

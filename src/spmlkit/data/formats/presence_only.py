@@ -111,6 +111,8 @@ class PresenceOnlyTables:
     test: np.ndarray  # (T, C)
     test_Y: np.ndarray  # (T, L) bool
     test_mask: np.ndarray  # (T, L) bool: surveyed
+    record_xy: np.ndarray | None = None  # (R, 2) place coordinates of the records (when given)
+    background_xy: np.ndarray | None = None  # (M, 2)
     sources: dict = field(default_factory=dict)
 
 
@@ -145,9 +147,13 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
     index = {n: k for k, n in enumerate(order)}
     R = _numbers(records, rh, rb, covariates)
     B = np.empty((0, len(covariates)))
+    rxy = _numbers(records, rh, rb, list(place_columns)) if pi is not None else None
+    bxy = np.empty((0, 2)) if rxy is not None else None
     if background is not None:
         bh, bb = _read(background)
         B = _numbers(background, bh, bb, covariates)
+        if rxy is not None:
+            bxy = _numbers(background, bh, bb, list(place_columns)) if all(c in bh for c in place_columns) else None
     train = np.concatenate([R, B])
     if categorical is None:
         categorical = [c for j, c in enumerate(covariates)
@@ -203,7 +209,7 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
     return PresenceOnlyTables(covariates=covariates, categorical=list(categorical), label_names=order, records=R,
                               record_labels=np.array([index[n] for n in rec_labels]), record_places=places,
                               background=B, test=np.concatenate(Xs), test_Y=np.concatenate(Ys),
-                              test_mask=np.concatenate(Ms),
+                              test_mask=np.concatenate(Ms), record_xy=rxy, background_xy=bxy,
                               sources={"records": str(records), "background": None if background is None else
                                        str(background), "tests": [[str(e), str(p)] for e, p in tests]})
 
@@ -223,10 +229,31 @@ def encode(tables: PresenceOnlyTables, X: np.ndarray) -> tuple[np.ndarray, list[
     return np.stack(cols, axis=1), names
 
 
-def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str = "presence-only") -> MultiLabelDataset:
+def spatial_blocks(xy: np.ndarray, blocks: int, fraction: float = 0.2, seed: int = 0,
+                   bounds: tuple | None = None) -> np.ndarray:
+    """Rows of ``xy`` in held-out spatial blocks: the bounding box cut into ``blocks`` ×
+    ``blocks`` cells, a random ``fraction`` of the occupied cells (seeded) held out.
+    Validation on blocks measures transfer to places the model has not seen, which
+    held-out records from the same places do not (Zbinden et al. 2024 set their loss
+    weights by spatial block cross-validation on presence-only data; Valavi et al. 2019)."""
+    lo, hi = bounds if bounds is not None else (xy.min(0), xy.max(0))
+    span = np.where(hi > lo, hi - lo, 1.0)
+    cell = np.clip(((xy - lo) / span * blocks).astype(int), 0, blocks - 1)
+    ids = cell[:, 0] * blocks + cell[:, 1]
+    occupied = np.unique(ids)
+    rng = np.random.default_rng(seed)
+    out = rng.choice(occupied, size=max(1, int(round(fraction * len(occupied)))), replace=False)
+    return np.isin(ids, out)
+
+
+def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str = "presence-only",
+               val_blocks: int | None = None, val_fraction: float = 0.2, seed: int = 0) -> MultiLabelDataset:
     """The :class:`MultiLabelDataset`: training = records (``view``) + background rows,
-    test = the surveyed sites with their label mask."""
+    test = the surveyed sites with their label mask.  ``val_blocks``: a validation split
+    of whole spatial blocks (:func:`spatial_blocks`, records and background in the held-out
+    blocks) instead of ``spml prepare``'s random hold-out."""
     L = len(tables.label_names)
+    xy = tables.record_xy
     if view == "records":
         Xr = tables.records
         Zr = np.zeros((len(Xr), L), np.int8)
@@ -238,6 +265,7 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
         rows = np.array(sorted(first.values()))
         slot = {p: k for k, p in enumerate(tables.record_places[i] for i in rows)}
         Xr = tables.records[rows]
+        xy = None if xy is None else xy[rows]
         Zr = np.zeros((len(rows), L), np.int8)
         for i, p in enumerate(tables.record_places):
             Zr[slot[p], tables.record_labels[i]] = 1
@@ -250,21 +278,29 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
              f"{len(tables.background)} background rows, {len(Xt)} surveyed test sites"]
     if tables.categorical:
         notes.append(f"one-hot encoded categorical covariates: {', '.join(tables.categorical)}")
-    return MultiLabelDataset(name=name, label_names=list(tables.label_names),
-                             splits={"train": Split(X=X, Z=Z), "test": Split(X=Xt, Y=tables.test_Y,
-                                                                             mask=tables.test_mask)},
+    splits = {"train": Split(X=X, Z=Z), "test": Split(X=Xt, Y=tables.test_Y, mask=tables.test_mask)}
+    if val_blocks:
+        if xy is None or tables.background_xy is None:
+            raise ConfigError("spatial-block validation needs the place columns (x, y) in the records and background")
+        all_xy = np.concatenate([xy, tables.background_xy])
+        held = spatial_blocks(all_xy, val_blocks, val_fraction, seed)
+        splits = {"train": splits["train"].subset(np.flatnonzero(~held)),
+                  "val": splits["train"].subset(np.flatnonzero(held)), "test": splits["test"]}
+        notes.append(f"validation: {held.sum()} rows in {val_fraction:.0%} of {val_blocks}x{val_blocks} spatial blocks "
+                     f"(seed {seed})")
+    return MultiLabelDataset(name=name, label_names=list(tables.label_names), splits=splits,
                              source=tables.sources["records"], feature_names=names, notes=notes, background=True)
 
 
 def load_presence_only(records, *, background=None, tests=(), view: str = "records", name: str | None = None,
-                       **options) -> MultiLabelDataset:
+                       val_blocks: int | None = None, **options) -> MultiLabelDataset:
     """Read presence records, optional background rows and surveyed test tables (module docstring).
 
     ``tests``: pairs ``(covariates_csv, presence_absence_csv)`` (the same file twice when
     one table has both); ``options`` go to :func:`read_presence_only` (``label_column``,
     ``group_column``, ``place_columns``, ``ignore``, ``categorical``, ``max_levels``)."""
     tables = read_presence_only(records, background=background, tests=tests, **options)
-    return to_dataset(tables, view=view, name=name or Path(records).stem)
+    return to_dataset(tables, view=view, name=name or Path(records).stem, val_blocks=val_blocks)
 
 
 def region_files(folder, region: str) -> dict:
@@ -287,8 +323,8 @@ def region_files(folder, region: str) -> dict:
 
 
 def load_presence_only_folder(folder, region: str, *, view: str = "records", name: str | None = None,
-                              **options) -> MultiLabelDataset:
+                              val_blocks: int | None = None, **options) -> MultiLabelDataset:
     """:func:`load_presence_only` on the files of :func:`region_files`."""
     f = region_files(folder, region)
     return load_presence_only(f["records"], background=f["background"], tests=f["tests"], view=view,
-                              name=name or region, **options)
+                              name=name or region, val_blocks=val_blocks, **options)
