@@ -9,6 +9,7 @@ every later step reads (memory-mapped, never loaded whole)::
     <bundle>/{train,val,test}/Y.npy    bool full labels (absent for observed-only data)
     <bundle>/{train,val,test}/index.npy row numbers in the source split
     <bundle>/val/Z.npy, test/Z.npy     int8 observations (observed-only data only)
+    <bundle>/{val,test}/mask.npy       bool: where Y is known (labels surveyed on part of the examples)
     <bundle>/observed/<regime>.npy     int8 training observations Z, one file per regime
     <bundle>/observed/partial-p<p>.npy the 'partial' regime at hiding probability p (on demand)
     <bundle>/features/<name>/<split>.npy  cached backbone features of image bundles
