@@ -152,6 +152,7 @@ def run_region(region: str, args) -> None:
                                             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                                             "wall_s": round(time.perf_counter() - t_region, 1)})
     done["label_names"] = ds.label_names
+    done["grid"] = grid_line(args)
     path.write_text(json.dumps(done))
 
 
@@ -176,6 +177,14 @@ def choose(runs: list[dict]) -> dict:
             "median": float(np.mean([r["test_auc_median"] for r in rs])),
             "map": float(np.mean([r["test_map"] for r in rs])), "per_label": per, "n": len(rs),
             "seconds": float(sum(r["seconds"] for r in rs))}
+
+
+def grid_line(args) -> str:
+    vb = args.val_blocks
+    return (f"lrs {args.lrs}; seeds {args.seeds}; {args.epochs} epochs (MLP head {args.mlp_epochs}); "
+            f"batch {args.batch_size}; validation "
+            f"{f'spatial blocks ({vb}x{vb}, 20% of the occupied cells)' if vb else 'random 20% of the rows'}; "
+            f"MLP hidden {args.hidden}; view {args.view}")
 
 
 def write_table(args) -> None:
@@ -220,10 +229,7 @@ def write_table(args) -> None:
               f"machine: {machine_info(setting='linear')}",
               "device: cpu (torch threads 1)",
               f"wall time: {wall / 60:.1f} min over {len(cmds)} region command(s) (each under flock /tmp/spml-heavy.lock)",
-              f"grid: lrs {args.lrs}; seeds {args.seeds}; {args.epochs} epochs (MLP head {args.mlp_epochs}); "
-              f"batch {args.batch_size}; validation "
-              f"{f'spatial blocks ({args.val_blocks}x{args.val_blocks}, 20% of the occupied cells)' if args.val_blocks else 'random 20% of the rows'}; "
-              f"MLP hidden {args.hidden}; view {args.view}",
+              "grid: " + " | ".join(sorted({data[R].get("grid") or grid_line(args) for R in regions})),
               "```", ""]
     lines += ["Region columns: mean ± std over the 3 seeds. Test score: per-species **AUC-ROC** on the species' own surveyed test sites (label mask), "
               "averaged over species: **mean** of the four regions' values in the region columns; "
