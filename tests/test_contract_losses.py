@@ -34,6 +34,8 @@ def method_inputs(spec, like: torch.Tensor, seed: int = 1) -> dict:
     for name in spec.inputs:
         if "logits" in name:
             out[name] = torch.randn(like.shape, generator=g).to(like.dtype)
+        elif "frequency" in name:  # a label's share of the examples (Zbinden's n_s / n): inside (0, 1)
+            out[name] = (0.05 + 0.9 * torch.rand(like.shape, generator=g)).to(like.dtype)
         else:  # targets, pseudo-labels, weights: values in [0, 1]
             out[name] = torch.rand(like.shape, generator=g).to(like.dtype)
     return out

@@ -49,6 +49,9 @@ def setup(name: str, seed: int = 0):
 def step(method, model, X, Z, rows: torch.Tensor, epoch: int = 2):
     index = rows.expand(G, -1)
     batch = Batch(inputs=X[index], index=index, observed=Z[index], distinct=True)
+    if method.uses_background:  # one background row per example, as the trainer draws them (issue 24)
+        batch.background = torch.randn(index.shape[0], index.shape[1], X.shape[1],
+                                       generator=torch.Generator().manual_seed(epoch))
     method.on_epoch_start(epoch)
     logits = method.forward(model, batch)
     loss = method.compute_loss(logits, batch, model)

@@ -192,7 +192,7 @@ def _linear_methods():
     return sorted(n for n, s in METHODS.items() if s.setting != "finetune" and not n.startswith("test-"))
 
 
-def test_every_linear_method_runs_under_the_device_trap(toy_bundle, tmp_path):
+def test_every_linear_method_runs_under_the_device_trap(toy_bundle, presence_bundle, tmp_path):
     """One short linear run of EVERY registered method (as a stacked grid when the method
     allows it, with a checkpoint written and read back), explicitly on the CPU while the
     default device is ``meta``: a tensor created without ``device=`` fails the run."""
@@ -206,10 +206,12 @@ def test_every_linear_method_runs_under_the_device_trap(toy_bundle, tmp_path):
         stacked = build_method(name).supports_members
         lrs, seeds = ([1e-2, 1e-3], [0, 1]) if stacked else ([1e-2], [0])
         cfg = TrainConfig(method=name, epochs=2, batch_size=16, device="cpu")
+        # a method that consumes background rows (issue 24) trains on presence-only data
+        bundle = presence_bundle if build_method(name).uses_background else toy_bundle
         try:
             with device_trap():
-                train(toy_bundle, cfg.replace(epochs=1), lrs=lrs, seeds=seeds, run_dir=tmp_path / name)
-                res = train(toy_bundle, cfg, lrs=lrs, seeds=seeds, run_dir=tmp_path / name, keep_state=True)
+                train(bundle, cfg.replace(epochs=1), lrs=lrs, seeds=seeds, run_dir=tmp_path / name)
+                res = train(bundle, cfg, lrs=lrs, seeds=seeds, run_dir=tmp_path / name, keep_state=True)
             assert all(np.isfinite(r.test_map) for r in res)
             assert all(t.device.type == "cpu" for t in res[0].state["head"].values())
             # state written in place on a meta tensor raises nothing: the checkpoint shows it

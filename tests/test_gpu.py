@@ -50,7 +50,7 @@ def _linear_methods():
 
 
 @pytest.mark.parametrize("method", _linear_methods())
-def test_linear_run_on_cuda_equals_the_cpu_run(toy_bundle, method):
+def test_linear_run_on_cuda_equals_the_cpu_run(toy_bundle, presence_bundle, method):
     from spmlkit.methods import build_method
     from spmlkit.training.linear import train_linear
 
@@ -61,6 +61,8 @@ def test_linear_run_on_cuda_equals_the_cpu_run(toy_bundle, method):
     w_tol, map_tol = (DISCRETE_WEIGHT_ATOL, DISCRETE_MAP_ATOL) if discrete else (WEIGHT_ATOL, MAP_ATOL)
     lrs, seeds = ([1e-2, 1e-3], [0, 1]) if stacked else ([1e-2], [0])
     cfg = TrainConfig(method=method, epochs=3, batch_size=16)
+    if m.uses_background:  # issue 24: trains on presence-only data (background rows)
+        toy_bundle = presence_bundle
     cpu = train_linear(toy_bundle, cfg.replace(device="cpu"), lrs=lrs, seeds=seeds, keep_state=True)
     gpu = train_linear(toy_bundle, cfg.replace(device="cuda"), lrs=lrs, seeds=seeds, keep_state=True)
     for a, b in zip(cpu, gpu):

@@ -226,6 +226,11 @@ def _cmd_prepare(args) -> int:
         table["separator"] = args.separator
     if args.label_column:
         table["label_column"] = args.label_column
+    for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
+        if getattr(args, opt, None):
+            table[opt] = getattr(args, opt)
+    if getattr(args, "categorical", None) is not None:
+        table["categorical"] = _csv_list(args.categorical) if args.categorical else []
     if args.path_column:
         table["path_column"] = args.path_column
         table["check_files"] = not args.no_check_files
@@ -571,9 +576,12 @@ def _cmd_evaluate(args) -> int:
             print(f"{args.split}: {format_scores(ev)}")
             print(f"label sets: {format_label_set_quality(ev['label_sets'])}")
         return 0
-    ev = evaluate_scores(scores, Y=Y, empty=args.empty_classes)
+    mask = bundle.label_mask(args.split)  # labels known on part of the examples only (issue 24)
+    ev = evaluate_scores(scores, Y=Y, empty=args.empty_classes, mask=mask)
     out = {"split": args.split, **{k: ev[k] for k in ("map", "n_classes", "n_empty_classes", "empty_classes")},
-           "ap": dict(zip(model.label_names, ev["ap"]))}
+           "ap": dict(zip(model.label_names, ev["ap"])),
+           **{k: ev[k] for k in ("auc_mean", "auc_median", "n_auc_classes", "masked")},
+           "auc": dict(zip(model.label_names, ev["auc"]))}
     if args.json:
         print(dumps_json(out), end="")
     else:
@@ -581,8 +589,13 @@ def _cmd_evaluate(args) -> int:
         print(f"{args.split} mAP {ev['map']:.2f} over {ev['n_classes']} classes"
               + (f" ({n_empty} without positives {'excluded' if ev['empty_classes'] == 'exclude' else 'counted as 0'})"
                  if n_empty else ""))
+        print(f"{args.split} AUC-ROC per label: mean {ev['auc_mean']:.3f}, median {ev['auc_median']:.3f} over "
+              f"{ev['n_auc_classes']} labels" + (" (each on its surveyed examples: the bundle's label mask)"
+                                                 if mask is not None else ""))
+        print(f"  {'label':30s}     AP    AUC")
         for name, a in out["ap"].items():
-            print(f"  {name:30s} {'   n/a' if a is None else f'{a:6.2f}'}")
+            u = out["auc"][name]
+            print(f"  {name:30s} {'   n/a' if a is None else f'{a:6.2f}'} {'   n/a' if u is None else f'{u:6.3f}'}")
     return 0
 
 
@@ -981,6 +994,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-check-files", action="store_true",
                    help="CSV/TSV with --path-column: do not check that every image file exists")
     p.add_argument("--name", help="dataset name stored in the bundle")
+    p.add_argument("--region", help="presence-only folder (<R>train_po.csv, <R>train_bg.csv, <R>test_env*.csv, "
+                   "<R>test_pa*.csv): the region R to prepare, e.g. NZ (docs/presence_only.md)")
+    p.add_argument("--background", help="presence-only records CSV: the background rows' CSV (no label)")
+    p.add_argument("--view", choices=("records", "sites"),
+                   help="presence-only: one example per record (default) or records at the same x, y merged")
+    p.add_argument("--categorical", help="presence-only: comma-separated categorical covariates (one-hot encoded; "
+                   "default: integer columns with at most 6 levels)")
+    p.add_argument("--val-blocks", type=_pos_int, metavar="G",
+                   help="presence-only: validate on 20%% of a G x G grid of spatial blocks (records and background "
+                        "there) instead of a random 20%% of the rows")
     p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
     p.set_defaults(func=_cmd_prepare)

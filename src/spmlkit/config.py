@@ -16,7 +16,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 SELECTION_CRITERIA = ("auto", "map", "observed_map", "observed_recall@1", "observed_recall@3", "observed_recall@5",
-                      "last")
+                      "background_auc", "last")
 """Model-selection criteria (the validation score that picks the best epoch).
 
 ``map``
@@ -35,6 +35,10 @@ SELECTION_CRITERIA = ("auto", "map", "observed_map", "observed_recall@1", "obser
     argument is approximate when cardinality correlates with the scores.  It keeps
     the papers' *kind* of criterion (per-label ranking across examples) — which is
     what a threshold or a per-label decision later relies on.
+``background_auc`` — the default (``auto``) on presence-only data with background rows (issue 24)
+    per label, the AUC of its held-out presence records against the held-out background
+    rows (no observed label), averaged over labels (:func:`spmlkit.metrics.presence_background_auc`):
+    how MaxEnt-style models are checked when no absence exists.
 ``observed_recall@k``
     % of observed positives ranked in the top ``k`` labels of their example.  Under
     uniform single-positive sampling it is an *unbiased* estimate of the example-

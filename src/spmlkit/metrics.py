@@ -131,15 +131,17 @@ class MapResult:
         return self.map
 
 
-def mean_average_precision(y_true, scores, *, empty: str = "exclude") -> MapResult:
+def mean_average_precision(y_true, scores, *, empty: str = "exclude", mask=None) -> MapResult:
     """mAP ×100 over classes.
 
     ``empty="exclude"`` (default) leaves classes without positives out of the mean;
-    ``empty="zero"`` counts them as AP 0 as the authors' code does.
+    ``empty="zero"`` counts them as AP 0 as the authors' code does.  ``mask`` ``(N, L)``
+    bool: label ``l`` is scored only on the rows where it was surveyed (issue 24; see
+    :func:`roc_auc`); None = every row.
     """
     if empty not in ("exclude", "zero"):
         raise ConfigError(f"empty must be 'exclude' or 'zero', got {empty!r}")
-    ap = average_precision(y_true, scores) * 100.0
+    ap = (average_precision(y_true, scores) if mask is None else masked_average_precision(y_true, scores, mask)) * 100.0
     missing = np.isnan(ap)
     n_empty = int(missing.sum())
     if empty == "zero":
@@ -317,14 +319,18 @@ def class_ap_change(Y, scores, reference_scores) -> tuple[np.ndarray, float]:
     return delta, float((delta[ok] > 0).mean()) if ok.any() else float("nan")
 
 
-def evaluate_scores(scores, *, Y=None, Z=None, empty: str = "exclude", ks=(1, 3)) -> dict:
+def evaluate_scores(scores, *, Y=None, Z=None, empty: str = "exclude", ks=(1, 3), mask=None) -> dict:
     """Ranking quality of ``scores`` ``(N, L)`` against full labels ``Y`` or, failing
-    that, observations ``Z``."""
+    that, observations ``Z``.  With full labels: mAP, and per-label AUC-ROC averaged over
+    labels (mean and median); ``mask`` restricts each label to its surveyed rows."""
     scores = np.asarray(scores)
     if Y is not None:
-        r = mean_average_precision(Y, scores, empty=empty)
+        r = mean_average_precision(Y, scores, empty=empty, mask=mask)
+        a = mean_auc(Y, scores, mask)
         return {"labels": "full", "map": r.map, "n_classes": r.n_classes, "n_empty_classes": r.n_empty,
-                "empty_classes": r.empty, "ap": [None if a != a else float(a) for a in r.ap]}
+                "empty_classes": r.empty, "ap": [None if v != v else float(v) for v in r.ap],
+                "auc_mean": a.mean, "auc_median": a.median, "n_auc_classes": a.n_classes,
+                "auc": [None if v != v else float(v) for v in a.auc], "masked": mask is not None}
     if Z is None:
         raise ValueError("evaluate_scores needs full labels Y or observations Z")
     Z = np.asarray(Z)
@@ -334,3 +340,106 @@ def evaluate_scores(scores, *, Y=None, Z=None, empty: str = "exclude", ks=(1, 3)
     for k in ks:
         out[f"observed_recall@{k}"] = observed_positive_recall_at_k(Z, scores, k)
     return out
+
+
+# ------------------------------------------------------- masked metrics (issue 24)
+@dataclass(frozen=True)
+class AucResult:
+    mean: float  # mean over labels with both a positive and a negative among their surveyed entries
+    median: float
+    auc: np.ndarray  # (L,) per-label AUC-ROC (nan where undefined)
+    n_classes: int  # labels averaged
+
+
+def _check_mask(mask, shape) -> np.ndarray | None:
+    if mask is None:
+        return None
+    m = np.asarray(mask, dtype=bool)
+    if m.shape != tuple(shape):
+        raise DataFormatError(None, f"label mask has shape {m.shape} but labels have shape {tuple(shape)}")
+    return m
+
+
+def roc_auc(y_true, scores, mask=None) -> np.ndarray:
+    """Per-label area under the ROC curve, each label scored only on its **surveyed** entries.
+
+    ``mask`` ``(N, L)`` bool (default: all True) says where label ``l`` of example ``i``
+    is known: a species surveyed only at the test sites of its own group is evaluated
+    there and nowhere else (the evaluation of Elith et al. 2020 and the disdat papers:
+    per-species AUC on that species' own presence/absence sites).  AUC is the
+    Mann-Whitney statistic ``P(s⁺ > s⁻) + ½ P(s⁺ = s⁻)`` computed from average ranks, so
+    ties count one half, exactly as scikit-learn's ``roc_auc_score`` (tested).  Labels
+    without a surveyed positive or a surveyed negative get ``nan``.
+
+    >>> roc_auc([[1], [0], [1], [0]], [[0.9], [0.8], [0.1], [0.05]]).round(4).tolist()
+    [0.75]
+    """
+    from scipy.stats import rankdata
+
+    y = np.asarray(y_true)
+    s = np.asarray(scores, dtype=np.float64)
+    if y.ndim == 1:
+        y, s = y[:, None], s[:, None]
+    if y.shape != s.shape:
+        raise DataFormatError(None, f"labels have shape {y.shape} but scores have shape {s.shape}")
+    if not np.isfinite(s).all():
+        raise DataFormatError(None, "scores contain NaN or inf")
+    m = _check_mask(mask, y.shape)
+    L = y.shape[1]
+    out = np.full(L, np.nan)
+    for c in range(L):
+        yc, sc = y[:, c] == 1, s[:, c]
+        if m is not None:
+            yc, sc = yc[m[:, c]], sc[m[:, c]]
+        n_pos = int(yc.sum())
+        n_neg = yc.size - n_pos
+        if n_pos == 0 or n_neg == 0:
+            continue
+        ranks = rankdata(sc)  # average ranks: ties count one half
+        out[c] = (ranks[yc].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+    return out
+
+
+def mean_auc(y_true, scores, mask=None) -> AucResult:
+    """Mean and median over labels of :func:`roc_auc` (labels where it is undefined are left out)."""
+    auc = roc_auc(y_true, scores, mask)
+    ok = auc[~np.isnan(auc)]
+    return AucResult(mean=float(ok.mean()) if ok.size else float("nan"),
+                     median=float(np.median(ok)) if ok.size else float("nan"), auc=auc, n_classes=int(ok.size))
+
+
+def masked_average_precision(y_true, scores, mask=None) -> np.ndarray:
+    """Per-label AP (as :func:`average_precision`), label ``l`` scored only on the rows
+    where ``mask[:, l]`` is True (all rows when ``mask`` is None)."""
+    if mask is None:
+        return average_precision(y_true, scores)
+    y, s = np.asarray(y_true), np.asarray(scores)
+    m = _check_mask(mask, y.shape)
+    out = np.full(y.shape[1], np.nan)
+    for c in range(y.shape[1]):
+        out[c] = average_precision(y[m[:, c], c:c + 1], s[m[:, c], c:c + 1])[0]
+    return out
+
+
+def presence_background_auc(Z, scores) -> float:
+    """Selection criterion for presence-only data without any absence (issue 24): per
+    label, the AUC of its observed presences (``Z == +1``) against the **background**
+    rows (no observed label at all), averaged over labels with a presence; ×100.
+
+    It needs no test label and no absence: it is the presence-vs-background
+    discrimination that MaxEnt-style models are judged by on held-out presence records
+    when no survey exists (Phillips et al. 2006, "AUC on test presences vs background")."""
+    Z = np.asarray(Z)
+    s = np.asarray(scores)
+    bg = ~(Z != 0).any(axis=1)
+    if not bg.any():
+        raise ConfigError("presence_background_auc needs background rows (examples with no observed label) "
+                          "in the validation split")
+    auc = []
+    for c in range(Z.shape[1]):
+        pos = Z[:, c] == 1
+        if not pos.any():
+            continue
+        rows = pos | bg
+        auc.append(roc_auc(pos[rows, None], s[rows, c:c + 1])[0])
+    return 100.0 * float(np.mean(auc)) if auc else float("nan")

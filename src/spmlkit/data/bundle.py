@@ -9,6 +9,7 @@ every later step reads (memory-mapped, never loaded whole)::
     <bundle>/{train,val,test}/Y.npy    bool full labels (absent for observed-only data)
     <bundle>/{train,val,test}/index.npy row numbers in the source split
     <bundle>/val/Z.npy, test/Z.npy     int8 observations (observed-only data only)
+    <bundle>/{val,test}/mask.npy       bool: where Y is known (labels surveyed on part of the examples)
     <bundle>/observed/<regime>.npy     int8 training observations Z, one file per regime
     <bundle>/observed/partial-p<p>.npy the 'partial' regime at hiding probability p (on demand)
     <bundle>/features/<name>/<split>.npy  cached backbone features of image bundles
@@ -210,6 +211,8 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
                 save_npy(d / "Z.npy", s.Z.astype(np.int8))
             if s.areas is not None:  # largest-instance areas (the 'single_positive_largest' regime)
                 save_npy(d / "areas.npy", s.areas.astype(np.float64))
+            if s.mask is not None and s.Y is not None:  # where Y is known (issue 24)
+                save_npy(d / "mask.npy", s.mask.astype(bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
             arrays[split] = len(s)
         (tmp / "observed").mkdir()
@@ -235,6 +238,7 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             "hide_prob": hide_prob,
             "sizes": arrays,
             "dropped_train_without_positive": n_dropped,
+            **({"background_rows": int((train.Z == 0).all(axis=1).sum())} if dataset.background else {}),
             "train_label_stats": label_stats(train.Y) if not observed_only else None,
             "train_observation_stats": observation_stats(Z),
             "notes": notes,
@@ -327,6 +331,8 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
     if observed_only:
         keep_mask = (train.Z != 0).any(axis=1)
         why = "no observed label"
+        if dataset.background:  # declared background rows (issue 24) are kept
+            keep_mask = np.ones(len(train), dtype=bool)
     else:
         keep_mask = has_positive(train.Y)
         why = "no true positive"
@@ -503,6 +509,18 @@ class Bundle:
             raise CorruptFileError(f"{p}: row numbers are negative or repeated; the file was altered — re-run "
                                    "'spml prepare'")
         return idx
+
+    def label_mask(self, split: str, *, mmap: bool = True) -> np.ndarray | None:
+        """``(N, L)`` bool: where the full labels of ``split`` are known (issue 24: a label
+        surveyed only on part of the examples); None when they are known everywhere."""
+        self._check_split(split)
+        if not (self.path / split / "mask.npy").exists():
+            return None
+        mask = self._npy(f"{split}/mask.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label mask")
+        if mask.dtype != np.bool_:
+            raise CorruptFileError(f"{self.path / split / 'mask.npy'}: a label mask must be bool, found {mask.dtype}; "
+                                   "re-run 'spml prepare'")
+        return mask
 
     def areas(self, split: str) -> np.ndarray | None:
         """``(N, L)`` area of each present label's largest instance (COCO-style bundles), or

@@ -27,6 +27,9 @@ class Split:
     #: optional (N, L) float: area of each present label's largest instance (COCO-style
     #: annotations; read by the 'single_positive_largest' regime), 0 where absent
     areas: np.ndarray | None = None
+    #: optional (N, L) bool (issue 24): where the full label ``Y`` is known (surveyed); a
+    #: species surveyed only at its own group's sites is evaluated there only.  None = everywhere.
+    mask: np.ndarray | None = None
 
     def __post_init__(self):
         if (self.X is None) == (self.paths is None):
@@ -40,7 +43,9 @@ class Split:
         n = len(self)
         if self.areas is not None:
             self.areas = np.asarray(self.areas, dtype=np.float64)
-        for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas)):
+        if self.mask is not None:
+            self.mask = np.asarray(self.mask, dtype=bool)
+        for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas), ("mask", self.mask)):
             if arr is not None and len(arr) != n:
                 raise DataFormatError(None, f"{name} has {len(arr)} rows but the inputs have {n}")
 
@@ -60,6 +65,7 @@ class Split:
             Z=None if self.Z is None else self.Z[rows],
             ids=None if self.ids is None else [self.ids[i] for i in rows],
             areas=None if self.areas is None else self.areas[rows],
+            mask=None if self.mask is None else self.mask[rows],
         )
 
 
@@ -71,6 +77,9 @@ class MultiLabelDataset:
     source: str = ""
     feature_names: list[str] | None = None
     notes: list[str] = field(default_factory=list)
+    #: issue 24: training examples with no observed label are **background rows** (e.g. an
+    #: ecologist's random background sites), kept by ``spml prepare`` rather than dropped
+    background: bool = False
 
     def __post_init__(self):
         if "train" not in self.splits:

@@ -98,6 +98,11 @@ class Batch:
     #: with a gradient scaler; a device tensor) or None (1).  Components that read a
     #: gradient themselves (ROLE's estimator rows) divide by it.
     grad_scale: Any = None
+    #: background rows drawn for this step (issue 24): inputs ``(G, B, D)`` of training rows
+    #: with **no observed label** (an ecologist's random background sites), one paired with
+    #: each example; supplied by the trainer only to a method that consumes background
+    #: (:attr:`Method.uses_background`), else None.
+    background: Any = None
 
 
 class Component:
@@ -225,10 +230,20 @@ class Method:
         """Model outputs for a batch; methods needing several views override this."""
         return model(batch.inputs)
 
-    def loss_matrix(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+    @property
+    def uses_background(self) -> bool:
+        """True when the loss consumes **background rows** (training examples with no
+        observed label, issue 24): its ``background_logits`` input.  The trainer then
+        draws one background row per example each step (``batch.background``), and the
+        epoch runs over the labelled rows only; a method without it sees background rows,
+        if the data has any, as ordinary examples with an all-unobserved row of Z."""
+        return "background_logits" in self.loss.inputs
+
+    def loss_matrix(self, logits: torch.Tensor, batch: Batch,
+                    background_logits: torch.Tensor | None = None) -> torch.Tensor:
         """Unreduced loss after the components' inputs and modifications."""
         observed = batch.observed
-        inputs: dict = {}
+        inputs: dict = {} if background_logits is None else {"background_logits": background_logits}
         for c in self.components:
             extra = c.batch_inputs(batch, logits)
             if "observed" in extra:
@@ -240,7 +255,13 @@ class Method:
         return loss
 
     def compute_loss(self, logits: torch.Tensor, batch: Batch, model=None) -> torch.Tensor:
-        total = self.reduction(self.loss_matrix(logits, batch))
+        background_logits = None
+        if self.uses_background:
+            if batch.background is None or model is None:
+                raise ConfigError(f"method {self.name!r} needs background rows (training examples with no observed "
+                                  "label, e.g. random background sites); this data or trainer gives none")
+            background_logits = model(batch.background)
+        total = self.reduction(self.loss_matrix(logits, batch, background_logits))
         for reg in self.regularizers:
             total = total + reg(logits, batch, model)
         return total

@@ -297,6 +297,9 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         extra = f" ({result['n_empty_test_classes']} test classes without positives excluded)" \
             if result.get("n_empty_test_classes") else ""
         L.append(f"- test mAP (full labels): **{result['test_map']:.2f}**{extra}")
+        if result.get("test_auc"):
+            L.append(f"- test AUC-ROC per label, each on its surveyed examples: mean **{result['test_auc']['mean']:.3f}**, "
+                     f"median {result['test_auc']['median']:.3f}")
     elif result.get("test_observed"):
         t = result["test_observed"]
         recs = ", ".join(f"{k} {v:.2f}" for k, v in t.items() if k.startswith("observed_recall@"))
@@ -400,6 +403,10 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
         extra = f" ({record['n_empty_test_classes']} test classes without positives excluded)" \
             if record.get("n_empty_test_classes") else ""
         lines.append(f"test mAP {record['test_map']:.2f}{extra}")
+        if record.get("test_auc"):  # labels surveyed on part of the test examples (issue 24)
+            a = record["test_auc"]
+            lines.append(f"test AUC-ROC per label (on its surveyed examples): mean {a['mean']:.3f}, "
+                         f"median {a['median']:.3f}")
     elif record.get("test_observed"):
         from .evaluation import format_scores
 

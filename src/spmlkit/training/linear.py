@@ -244,8 +244,14 @@ class LinearLearner:
         self._observed_dev = self.observed.to(self.device)  # the batches' observations (the same tensor on a CPU)
         self.n_train = len(stores["train"])
         self.ctx = dist_ctx or distributed.context()
+        #: a :class:`~spmlkit.training.background.BackgroundSampler` for a method that consumes
+        #: background rows (epochs over the labelled rows, background drawn per step); None: as before
+        self.background = None
 
     def batches(self, epoch: int):
+        if self.background is not None:
+            yield from self._with_background(self.background.epoch_order(self.generators))
+            return
         perms = torch.stack([torch.randperm(self.n_train, generator=g, device="cpu") for g in self.generators])
         train, Z, B, L = self.stores["train"], self._observed_dev, self.batch_size, self.n_labels
         if not train.on_device:  # rows from host memory: gathered and copied one step ahead (never on a CPU)
@@ -265,6 +271,18 @@ class LinearLearner:
             mine = idx[:, a:b]
             yield Batch(inputs=train.gather(mine), index=mine, observed=obs[:, a:b], shard=(a, b), distinct=True,
                         global_batch=Batch(inputs=None, index=idx, observed=obs, distinct=True))
+
+    def _with_background(self, perms: torch.Tensor):
+        """The batches of a method that consumes background (:mod:`.background`): over
+        the rows ``perms`` ``(G, n)``, each with one drawn background row per example."""
+        train, Z, B, L = self.stores["train"], self._observed_dev, self.batch_size, self.n_labels
+        for start in range(0, perms.shape[1], B):
+            idx = perms[:, start:start + B]
+            G, n = idx.shape
+            dev = idx.to(self.device)
+            obs = Z.index_select(0, dev.reshape(-1)).view(G, n, L)
+            yield Batch(inputs=train.gather(idx), index=dev, observed=obs, distinct=True,
+                        background=train.gather(self.background.draw(n)))
 
     def _prefetched(self, perms: torch.Tensor, perms_dev: torch.Tensor):
         """The batches of an epoch whose rows come from host memory: the rows of step
@@ -334,6 +352,8 @@ class LinearLearner:
         select_members(self.model, keep)
         self.optimizer.select_members(keep, list(self.model.parameters()))
         self.generators = [self.generators[i] for i in keep]
+        if self.background is not None:
+            self.background.select_members(keep)
         self.lrs = [self.lrs[i] for i in keep]
         self.seeds = [self.seeds[i] for i in keep]
         self.n_members = len(keep)
@@ -353,8 +373,11 @@ class LinearLearner:
         self.optimizer = StackedAdam(list(self.model.parameters()), [1e-3] * len(states), impl=self._adam)
 
     def state_dict(self) -> dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "generators": [g.get_state() for g in self.generators]}
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "generators": [g.get_state() for g in self.generators]}
+        if self.background is not None:
+            state["background"] = self.background.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Loads a state written on any device (tensors are copied to this learner's)."""
@@ -362,6 +385,8 @@ class LinearLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         for g, s in zip(self.generators, state["generators"]):
             g.set_state(s.cpu())
+        if self.background is not None and "background" in state:
+            self.background.load_state_dict(state["background"])
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -387,6 +412,7 @@ class RunResult:
     test_observed: dict | None = None  # observed-label metrics on a test split without full labels
     expected_positives: float | None = None  # k given to the method (config, or Eq. A1 on full labels)
     notes: dict | None = None  # a recipe's choices (spmlkit.training.recipe): members, their lr and score
+    test_auc: dict | None = None  # masked per-label AUC-ROC (mean, median, per_label) when the test labels have a mask
     state: dict | None = field(default=None, repr=False)  # best-epoch head weights (+ method state)
 
     def to_record(self) -> dict:
@@ -400,11 +426,19 @@ class RunResult:
 
 
 def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_test, Z_test, Y_train,
-                 empty: str = "exclude") -> dict:
+                 empty: str = "exclude", test_mask=None) -> dict:
     """The :class:`RunResult` fields scored on the test and training splits: test mAP and
     per-class AP (full test labels), observed-label test metrics (observed-only test
-    split), and label recovery, the training-set mAP against full training labels."""
-    test = mean_average_precision(Y_test, test_logits, empty=empty) if Y_test is not None else None
+    split), and label recovery, the training-set mAP against full training labels.
+    ``test_mask`` (issue 24): each label scored only on its surveyed test rows; with it,
+    the per-label AUC-ROC averaged over labels is scored as well (``test_auc``)."""
+    test = mean_average_precision(Y_test, test_logits, empty=empty, mask=test_mask) if Y_test is not None else None
+    auc = None
+    if test_mask is not None and Y_test is not None:
+        from ..metrics import mean_auc
+
+        a = mean_auc(Y_test, test_logits, test_mask)
+        auc = {"mean": a.mean, "median": a.median, "per_label": [None if v != v else float(v) for v in a.auc]}
     test_observed = None
     if Z_test is not None:
         from ..metrics import evaluate_scores
@@ -416,7 +450,8 @@ def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_
     return {"test_map": None if test is None else test.map,
             "test_ap": None if test is None else [None if math.isnan(a) else float(a) for a in test.ap],
             "n_empty_test_classes": 0 if test is None else test.n_empty,
-            "test_observed": test_observed, "train_map": train_map}
+            "test_observed": test_observed, "train_map": train_map,
+            **({"test_auc": auc} if auc is not None else {})}
 
 
 def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
@@ -503,6 +538,10 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
     learner = LinearLearner(stores, parts.observed, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
                             n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, dist_ctx=dctx,
                             device=parts.device)
+    if method.uses_background:  # issue 24: epochs over the labelled rows, background drawn per step
+        from .background import attach_background
+
+        attach_background(learner, method, parts.observed, seeds)
     ctx = parts.setup_method(learner.observed, lrs=lrs, seeds=seeds, epochs=config.epochs, run_dir=run_dir,
                              dist_ctx=dctx)
     return LinearRun(parts, learner, ctx, mean, std)
@@ -533,7 +572,8 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
         m = tracker.members[g]
         best_epoch = len(m.history) if selection == "last" else m.best_epoch
         scored = split_scores(test_scores[g].numpy(), None if train_scores is None else train_scores[g].numpy(),
-                              Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=Y_train, empty=config.empty_classes)
+                              Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=Y_train, empty=config.empty_classes,
+                              test_mask=parts.test_mask)
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
             best_epoch=best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=selection,

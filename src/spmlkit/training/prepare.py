@@ -38,7 +38,7 @@ from ..metrics import (mean_average_precision, mean_average_precision_members, o
 
 # ---------------------------------------------------------------------- evaluation
 def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarray | None,
-                   empty: str = "exclude") -> tuple[str, Callable[[torch.Tensor], list[float]]]:
+                   empty: str = "exclude", background: bool = False) -> tuple[str, Callable[[torch.Tensor], list[float]]]:
     """Validation criterion: ``map`` needs full validation labels; ``observed_map`` and
     ``observed_recall@k`` use observations only (issue 8).  ``auto`` = ``map`` when full
     labels exist, else ``observed_map`` (the reasons are in :mod:`spmlkit.config`), and
@@ -46,6 +46,8 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
     so no epoch is "best" and the final weights are kept."""
     if selection == "auto":
         selection = "map" if Y_val is not None else ("observed_map" if Z_val is not None else "last")
+        if background and selection == "observed_map":  # presence-only data (issue 24)
+            selection = "background_auc"
     if selection == "last":
         return selection, lambda logits: [math.nan] * logits.shape[0]
     no_positive = ("the validation split has no positive label, so selection {!r} cannot score any epoch (it "
@@ -68,6 +70,13 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
         raise ConfigError(f"selection {selection!r} needs validation observations")
     if not (np.asarray(Z_val) == 1).any():
         raise ConfigError(no_positive.format(selection))
+    if selection == "background_auc":
+        from ..metrics import presence_background_auc
+
+        if (np.asarray(Z_val) != 0).any(axis=1).all():
+            raise ConfigError("selection 'background_auc' needs background rows (examples with no observed label) "
+                              "in the validation split; this data has none")
+        return selection, lambda logits: [presence_background_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "observed_map":
         def by_observed_map(logits):
             if logits.device.type != "cpu":
@@ -141,6 +150,7 @@ class RunParts:
     Z_val: np.ndarray | None  # the observations an observed-label criterion scores with
     Y_test: np.ndarray | None
     Z_test: np.ndarray | None  # observed-only test split: the observed-label metrics
+    test_mask: np.ndarray | None  # where Y_test is known (labels surveyed on part of the examples); None: everywhere
     selection: str  # the resolved criterion (``auto`` replaced)
     evaluate: Callable[[torch.Tensor], list]  # (G, N_val, L) logits -> one score per member
     expected_positives: float | None  # k (Cole §5.3)
@@ -166,6 +176,18 @@ class RunParts:
         ctx = self.context(observed, **kw)
         self.method.setup(ctx)
         return ctx
+
+
+def label_mask(bundle, split: str) -> np.ndarray | None:
+    """The bundle's label mask of ``split`` (issue 24; None when every label is known everywhere)."""
+    get = getattr(bundle, "label_mask", None)
+    return get(split) if get is not None else None
+
+
+def n_background(bundle) -> int:
+    """Background rows the bundle declares (issue 24): training rows kept with no observed label."""
+    meta = getattr(bundle, "meta", None) or {}
+    return int(meta.get("background_rows") or 0)
 
 
 def build_run_method(config: TrainConfig) -> Method:
@@ -202,7 +224,10 @@ def prepare_run(bundle: Bundle, config: TrainConfig, *, method: Method | None = 
     Z_val = validation_observations(bundle, config.selection, regime) if has_val else None
     Y_test = bundle.labels("test") if has_test else None
     Z_test = bundle.observations("test") if Y_test is None and has_test else None
-    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes)
+    test_mask = label_mask(bundle, "test") if Y_test is not None else None
+    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes,
+                                         background=n_background(bundle) > 0)
     return RunParts(config=config, method=method, device=torch.device(device), regime=regime, observed=Z,
-                    Y_train=Y_train, Y_val=Y_val, Z_val=Z_val, Y_test=Y_test, Z_test=Z_test, selection=selection,
+                    Y_train=Y_train, Y_val=Y_val, Z_val=Z_val, Y_test=Y_test, Z_test=Z_test, test_mask=test_mask,
+                    selection=selection,
                     evaluate=evaluate, expected_positives=run_expected_positives(config, Y_train, Y_val))

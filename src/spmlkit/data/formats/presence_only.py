@@ -1,0 +1,364 @@
+"""Presence-only species data (issue 24): the common ecology layout, read as single-positive
+multi-label data with background rows and a masked, fully surveyed test set.
+
+Files (CSV, header on line 1; ``NA`` or an empty cell is a missing value)
+--------------------------------------------------------------------------
+* **records** — one row per presence record: one label (``label_column``, default
+  ``spid``) observed at one place, with the place's covariates.  Optional columns
+  ``group`` (the label's survey group, e.g. bird / plant), ``x``, ``y`` (the place; used
+  to merge records, never as predictors), ``siteid``, ``occ`` (ignored).  Every other
+  column is a covariate.
+* **background** (optional) — rows with the same covariates and no label (e.g. 10,000
+  random sites): they become training examples with no observed label, the
+  *background rows* of the method contract (``MultiLabelDataset.background``).
+* **tests** — one or more pairs ``(covariates, presence/absence)`` of fully surveyed
+  test sites: the covariate table has the covariates, the presence/absence table one
+  0/1 column per label surveyed there (rows in the same order; when both have a
+  ``siteid`` they must agree row by row).  A label is evaluated only on the sites of the
+  tables that have its column: for AWT the bird table has the bird columns and the plant
+  table the plant ones, so birds are scored on bird sites only.  This is the test
+  split's label mask (``Split.mask``), not a special case: the metrics score each label
+  on its masked rows.  When the records and a table both have a ``group`` column, a
+  label's group in the records must be the table's group.
+
+Covariates
+----------
+The covariates are the records' covariate columns; background and test tables must
+have them all, with a number in every row.  **Categorical** covariates are one-hot
+encoded (a column ``name=value`` per level seen in training; a level seen only in test
+rows sets none): declared with ``categorical=[...]`` or, when not declared, detected as
+integer-valued columns with at most ``max_levels`` (6) distinct values over the training
+rows (disdat: NZ ``age``, ``toxicats``; CAN ``ontveg``; SWI ``calc``).  Standardisation
+on the training statistics (records and background) is the trainer's (``TrainConfig.standardize``,
+on by default for feature data), so the bundle keeps the covariates in their units.
+
+Views (``view=``)
+-----------------
+``records`` (default): one training example per record (one observed positive);
+``sites``: records at the same place (same ``x``, ``y``) merged into one example with
+several observed positives (covariates of the place's first record).
+
+Bad input ends in one :class:`~spmlkit.errors.DataFormatError` naming the file and the
+line: an unknown label in a test table, a label with records but no test column, a
+missing or non-numeric covariate, a presence/absence cell that is not 0 or 1, tables of
+a test pair whose rows do not match.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import ConfigError, DataFormatError
+from ..dataset import MultiLabelDataset, Split
+
+MISSING = ("", "NA", "NaN", "nan")
+RESERVED = ("siteid", "occ", "x", "y", "group")
+
+
+def _read(path) -> tuple[list[str], list[list[str]]]:
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, "file not found")
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        raise DataFormatError(path, "empty file; expected a header line", line=1)
+    header = [h.strip() for h in rows[0]]
+    body = rows[1:]
+    for i, r in enumerate(body):
+        if len(r) != len(header):
+            raise DataFormatError(path, f"{len(r)} fields, the header has {len(header)}", line=i + 2)
+    return header, body
+
+
+def _column(path, header, name) -> int:
+    try:
+        return header.index(name)
+    except ValueError:
+        raise DataFormatError(path, f"no column {name!r} (expected: {', '.join(header)})", line=1) from None
+
+
+def _numbers(path, header, body, names) -> np.ndarray:
+    """The covariates ``names`` as float64, every cell required."""
+    idx = [_column(path, header, n) for n in names]
+    out = np.empty((len(body), len(idx)))
+    for i, r in enumerate(body):
+        for j, c in enumerate(idx):
+            v = r[c].strip()
+            if v in MISSING:
+                raise DataFormatError(path, f"missing value of covariate {names[j]!r}", line=i + 2)
+            try:
+                out[i, j] = float(v)
+            except ValueError:
+                raise DataFormatError(path, f"covariate {names[j]!r} is {v!r}, not a number", line=i + 2) from None
+    return out
+
+
+@dataclass
+class PresenceOnlyTables:
+    """The raw tables (covariates in their units, categorical ones not yet encoded)."""
+
+    covariates: list[str]
+    categorical: list[str]
+    label_names: list[str]
+    records: np.ndarray  # (R, C) covariates of the presence records
+    record_labels: np.ndarray  # (R,) label index of each record
+    record_places: list  # (R,) place key of each record (x, y), or the row number
+    background: np.ndarray  # (M, C)
+    test: np.ndarray  # (T, C)
+    test_Y: np.ndarray  # (T, L) bool
+    test_mask: np.ndarray  # (T, L) bool: surveyed
+    record_xy: np.ndarray | None = None  # (R, 2) place coordinates of the records (when given)
+    background_xy: np.ndarray | None = None  # (M, 2)
+    sources: dict = field(default_factory=dict)
+
+
+def read_presence_only(records, *, background=None, tests=(), label_column: str = "spid",
+                       group_column: str = "group", place_columns=("x", "y"), ignore=("siteid", "occ"),
+                       categorical=None, max_levels: int = 6) -> PresenceOnlyTables:
+    """Read the tables described in the module docstring (see :func:`load_presence_only`)."""
+    rh, rb = _read(records)
+    li = _column(records, rh, label_column)
+    gi = rh.index(group_column) if group_column in rh else None
+    pi = [rh.index(c) for c in place_columns] if all(c in rh for c in place_columns) else None
+    skip = {label_column, group_column, *place_columns, *ignore}
+    covariates = [c for c in rh if c not in skip]
+    if not covariates:
+        raise DataFormatError(records, "no covariate column", line=1)
+    labels, groups, rec_labels, places = [], {}, [], []
+    for i, r in enumerate(rb):
+        name = r[li].strip()
+        if name in MISSING:
+            raise DataFormatError(records, f"missing label ({label_column!r})", line=i + 2)
+        if name not in groups:
+            labels.append(name)
+            groups[name] = r[gi].strip() if gi is not None else None
+        elif gi is not None and groups[name] != r[gi].strip():
+            raise DataFormatError(records, f"label {name!r} has records in groups {groups[name]!r} and "
+                                  f"{r[gi].strip()!r}", line=i + 2)
+        rec_labels.append(name)
+        places.append(tuple(r[c].strip() for c in pi) if pi is not None else i)
+    if not labels:
+        raise DataFormatError(records, "no presence record")
+    order = sorted(labels)
+    index = {n: k for k, n in enumerate(order)}
+    R = _numbers(records, rh, rb, covariates)
+    B = np.empty((0, len(covariates)))
+    rxy = _numbers(records, rh, rb, list(place_columns)) if pi is not None else None
+    bxy = np.empty((0, 2)) if rxy is not None else None
+    if background is not None:
+        bh, bb = _read(background)
+        B = _numbers(background, bh, bb, covariates)
+        if rxy is not None:
+            bxy = _numbers(background, bh, bb, list(place_columns)) if all(c in bh for c in place_columns) else None
+    train = np.concatenate([R, B])
+    if categorical is None:
+        categorical = [c for j, c in enumerate(covariates)
+                       if np.all(train[:, j] == np.round(train[:, j])) and len(np.unique(train[:, j])) <= max_levels]
+    else:
+        unknown = [c for c in categorical if c not in covariates]
+        if unknown:
+            raise ConfigError(f"categorical covariate(s) {unknown} are not covariates of {records} "
+                              f"({', '.join(covariates)})")
+    if not tests:
+        raise ConfigError("presence-only data needs at least one fully surveyed test table (covariates and "
+                          "presence/absence)")
+    L = len(order)
+    Xs, Ys, Ms, seen = [], [], [], set()
+    for env, pa in tests:
+        eh, eb = _read(env)
+        ph, pb = _read(pa) if pa != env else (eh, eb)
+        if len(pb) != len(eb):
+            raise DataFormatError(pa, f"{len(pb)} rows, but the covariate table {env} has {len(eb)}")
+        if "siteid" in eh and "siteid" in ph and pa != env:
+            a, b = eh.index("siteid"), ph.index("siteid")
+            for i, (re_, rp) in enumerate(zip(eb, pb)):
+                if re_[a].strip() != rp[b].strip():
+                    raise DataFormatError(pa, f"site {rp[b]!r} does not match row {i + 2} of {env} "
+                                          f"(site {re_[a]!r}); the two tables must list the same sites in order",
+                                          line=i + 2)
+        Xs.append(_numbers(env, eh, eb, covariates))
+        cols = [c for c in ph if c not in skip and c not in covariates]
+        tg = ph.index(group_column) if group_column in ph else None
+        Y = np.zeros((len(pb), L), bool)
+        M = np.zeros((len(pb), L), bool)
+        for c in cols:
+            if c not in index:
+                raise DataFormatError(pa, f"label {c!r} has no presence record in {records} (the test labels must "
+                                      "be labels of the records)", line=1)
+            k, j = index[c], ph.index(c)
+            seen.add(c)
+            for i, r in enumerate(pb):
+                v = r[j].strip()
+                if v not in ("0", "1"):
+                    raise DataFormatError(pa, f"label {c!r} is {v!r}; expected 0 or 1 (absent / present)", line=i + 2)
+                if tg is not None and groups[c] is not None and r[tg].strip() != groups[c]:
+                    raise DataFormatError(pa, f"site of group {r[tg].strip()!r} has a column for label {c!r}, "
+                                          f"whose records are of group {groups[c]!r}", line=i + 2)
+                Y[i, k] = v == "1"
+            M[:, k] = True
+        Ys.append(Y)
+        Ms.append(M)
+    missing = [n for n in order if n not in seen]
+    if missing:
+        raise DataFormatError(records, f"label(s) {missing[:5]} have presence records but no column in any test "
+                              "table; every label needs surveyed test sites")
+    return PresenceOnlyTables(covariates=covariates, categorical=list(categorical), label_names=order, records=R,
+                              record_labels=np.array([index[n] for n in rec_labels]), record_places=places,
+                              background=B, test=np.concatenate(Xs), test_Y=np.concatenate(Ys),
+                              test_mask=np.concatenate(Ms), record_xy=rxy, background_xy=bxy,
+                              sources={"records": str(records), "background": None if background is None else
+                                       str(background), "tests": [[str(e), str(p)] for e, p in tests]})
+
+
+def encode(tables: PresenceOnlyTables, X: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """One-hot encode the categorical covariates of ``X`` (levels seen in the training rows)."""
+    train = np.concatenate([tables.records, tables.background])
+    cols, names = [], []
+    for j, c in enumerate(tables.covariates):
+        if c in tables.categorical:
+            for level in np.unique(train[:, j]):
+                cols.append((X[:, j] == level).astype(np.float32))
+                names.append(f"{c}={level:g}")
+        else:
+            cols.append(X[:, j].astype(np.float32))
+            names.append(c)
+    return np.stack(cols, axis=1), names
+
+
+def spatial_blocks(xy: np.ndarray, blocks: int, fraction: float = 0.2, seed: int = 0,
+                   bounds: tuple | None = None) -> np.ndarray:
+    """Rows of ``xy`` in held-out spatial blocks: the bounding box cut into ``blocks`` ×
+    ``blocks`` cells, a random ``fraction`` of the occupied cells (seeded) held out.
+    Validation on blocks measures transfer to places the model has not seen, which
+    held-out records from the same places do not (Zbinden et al. 2024 set their loss
+    weights by spatial block cross-validation on presence-only data; Valavi et al. 2019)."""
+    lo, hi = bounds if bounds is not None else (xy.min(0), xy.max(0))
+    span = np.where(hi > lo, hi - lo, 1.0)
+    cell = np.clip(((xy - lo) / span * blocks).astype(int), 0, blocks - 1)
+    ids = cell[:, 0] * blocks + cell[:, 1]
+    occupied = np.unique(ids)
+    rng = np.random.default_rng(seed)
+    out = rng.choice(occupied, size=max(1, int(round(fraction * len(occupied)))), replace=False)
+    return np.isin(ids, out)
+
+
+def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str = "presence-only",
+               val_blocks: int | None = None, val_fraction: float = 0.2, seed: int = 0) -> MultiLabelDataset:
+    """The :class:`MultiLabelDataset`: training = records (``view``) + background rows,
+    test = the surveyed sites with their label mask.  ``val_blocks``: a validation split
+    of whole spatial blocks (:func:`spatial_blocks`, records and background in the held-out
+    blocks) instead of ``spml prepare``'s random hold-out."""
+    L = len(tables.label_names)
+    xy = tables.record_xy
+    if view == "records":
+        Xr = tables.records
+        Zr = np.zeros((len(Xr), L), np.int8)
+        Zr[np.arange(len(Xr)), tables.record_labels] = 1
+    elif view == "sites":
+        first: dict = {}
+        for i, p in enumerate(tables.record_places):
+            first.setdefault(p, i)
+        rows = np.array(sorted(first.values()))
+        slot = {p: k for k, p in enumerate(tables.record_places[i] for i in rows)}
+        Xr = tables.records[rows]
+        xy = None if xy is None else xy[rows]
+        Zr = np.zeros((len(rows), L), np.int8)
+        for i, p in enumerate(tables.record_places):
+            Zr[slot[p], tables.record_labels[i]] = 1
+    else:
+        raise ConfigError(f"unknown presence-only view {view!r}; expected 'records' or 'sites'")
+    X, names = encode(tables, np.concatenate([Xr, tables.background]))
+    Z = np.concatenate([Zr, np.zeros((len(tables.background), L), np.int8)])
+    Xt, _ = encode(tables, tables.test)
+    notes = [f"presence-only: {len(tables.records)} records -> {len(Xr)} examples ({view} view), "
+             f"{len(tables.background)} background rows, {len(Xt)} surveyed test sites"]
+    if tables.categorical:
+        notes.append(f"one-hot encoded categorical covariates: {', '.join(tables.categorical)}")
+    splits = {"train": Split(X=X, Z=Z), "test": Split(X=Xt, Y=tables.test_Y, mask=tables.test_mask)}
+    if val_blocks:
+        if xy is None or tables.background_xy is None:
+            raise ConfigError("spatial-block validation needs the place columns (x, y) in the records and background")
+        all_xy = np.concatenate([xy, tables.background_xy])
+        held = spatial_blocks(all_xy, val_blocks, val_fraction, seed)
+        splits = {"train": splits["train"].subset(np.flatnonzero(~held)),
+                  "val": splits["train"].subset(np.flatnonzero(held)), "test": splits["test"]}
+        notes.append(f"validation: {held.sum()} rows in {val_fraction:.0%} of {val_blocks}x{val_blocks} spatial blocks "
+                     f"(seed {seed})")
+    return MultiLabelDataset(name=name, label_names=list(tables.label_names), splits=splits,
+                             source=tables.sources["records"], feature_names=names, notes=notes, background=True)
+
+
+def load_presence_only(records, *, background=None, tests=(), view: str = "records", name: str | None = None,
+                       val_blocks: int | None = None, **options) -> MultiLabelDataset:
+    """Read presence records, optional background rows and surveyed test tables (module docstring).
+
+    ``tests``: pairs ``(covariates_csv, presence_absence_csv)`` (the same file twice when
+    one table has both); ``options`` go to :func:`read_presence_only` (``label_column``,
+    ``group_column``, ``place_columns``, ``ignore``, ``categorical``, ``max_levels``)."""
+    tables = read_presence_only(records, background=background, tests=tests, **options)
+    return to_dataset(tables, view=view, name=name or Path(records).stem, val_blocks=val_blocks)
+
+
+def region_files(folder, region: str) -> dict:
+    """The files of ``region`` in a folder laid out as ``<R>train_po.csv``, ``<R>train_bg.csv``,
+    ``<R>test_env[_<group>].csv`` / ``<R>test_pa[_<group>].csv`` (the layout of Elith et al.
+    2020's data, R package ``disdat``)."""
+    folder = Path(folder)
+    records = folder / f"{region}train_po.csv"
+    if not records.is_file():
+        found = sorted(p.name[:-len("train_po.csv")] for p in folder.glob("*train_po.csv"))
+        raise ConfigError(f"{folder}: no {records.name}; regions here: {', '.join(found) or 'none'}")
+    bg = folder / f"{region}train_bg.csv"
+    tests = []
+    for env in sorted(folder.glob(f"{region}test_env*.csv")):
+        pa = env.with_name(env.name.replace("test_env", "test_pa"))
+        if not pa.is_file():
+            raise DataFormatError(env, f"no presence/absence table {pa.name} beside it")
+        tests.append((env, pa))
+    return {"records": records, "background": bg if bg.is_file() else None, "tests": tests}
+
+
+def load_presence_only_folder(folder, region: str, *, view: str = "records", name: str | None = None,
+                              val_blocks: int | None = None, **options) -> MultiLabelDataset:
+    """:func:`load_presence_only` on the files of :func:`region_files`."""
+    f = region_files(folder, region)
+    return load_presence_only(f["records"], background=f["background"], tests=f["tests"], view=view,
+                              name=name or region, val_blocks=val_blocks, **options)
+
+
+def _is_presence_only_folder(path: Path) -> bool:
+    return any(Path(path).glob("*train_po.csv"))
+
+
+from .base import register_format  # noqa: E402  (the registration below is this module's only use of it)
+
+
+@register_format("presence-only", folder=_is_presence_only_folder, order=60,
+                 description="presence-only records (<R>train_po.csv, <R>train_bg.csv, <R>test_env/pa.csv; "
+                             "--region), or a records CSV with --background and --test ENV.csv:PA.csv")
+def _load(path, *, test=None, name=None, region=None, background=None, view="records", categorical=None,
+          label_column=None, val_blocks=None, **_ignored) -> MultiLabelDataset:
+    """``spml prepare`` of presence-only data: a folder and ``region``, or a records CSV with
+    ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``."""
+    path = Path(path)
+    opts = {"categorical": categorical} if categorical is not None else {}
+    if val_blocks:
+        opts["val_blocks"] = int(val_blocks)
+    if label_column:
+        opts["label_column"] = label_column
+    if path.is_dir():
+        if not region:
+            found = sorted(p.name[:-len("train_po.csv")] for p in path.glob("*train_po.csv"))
+            raise ConfigError(f"{path}: presence-only folder: name the region with --region ({', '.join(found)})")
+        return load_presence_only_folder(path, region, view=view, name=name, **opts)
+    if not test:
+        raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")
+    tests = []
+    for item in str(test).split(","):
+        env, _, pa = item.partition(":")
+        tests.append((Path(env), Path(pa or env)))
+    return load_presence_only(path, background=background, tests=tests, view=view, name=name, **opts)

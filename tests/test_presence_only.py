@@ -1,0 +1,179 @@
+"""Presence-only data (issue 24): the reader (views, one-hot, group masks, bad rows: one
+line, exit 2), the bundle's background rows and label mask, and a small end-to-end run
+of a background-consuming method."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spmlkit.data.formats.presence_only import load_presence_only, read_presence_only
+
+HEAD = "siteid,spid,x,y,occ,group,t,soil\n"
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def tiny(tmp_path, *, records=None, pa_bird=None, env_bird=None):
+    rec = write(tmp_path, "po.csv", records or HEAD + "1,a,0,0,1,bird,1.5,1\n2,b,0,0,1,bird,2.0,2\n"
+                "3,a,5,5,1,bird,0.5,1\n4,p,7,7,1,plant,3.0,3\n")
+    bg = write(tmp_path, "bg.csv", HEAD + "9,pseudo,1,1,0,NA,0.0,1\n10,pseudo,2,2,0,NA,4.0,2\n")
+    eb = write(tmp_path, "env_b.csv", env_bird or "group,siteid,x,y,t,soil\nbird,s1,0,0,1.0,1\nbird,s2,1,1,2.0,3\n")
+    pb = write(tmp_path, "pa_b.csv", pa_bird or "group,siteid,x,y,a,b\nbird,s1,0,0,1,0\nbird,s2,1,1,0,1\n")
+    ep = write(tmp_path, "env_p.csv", "group,siteid,x,y,t,soil\nplant,q1,0,0,1.0,2\n")
+    pp = write(tmp_path, "pa_p.csv", "group,siteid,x,y,p\nplant,q1,0,0,1\n")
+    return rec, bg, [(eb, pb), (ep, pp)]
+
+
+def test_views_onehot_and_group_mask(tmp_path):
+    rec, bg, tests = tiny(tmp_path)
+    ds = load_presence_only(rec, background=bg, tests=tests)
+    tr, te = ds.splits["train"], ds.splits["test"]
+    assert ds.label_names == ["a", "b", "p"] and ds.background
+    assert ds.feature_names == ["t", "soil=1", "soil=2", "soil=3"]  # soil detected as categorical
+    assert tr.Z.shape == (6, 3) and (tr.Z[:4] == 1).sum(1).tolist() == [1, 1, 1, 1] and not tr.Z[4:].any()
+    # birds only on bird sites, the plant only on the plant site
+    assert te.mask.tolist() == [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    assert te.Y.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    sites = load_presence_only(rec, background=bg, tests=tests, view="sites").splits["train"]
+    assert len(sites.X) == 5 and sites.Z[0].tolist() == [1, 1, 0]  # a and b at (0, 0) merged
+    declared = read_presence_only(rec, background=bg, tests=tests, categorical=[])
+    assert declared.categorical == []
+
+
+@pytest.mark.parametrize("case, where, what", [
+    ("unknown", "pa_b.csv, line 1", "label 'zz' has no presence record"),
+    ("missing", "env_b.csv, line 3", "missing value of covariate 'soil'"),
+    ("nocol", "env_b.csv, line 1", "no column 'soil'"),
+    ("notbinary", "pa_b.csv, line 2", "expected 0 or 1"),
+    ("nolabel", "po.csv", "no column in any test table"),
+    ("sites", "pa_b.csv, line 3", "does not match row 3"),
+])
+def test_bad_rows_name_file_and_line(tmp_path, case, where, what):
+    from spmlkit.errors import DataFormatError
+
+    kw = {}
+    if case == "unknown":
+        kw["pa_bird"] = "group,siteid,x,y,a,b,zz\nbird,s1,0,0,1,0,0\nbird,s2,1,1,0,1,0\n"
+    elif case == "missing":
+        kw["env_bird"] = "group,siteid,x,y,t,soil\nbird,s1,0,0,1.0,1\nbird,s2,1,1,2.0,NA\n"
+    elif case == "nocol":
+        kw["env_bird"] = "group,siteid,x,y,t\nbird,s1,0,0,1.0\nbird,s2,1,1,2.0\n"
+    elif case == "notbinary":
+        kw["pa_bird"] = "group,siteid,x,y,a,b\nbird,s1,0,0,2,0\nbird,s2,1,1,0,1\n"
+    elif case == "nolabel":
+        kw["pa_bird"] = "group,siteid,x,y,a\nbird,s1,0,0,1\nbird,s2,1,1,0\n"
+    elif case == "sites":
+        kw["pa_bird"] = "group,siteid,x,y,a,b\nbird,s1,0,0,1,0\nbird,s9,1,1,0,1\n"
+    rec, bg, tests = tiny(tmp_path, **kw)
+    with pytest.raises(DataFormatError) as e:
+        load_presence_only(rec, background=bg, tests=tests)
+    assert where in str(e.value) and what in str(e.value)
+
+
+def test_cli_prepare_bad_row_is_one_line_exit_2(tmp_path, capsys):
+    from spmlkit.cli import main
+
+    rec, bg, tests = tiny(tmp_path, env_bird="group,siteid,x,y,t,soil\nbird,s1,0,0,1.0,1\nbird,s2,1,1,,3\n")
+    (eb, pb), (ep, pp) = tests
+    rc = main(["prepare", str(rec), "--background", str(bg), "--test", f"{eb}:{pb},{ep}:{pp}",
+               "--out", str(tmp_path / "b")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "env_b.csv, line 3" in err[0] and "'t'" in err[0]
+    assert not (tmp_path / "b").exists()
+
+
+def synthetic(tmp_path, n_bg=300, seed=0):
+    """Two species with opposite niches along one covariate, a noise covariate."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, sp in enumerate(("s1", "s2")):
+        t = rng.normal(1.5 if k == 0 else -1.5, 0.7, 120)
+        rows += [f"{i},{sp},{i},{i},1,g,{v:.3f},{rng.normal():.3f}" for i, v in enumerate(t, 1000 * k)]
+    rec = write(tmp_path, "po.csv", "siteid,spid,x,y,occ,group,t,u\n" + "\n".join(rows) + "\n")
+    bg = write(tmp_path, "bg.csv", "siteid,spid,x,y,occ,group,t,u\n" + "\n".join(
+        f"{i},p,{i},0,0,NA,{v:.3f},{rng.normal():.3f}" for i, v in enumerate(rng.uniform(-4, 4, n_bg))) + "\n")
+    t = rng.uniform(-4, 4, 200)
+    env = write(tmp_path, "env.csv", "group,siteid,x,y,t,u\n" + "\n".join(
+        f"g,{i},0,0,{v:.3f},0.0" for i, v in enumerate(t)) + "\n")
+    pa = write(tmp_path, "pa.csv", "group,siteid,x,y,s1,s2\n" + "\n".join(
+        f"g,{i},0,0,{int(v > 0.5)},{int(v < -0.5)}" for i, v in enumerate(t)) + "\n")
+    return rec, bg, [(env, pa)]
+
+
+def test_bundle_keeps_background_and_mask_and_an_full_learns(tmp_path):
+    from spmlkit.config import TrainConfig
+    from spmlkit.data import prepare_bundle
+    from spmlkit.training.linear import train_linear
+
+    rec, bg, tests = synthetic(tmp_path)
+    b = prepare_bundle(load_presence_only(rec, background=bg, tests=tests), tmp_path / "b", log=lambda m: None)
+    Z = b.observations("train")
+    assert b.meta["background_rows"] == int((~(Z != 0).any(1)).sum()) > 200
+    assert b.label_mask("test").shape == (200, 2)
+    cfg = TrainConfig(method="an-full", epochs=8, batch_size=32, lr=1e-2, threads=1)
+    r = train_linear(b, cfg)[0]
+    assert r.selection == "background_auc"  # auto picks it on presence-only data
+    assert r.test_auc["mean"] > 0.9 and r.val_score > 55
+    # AN over the same rows (background as ordinary unobserved rows) runs unchanged
+    r_an = train_linear(b, TrainConfig(method="an", epochs=2, batch_size=32, threads=1))[0]
+    assert r_an.test_auc is not None and r_an.epochs_run == 2
+
+
+def test_background_method_refuses_data_without_background(tmp_path):
+    from spmlkit.config import TrainConfig
+    from spmlkit.data import prepare_bundle
+    from spmlkit.errors import ConfigError
+    from spmlkit.training.linear import train_linear
+
+    b = prepare_bundle(_toy(), tmp_path / "t", log=lambda m: None)
+    with pytest.raises(ConfigError, match="background rows"):
+        train_linear(b, TrainConfig(method="an-ssdl", epochs=1, threads=1))
+
+
+def _toy():
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+
+    rng = np.random.default_rng(0)
+    Y = rng.random((40, 3)) < 0.5
+    Y[:, 0] = True
+    return MultiLabelDataset(name="toy", label_names=["a", "b", "c"], splits={"train": Split(X=rng.normal(size=(40, 4)), Y=Y)})
+
+
+def test_cli_prepare_region_folder_train_evaluate(tmp_path, capsys):
+    """The practitioner's path (docs/presence_only.md): one prepare command on a folder of
+    <R>train_po / <R>train_bg / <R>test_env / <R>test_pa tables, train, evaluate with AUC."""
+    import shutil
+
+    from spmlkit.cli import main
+
+    rec, bg, [(env, pa)] = synthetic(tmp_path)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for src, name in ((rec, "Rtrain_po.csv"), (bg, "Rtrain_bg.csv"), (env, "Rtest_env.csv"), (pa, "Rtest_pa.csv")):
+        shutil.copy(src, folder / name)
+    assert main(["prepare", str(folder), "--region", "R", "--view", "sites", "--out", str(tmp_path / "b")]) == 0
+    assert main(["train", str(tmp_path / "b"), "-m", "an-full", "--epochs", "3", "--batch-size", "32", "--lr", "0.01",
+                 "-o", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "validation background_auc" in out and "test AUC-ROC per label" in out
+    assert main(["evaluate", str(tmp_path / "r"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "AUC-ROC per label: mean" in out and "label mask" in out
+
+
+def test_spatial_block_validation(tmp_path):
+    from spmlkit.data.formats.presence_only import spatial_blocks
+
+    xy = np.stack(np.meshgrid(np.arange(10.0), np.arange(10.0)), -1).reshape(-1, 2)
+    held = spatial_blocks(xy, 5, 0.2, seed=1)
+    assert held.sum() == 20  # 5 of 25 cells of 4 points each
+    cells = {(int(x // 2), int(y // 2)) for x, y in xy[held]}
+    assert len(cells) == 5 and not any((int(x // 2), int(y // 2)) in cells for x, y in xy[~held])
+    rec, bg, tests = synthetic(tmp_path)
+    ds = load_presence_only(rec, background=bg, tests=tests, val_blocks=4)
+    tr, va = ds.splits["train"], ds.splits["val"]
+    assert len(tr) + len(va) == 540 and 0 < len(va) < 540 and "spatial blocks" in ds.notes[-1]
