@@ -544,3 +544,19 @@ def test_default_rule_averages_quoted_are_the_committed_ones():
     assert f"example-F1 is {mean} on average against {thr} for threshold 0.5" in text
     assert f"its worst row is {worst} against {worst_thr}" in text
     assert f"the fixed threshold did in {warned} of {runs} runs" in text
+
+
+def test_default_rule_candidates_quoted_are_the_committed_ones():
+    text = (_repo() / "docs" / "practitioner.md").read_text(encoding="utf-8")
+    committed = (_repo() / "benchmarks" / "results" / "default_label_rule_candidates.md").read_text(encoding="utf-8")
+    table = ("| candidate | mean example-F1 | worst example-F1 | worst row |"
+             + text.split("| candidate | mean example-F1 | worst example-F1 | worst row |", 1)[1]).split("\n\n")[0]
+    rows = table.splitlines()[2:]
+    assert len(rows) == 5
+    for row in rows:  # the committed summary row starts with the same cells
+        assert any(line.startswith(row.rstrip(" |") + " |") for line in committed.splitlines()), row
+    for dataset, method, default, top1 in (("yeast (4.25)", "an", "46.5", "22.7"), ("flags (3.34)", "an", "55.7", "20.0")):
+        line = next(x for x in committed.splitlines() if x.startswith(f"| {dataset} | {method} |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[4].startswith(default) and cells[6].startswith(top1)
+        assert f"{top1} against {default}" in text
