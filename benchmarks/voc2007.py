@@ -219,6 +219,8 @@ def cmd_linear(args, argv) -> None:
         cmd += ["--k", str(args.k)]
     if args.selection:
         cmd += ["--selection", args.selection]
+    if args.train_fractions:
+        cmd += ["--train-fractions", *args.train_fractions]
     print("+", " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
     subprocess.run(cmd, check=True, env=_env())
 
@@ -325,7 +327,7 @@ def cmd_table(args, argv) -> None:
 COLE_LOSSES = ["an", "an-ls", "wan", "epr", "role"]
 
 
-def analyse_part(folder: Path) -> dict:
+def analyse_part(folder: Path, fraction: float = 1.0) -> dict:
     """From a part's runs (no training): per method the selected configuration, the gap
     closed per draw (each draw against its own AN and BCE at their selected
     configurations), and what a test-oracle choice of (lr, batch) would reach (the cost
@@ -333,7 +335,8 @@ def analyse_part(folder: Path) -> dict:
     sys.path.insert(0, str(REPO / "benchmarks"))
     from learning_quality import cells, load_runs
 
-    runs = [r for r in load_runs(folder) if r["dataset"] == DATASET]
+    runs = [r for r in load_runs(folder) if r["dataset"] == DATASET
+            and abs(float(r.get("train_fraction") or 1.0) - fraction) < 1e-9]
     sel = cells(runs)
     out = {}
 
@@ -359,14 +362,27 @@ def analyse_part(folder: Path) -> dict:
 def cmd_analyse(args, argv) -> None:
     """Print (and write ``OUT/<folder>/analysis.md`` for) a part or experiment folder."""
     folder = Path(args.folder)
-    res = analyse_part(folder)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from learning_quality import load_runs
+
+    fractions = sorted({float(r.get("train_fraction") or 1.0) for r in load_runs(folder)}, reverse=True)
     lines = [f"# Analysis of `{folder.relative_to(REPO) if folder.is_relative_to(REPO) else folder}`", "",
              f"- command: `python benchmarks/voc2007.py {' '.join(shlex.quote(a) for a in argv)}` (reads the "
              "runs, trains nothing)",
              "- gap closed per draw: (method − AN) / (BCE − AN) × 100 on each draw (seed) at the selected "
              "configuration; oracle: the best (lr, batch) chosen on **test** (mean over draws), a bound on what "
-             "selection can reach", "",
-             "| method | lr | batch | test mAP | gap closed per draw | mean | oracle test mAP | label recovery "
+             "selection can reach", ""]
+    for fraction in fractions:
+        res = analyse_part(folder, fraction)
+        if len(fractions) > 1:
+            lines += [f"## {fraction:.0%} of the training images (Cole Fig. 1's subsets: `--train-fractions`)", ""]
+        lines += _analysis_rows(res) + [""]
+    (folder / "analysis.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _analysis_rows(res: dict) -> list[str]:
+    lines = ["| method | lr | batch | test mAP | gap closed per draw | mean | oracle test mAP | label recovery "
              "(train mAP) |", "|---|---|---|---|---|---|---|---|"]
     order = ["bce", "an"] + sorted(m for m in res if m not in ("bce", "an"))
     for m in order:
@@ -376,8 +392,7 @@ def cmd_analyse(args, argv) -> None:
                      + ("" if m in ("an", "bce") else ", ".join(f"{x:.0f}%" for x in g)) + " | "
                      + ("" if m in ("an", "bce") else f"{np.mean(g):.0f}%") + f" | {r['oracle_test']:.2f} | "
                      + (f"{r['train']:.1f}" if r.get("train") is not None else "—") + " |")
-    (folder / "analysis.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return lines
 
 
 def main(argv=None) -> None:
@@ -405,6 +420,7 @@ def main(argv=None) -> None:
             p.add_argument("--lrs", nargs="+")
             p.add_argument("--k", type=float)
             p.add_argument("--selection")
+            p.add_argument("--train-fractions", nargs="+")
         if name == "finetune":
             p.add_argument("--lr", default="1e-4")
             p.add_argument("--epochs", type=int, default=2)
