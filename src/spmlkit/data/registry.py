@@ -289,3 +289,22 @@ def _make_coco_loader(name, folder):
 for _n, (_f, _d) in COCO_SUBSETS.items():
     register_dataset(_n, kind="images", builtin=False, description=_d,
                      citation="Lin et al., ECCV 2014")(_make_coco_loader(_n, _f))
+
+
+@register_dataset("voc2007", kind="images", builtin=False,
+                  description="PASCAL VOC 2007 trainval, 20 labels: official train (2,500; 20% held out for "
+                              "validation) / official val as test (2,508), the SPML papers' protocol",
+                  citation="Everingham et al., IJCV 2010")
+def load_voc2007(data_root=None) -> MultiLabelDataset:
+    """``<root>/voc2007/`` (or ``<root>/``) holding ``VOCdevkit/VOC2007`` in the official
+    layout; read by :func:`spmlkit.data.formats.load_voc` (Cole et al. §6.1 splits)."""
+    from .formats.voc import load_voc
+
+    roots = data_roots(data_root)
+    for r in roots:
+        for cand in (r / "voc2007" / "VOCdevkit" / "VOC2007", r / "VOCdevkit" / "VOC2007", r / "VOC2007"):
+            if (cand / "ImageSets" / "Main").is_dir():
+                return load_voc(cand, name="voc2007")
+    where = ", ".join(map(str, roots)) or "nowhere (no --data-root given and SPMLKIT_DATA unset)"
+    raise ConfigError(f"dataset 'voc2007' is not built in; looked for voc2007/VOCdevkit/VOC2007/ImageSets/Main "
+                      f"under {where}. Pass --data-root <folder> or set SPMLKIT_DATA.")

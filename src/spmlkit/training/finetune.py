@@ -439,24 +439,65 @@ def _train_members(bundle, config, lrs, seeds, *, run_dir, resume, on_epoch, kee
     return results
 
 
+def evaluate_initial(learner: ImageLearner, method: Method, evaluate) -> tuple[float, dict]:
+    """Epoch 0: the validation score of the model as fine-tuning receives it (after
+    LinearInit: the linear model, same scores as its best linear epoch) and a snapshot of it
+    (model and method state), so a fine-tuning run that only gets worse keeps it."""
+    ctx = distributed.context()
+    with torch.no_grad():
+        val_logits = learner._logits(learner.model, "val")  # the raw model (an EMA equals it now)
+    own = evaluate(val_logits) if ctx.is_main else None
+    score = float(distributed.broadcast_object(own)[0])
+    return score, {"learner": learner.member_state(0), "method": method.member_state(0)}
+
+
+def _epoch_seconds(run_dir, seen: dict[int, float]) -> list[float]:
+    """Seconds of each fine-tuning epoch (training + validation), from ``metrics.jsonl``
+    when the run has a folder (so epochs of an interrupted invocation count too)."""
+    if run_dir is not None and (Path(run_dir) / "metrics.jsonl").exists():
+        from ..io import read_jsonl
+
+        for row in read_jsonl(Path(run_dir) / "metrics.jsonl"):
+            seen.setdefault(int(row["epoch"]), float(row["epoch_seconds"]))
+    return [round(seen[e], 2) for e in sorted(seen)]
+
+
 def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_state, log,
                method=None, device=None) -> FinetuneResult:
     t0 = time.perf_counter()
     learner, method, evaluate, info = prepare_finetune(bundle, config, lr=lr, seed=seed, run_dir=run_dir,
                                                        resume=resume, log=log, method=method, device=device)
     epochs = info["recipe"]["epochs"]
-    tracker = fit(learner, method, epochs=epochs, evaluate=evaluate, patience=info["parts"].patience, run_dir=run_dir,
-                  resume=resume, on_epoch=on_epoch, member_info=[{"lr": lr, "seed": seed}])
-    m = tracker.members[0]
-    if m.snapshot is not None:
-        learner.load_member_state(0, m.snapshot["learner"])
+    # Epoch 0: after LinearInit the starting model is already a trained classifier; it
+    # competes with the fine-tuned epochs for the best validation score.
+    epoch0 = evaluate_initial(learner, method, evaluate) if config.linear_init else None
+    seen: dict[int, float] = {}
+
+    def timed(ep_info):
+        seen[int(ep_info["epoch"])] = float(ep_info["seconds"])
+        if on_epoch is not None:
+            on_epoch(ep_info)
+
     parts = info["parts"]  # the test and training splits are scored as in the linear setting (split_scores)
+    tracker = fit(learner, method, epochs=epochs, evaluate=evaluate, patience=parts.patience, run_dir=run_dir,
+                  resume=resume, on_epoch=timed, member_info=[{"lr": lr, "seed": seed}])
+    m = tracker.members[0]
+    best_epoch, best_score, snapshot = m.best_epoch, m.best_score, m.snapshot
+    if epoch0 is not None and math.isfinite(epoch0[0]) and (not best_epoch or not epoch0[0] < best_score):
+        # fine-tuning never beat the starting model: keep it (a tie keeps the simpler model)
+        best_epoch, best_score, snapshot = 0, epoch0[0], epoch0[1]
+    if snapshot is not None:
+        learner.load_member_state(0, snapshot["learner"])
     test_logits = learner.scores("test")[0].cpu().numpy() if bundle.size("test") else np.zeros((0, bundle.n_labels))
     train_logits = learner.scores("train")[0].cpu().numpy() if parts.Y_train is not None else None
     scored = split_scores(test_logits, train_logits, Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=parts.Y_train,
-                          empty=config.empty_classes)
+                          empty=config.empty_classes, test_mask=parts.test_mask)
+    epoch_seconds = _epoch_seconds(run_dir, seen)
     details = {"recipe": info["recipe"], "val_models": learner.val_log, "image_size": config.image_size,
-               "backbone": config.backbone}
+               "backbone": config.backbone, "epoch_seconds": epoch_seconds,
+               "seconds_per_epoch": round(sum(epoch_seconds) / len(epoch_seconds), 2) if epoch_seconds else None}
+    if epoch0 is not None:
+        details["epoch0_val_score"] = epoch0[0]
     init = info.get("linear_init")
     if init is not None:
         details["linear_init"] = {"lr": init.lr, "best_epoch": init.best_epoch, "val_score": init.val_score,
@@ -466,12 +507,13 @@ def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_stat
         from ..device import to_cpu
 
         state = {"model": {k: v.detach().cpu().clone() for k, v in learner.model.state_dict().items()},
-                 "spec": learner.model.spec(), "method": to_cpu((m.snapshot or {}).get("method", {})),
+                 "spec": learner.model.spec(), "method": to_cpu((snapshot or {}).get("method", {})),
                  "val_logits": learner.scores("val")[0].cpu().numpy() if bundle.size("val")
                  else np.zeros((0, bundle.n_labels)),
                  "test_logits": test_logits}
     return FinetuneResult(
         method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
-        best_epoch=len(m.history) if parts.selection == "last" else m.best_epoch,
-        val_score=m.best_score if m.best_epoch else math.nan, selection=info["selection"], **scored,
-        epochs_run=len(m.history), val_history=list(m.history), seconds=time.perf_counter() - t0, state=state, finetune=details, expected_positives=info.get("expected_positives"))
+        best_epoch=len(m.history) if parts.selection == "last" else best_epoch,
+        val_score=best_score if snapshot is not None else math.nan, selection=info["selection"], **scored,
+        epochs_run=len(m.history), val_history=list(m.history), seconds=time.perf_counter() - t0, state=state,
+        finetune=details, expected_positives=info.get("expected_positives"))
