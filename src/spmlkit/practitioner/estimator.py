@@ -70,7 +70,6 @@ EXPECTED_FAILED_CHECKS = {
     "check_classifiers_train": "1-D y is read as one observed positive per row; predict returns label sets "
                                "(N, n_classes), not one class per row",
     "check_classifiers_classes": "1-D y in, label sets (N, n_classes) out: predictions are not class labels",
-    "check_classifiers_one_label": "1-D y in, label sets (N, 1) out: predictions are not class labels",
     "check_decision_proba_consistency": "binary y is two labels: decision_function has one column per label "
                                         "(N, 2), the check ranks it as the 1-D score of a binary classifier",
     "check_supervised_y_2d": "a 2-D y is an observation matrix (+1/-1/0), not a column of class labels, so "
