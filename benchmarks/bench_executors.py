@@ -138,16 +138,16 @@ def main() -> None:
         f"(sequential run); every way a fresh `spml bench` process, one torch thread per process; "
         f"median of {args.repeat} repetition(s)",
         "",
-        "| way | command | wall (s) | vs sequential | overhead per group (s) |",
-        "|---|---|---:|---:|---:|",
+        "| way | command | wall (s) | wall / sequential | speed-up | overhead per group (s) |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     cmds = {"sequential": "`spml bench …`", "pool": "`--jobs 2 --threads 1`",
             "ray": "`--executor ray --jobs 2 --threads 1` (local cluster started by the command)",
             "shards": "`--shard 1/2` ∥ `--shard 2/2`, then `--table-only`"}
     for w in ways:
         oh = f"{overhead(w):.2f}" if w in ("pool", "ray") else ""
-        lines.append(f"| {w} | {cmds[w]} | {wall[w]:.1f} | {wall[w] / wall['sequential']:.2f}× "
-                     f"({wall['sequential'] / wall[w]:.2f}× faster) | {oh} |")
+        lines.append(f"| {w} | {cmds[w]} | {wall[w]:.1f} | {wall[w] / wall['sequential']:.2f} | "
+                     f"{wall['sequential'] / wall[w]:.2f}× | {oh} |")
     lines += [
         "",
         f"- tables equal (outside the run block) across the four ways: **{'yes' if same else 'NO'}**",
