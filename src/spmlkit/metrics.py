@@ -20,6 +20,19 @@ import numpy as np
 from .errors import ConfigError, DataFormatError
 
 
+def _labels_and_scores(y_true, scores, dtype=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, s)`` as 2-D arrays of one shape (a 1-D pair is one label), the scores finite."""
+    y = np.asarray(y_true)
+    s = np.asarray(scores, dtype=dtype)
+    if y.ndim == 1:
+        y, s = y[:, None], s[:, None]
+    if y.shape != s.shape:
+        raise DataFormatError(None, f"labels have shape {y.shape} but scores have shape {s.shape}")
+    if not np.isfinite(s).all():
+        raise DataFormatError(None, "scores contain NaN or inf")
+    return y, s
+
+
 def average_precision(y_true, scores) -> np.ndarray:
     """Per-class average precision.
 
@@ -43,14 +56,7 @@ def average_precision(y_true, scores) -> np.ndarray:
     >>> average_precision([[1], [0], [1]], [[0.9], [0.8], [0.1]]).round(4).tolist()
     [0.8333]
     """
-    y = np.asarray(y_true)
-    s = np.asarray(scores)
-    if y.ndim == 1:
-        y, s = y[:, None], s[:, None]
-    if y.shape != s.shape:
-        raise DataFormatError(None, f"labels have shape {y.shape} but scores have shape {s.shape}")
-    if not np.isfinite(s).all():
-        raise DataFormatError(None, "scores contain NaN or inf")
+    y, s = _labels_and_scores(y_true, scores)
     n, L = y.shape
     if n == 0:
         return np.full(L, np.nan)
@@ -376,14 +382,7 @@ def roc_auc(y_true, scores, mask=None) -> np.ndarray:
     """
     from scipy.stats import rankdata
 
-    y = np.asarray(y_true)
-    s = np.asarray(scores, dtype=np.float64)
-    if y.ndim == 1:
-        y, s = y[:, None], s[:, None]
-    if y.shape != s.shape:
-        raise DataFormatError(None, f"labels have shape {y.shape} but scores have shape {s.shape}")
-    if not np.isfinite(s).all():
-        raise DataFormatError(None, "scores contain NaN or inf")
+    y, s = _labels_and_scores(y_true, scores, dtype=np.float64)
     m = _check_mask(mask, y.shape)
     L = y.shape[1]
     out = np.full(L, np.nan)

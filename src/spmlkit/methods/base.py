@@ -156,6 +156,26 @@ class Component:
 Regularizer = Callable[..., torch.Tensor]  # (logits, batch, model) -> (G,) penalty
 
 
+class MemberStreams:
+    """Per-member random streams: ``self.generators``, one CPU ``torch.Generator`` per
+    member, that follow early-stopping compaction (:meth:`select_members`) and
+    checkpoints (:meth:`state_dict` / :meth:`load_state_dict`).  Used by the components
+    and samplers that draw per member (AN-SLDS's other label, background rows), so a
+    member's draws do not depend on which other members train beside it."""
+
+    generators: list
+
+    def select_members(self, keep: list[int]) -> None:
+        self.generators = [self.generators[i] for i in keep]
+
+    def state_dict(self) -> dict:
+        return {"generators": [g.get_state() for g in self.generators]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for g, s in zip(self.generators, state.get("generators", [])):
+            g.set_state(s.cpu())
+
+
 class Method:
     """A named training recipe: loss + regime + regularisers + components.
 

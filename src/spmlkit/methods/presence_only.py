@@ -24,12 +24,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import Batch, Component, Method, TrainContext, register_method
+from .base import Batch, Component, MemberStreams, Method, TrainContext, register_method
 
 REF = "Cole et al. 2023 (SINR)"
 
 
-class LabelDraw(Component):
+class LabelDraw(MemberStreams, Component):
     """Uniform draws ``(G, B, L)`` for AN-SLDS's random other label ``z′`` (input
     ``label_draw``), from one generator per member seeded from the member's seed."""
 
@@ -45,15 +45,6 @@ class LabelDraw(Component):
         draws = torch.stack([torch.rand(B, L, generator=g, device="cpu") for g in self.generators[:G]])
         return {"label_draw": draws.to(logits.device).view(logits.shape)}
 
-    def select_members(self, keep: list[int]) -> None:
-        self.generators = [self.generators[i] for i in keep]
-
-    def state_dict(self) -> dict:
-        return {"generators": [g.get_state() for g in self.generators]}
-
-    def load_state_dict(self, state: dict) -> None:
-        for g, s in zip(self.generators, state.get("generators", [])):
-            g.set_state(s.cpu())
 
 
 class LabelFrequency(Component):

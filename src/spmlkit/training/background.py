@@ -19,9 +19,10 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..methods.base import MemberStreams
 
 
-class BackgroundSampler:
+class BackgroundSampler(MemberStreams):
     """The labelled and background rows of a training set and the per-step draws."""
 
     def __init__(self, observed: np.ndarray | torch.Tensor, seeds: list[int], *, method: str = ""):
@@ -52,15 +53,6 @@ class BackgroundSampler:
         k = len(self.rows)
         return torch.stack([self.rows[torch.randint(k, (n,), generator=g, device="cpu")] for g in self.generators])
 
-    def select_members(self, keep: list[int]) -> None:
-        self.generators = [self.generators[i] for i in keep]
-
-    def state_dict(self) -> dict:
-        return {"generators": [g.get_state() for g in self.generators]}
-
-    def load_state_dict(self, state: dict) -> None:
-        for g, s in zip(self.generators, state.get("generators", [])):
-            g.set_state(s.cpu())
 
 
 def attach_background(learner, method, observed, seeds) -> None:
