@@ -414,7 +414,7 @@ def test_grid_workers_on_cuda_take_one_gpu_each(monkeypatch):
     _gpus(monkeypatch, 2)
     assert gpu_worker_devices("auto", 2) == ["cuda:0", "cuda:1"]
     assert gpu_worker_devices("cuda", 1) is None and gpu_worker_devices("cpu", 4) is None
-    with pytest.raises(ConfigError, match=r"--jobs 3 on CUDA: .* 2 visible GPUs; use --jobs 2"):
+    with pytest.raises(ConfigError, match=r"--jobs 3 on CUDA .* 2 visible GPUs; use --jobs 2"):
         gpu_worker_devices("auto", 3)
     with pytest.raises(ConfigError, match=r"one GPU is named \(cuda:1\)"):
         gpu_worker_devices("cuda:1", 2)

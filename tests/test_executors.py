@@ -319,7 +319,7 @@ def test_one_gpu_per_worker_rule(two_gpus):
     assert E.worker_gpus("cuda", 2) == ["cuda:0", "cuda:1"]
     assert E.worker_gpus(None, 2) == ["cuda:0", "cuda:1"]  # auto: CUDA when available
     assert E.worker_gpus("cuda", 1) is None and E.worker_gpus("cpu", 4) is None
-    with pytest.raises(ConfigError, match="--jobs 3 --device cuda: .*2 GPUs are visible.*--share-gpus"):
+    with pytest.raises(ConfigError, match="--jobs 3 on CUDA .*2 visible GPUs.*--share-gpus"):
         E.worker_gpus("cuda", 3)
     assert E.worker_gpus("cuda", 3, share=True) == ["cuda:0", "cuda:1", "cuda:0"]
     with pytest.raises(ConfigError, match="one GPU is named"):
@@ -334,7 +334,7 @@ def test_jobs_beyond_the_gpus_is_refused_before_anything_is_written(two_gpus, to
     assert main(["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--jobs", "3",
                  "--device", "cuda", "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "--jobs 3 --device cuda" in err and err.count("\n") == 1
+    assert "--jobs 3 on CUDA (--device cuda)" in err and err.count("\n") == 1
     assert not out.exists()
 
 

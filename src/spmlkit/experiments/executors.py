@@ -240,30 +240,12 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
 
 # ------------------------------------------------------------------ one GPU per worker
 def worker_gpus(device: str | None, jobs: int, *, share: bool = False) -> list[str] | None:
-    """The device of each of ``jobs`` bench worker processes, or None when the bench does
-    not run on CUDA (or runs in one process): worker ``i`` takes visible GPU ``i`` (the
-    ordinals ``CUDA_VISIBLE_DEVICES`` leaves, renumbered from 0 by CUDA), so no two
-    workers share a GPU; more workers than GPUs — or several when one GPU is named,
-    ``cuda:N`` — is a one-line :class:`ConfigError` unless ``share`` (then round-robin).
-    The same rule as ``spmlkit.training.grid``'s workers (issue 28, item 15), plus
-    ``share``."""
-    from ..device import resolve_device
+    """The device of each of ``jobs`` bench worker processes (None off CUDA or in one
+    process): the grid trainer's one-GPU-per-worker rule
+    (:func:`spmlkit.training.grid.gpu_worker_devices`) with the bench's ``--share-gpus``."""
+    from ..training.grid import gpu_worker_devices
 
-    if jobs <= 1:
-        return None
-    dev = resolve_device(device, option="--device")
-    if dev.type != "cuda":
-        return None
-    import torch
-
-    named = str(device or "auto").strip().lower().startswith("cuda:")
-    gpus = [str(dev)] if named else [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    if jobs > len(gpus) and not share:
-        what = f"one GPU is named ({dev})" if named else \
-            f"{len(gpus)} GPU{'s are' if len(gpus) != 1 else ' is'} visible"
-        raise ConfigError(f"--jobs {jobs} --device {device}: each worker process takes a GPU of its own and {what}; "
-                          f"use --jobs {len(gpus)} or fewer, or --share-gpus to put several workers on one GPU")
-    return [gpus[i % len(gpus)] for i in range(jobs)]
+    return gpu_worker_devices(device, jobs, share=bool(share))
 
 
 # ----------------------------------------------------------------------- table only

@@ -60,10 +60,14 @@ def _take_device(devices) -> None:
     _WORKER_DEVICE = devices.get()
 
 
-def gpu_worker_devices(device: str | None, jobs: int) -> list[str] | None:
-    """The GPU of each of ``jobs`` worker processes (``None`` when the run is not on CUDA):
-    one GPU per worker over the visible ones; a :class:`ConfigError` when there are fewer
-    GPUs than workers."""
+def gpu_worker_devices(device: str | None, jobs: int, *, share: bool | None = None) -> list[str] | None:
+    """The GPU of each of ``jobs`` worker processes (``None`` when the run is not on CUDA or
+    runs in one process): worker ``i`` takes visible GPU ``i`` (the ordinals
+    ``CUDA_VISIBLE_DEVICES`` leaves, renumbered from 0 by CUDA), so no two workers share
+    a GPU.  More workers than GPUs — or several when one GPU is named, ``cuda:N`` — is a
+    one-line :class:`ConfigError`, unless ``share`` is True (round-robin; the bench's
+    ``--share-gpus``).  ``share=None``: the caller offers no sharing option (the grid
+    trainer, whose members on one GPU are stacked into one model instead)."""
     from ..device import resolve_device
 
     dev = resolve_device(device, option="device")
@@ -72,12 +76,15 @@ def gpu_worker_devices(device: str | None, jobs: int) -> list[str] | None:
     import torch
 
     named = str(device or "auto").strip().lower().startswith("cuda:")
-    n = 1 if named else torch.cuda.device_count()
-    if jobs > n:
+    gpus = [str(dev)] if named else [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if jobs > len(gpus) and not share:
+        n = len(gpus)
         what = f"one GPU is named ({dev})" if named else f"this machine has {n} visible GPU{'s' if n != 1 else ''}"
-        raise ConfigError(f"--jobs {jobs} on CUDA: each worker process takes a GPU of its own and {what}; use "
-                          f"--jobs {n} or fewer (on one GPU, --jobs 1: the grid is trained as stacked models)")
-    return [str(dev)] if named else [f"cuda:{i}" for i in range(jobs)]
+        way = ("or --share-gpus to put several workers on one GPU" if share is not None
+               else "on one GPU, --jobs 1: the grid is trained as stacked models")
+        raise ConfigError(f"--jobs {jobs} on CUDA (--device {device}): each worker process takes a GPU of its own "
+                          f"and {what}; use --jobs {n} or fewer ({way})")
+    return [gpus[i % len(gpus)] for i in range(jobs)]
 
 
 def _run_group(bundle_path: str, config: TrainConfig, lrs, seeds, keep_state: bool) -> list[RunResult]:
