@@ -270,7 +270,7 @@ def write_finetune_summary(argv, wall) -> None:
                      + ", ".join(f"{v:.1f}" for v in hist) + f" | {COLE_VOC12_FINETUNED.get(r['method'], '')} |")
     lines += ["", "Cole et al.'s fine-tuned column is ResNet-50 at 448 px, 10 epochs (5 after LinearInit) on VOC 2012: a "
               "reference for the ranking, not for the level. Their BCE and AN rows are fine-tuned from a fresh head; "
-              "here every row starts from LinearInit (2 CPU epochs from a fresh head reach only ~41 validation mAP)."]
+              "here every row starts from LinearInit (2 CPU epochs are too few steps for a fresh head)."]
     (OUT_FT / "summary.md").write_text("\n".join(lines) + "\n")
 
 
