@@ -180,3 +180,24 @@ def test_clear_errors_for_image_inputs(capsys, image_model, monkeypatch):
     (d / "bad.csv").write_text("path\nimgs/1.png\nimgs/missing.png\n")
     code, out, err = run(capsys, "predict", d / "r", d / "bad.csv", "-o", d / "s.csv")
     assert code == 2 and "bad.csv, line 3: image file 'imgs/missing.png' not found" in err
+
+
+def test_id_column_names_the_identifier_column_of_a_features_csv(capsys, trained, tmp_path):
+    """`--id-column` works in predict as in prepare: its values are the output's ids and it
+    is not read as a feature (before: "column 'song' has value 'n240'; expected a number");
+    a named id column that is not there is one line naming the file and the column."""
+    d, _ = trained
+    rows = read_rows(d / "new.csv")
+    with open(tmp_path / "songs.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["song", *rows[0][1:]])
+        w.writerows(rows[1:])
+    code, out, err = run(capsys, "predict", d / "r", tmp_path / "songs.csv", "--id-column", "song",
+                         "-o", tmp_path / "p.csv")
+    assert code == 0, err
+    got = read_rows(tmp_path / "p.csv")
+    assert [r[0] for r in got[1:]] == [r[0] for r in rows[1:]]
+    code, out, err = run(capsys, "predict", d / "r", tmp_path / "songs.csv", "--id-column", "track",
+                         "-o", tmp_path / "q.csv")
+    assert code == 2 and err.count("\n") == 1
+    assert "songs.csv" in err and "'track'" in err and not (tmp_path / "q.csv").exists()

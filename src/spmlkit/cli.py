@@ -1116,7 +1116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-labels", type=_nonneg_int, help="always keep at least this many top labels (e.g. 1)")
     p.add_argument("--split", default="test", choices=["train", "val", "test"], help="bundle split to predict")
     p.add_argument("--path-column", help="CSV of images: the column of image paths (default 'path')")
-    p.add_argument("--id-column", help="CSV of images: a column of identifiers (default: the path)")
+    p.add_argument("--id-column", help="CSV: the column of example identifiers, written as the output's id and not "
+                                       "read as a feature (default: 'id' when present; images: the path)")
     p.add_argument("--backbone", help="images: backbone to extract features with (default: the model's)")
     p.add_argument("--image-size", type=_pos_int, help="images: input size (default: the model's)")
     p.add_argument("--batch-size", type=_pos_int, help="images: extraction batch size")

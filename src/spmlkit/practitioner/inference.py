@@ -142,10 +142,12 @@ def list_images(source: str | Path, *, path_column: str | None = None, id_column
     return paths, ids
 
 
-def read_features(path: str | Path, *, columns: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+def read_features(path: str | Path, *, columns: list[str] | None = None,
+                  id_column: str | None = None) -> tuple[np.ndarray, list[str] | None]:
     """Features for prediction from .npy, .npz (key X) or a CSV/TSV whose columns are all
-    features except an optional 'id' column (with ``columns``, the model's feature names,
-    matched by name; see :func:`spmlkit.data.formats.tabular.read_feature_table`)."""
+    features except an identifier column (``id_column``, default an optional 'id'; with
+    ``columns``, the model's feature names, matched by name; see
+    :func:`spmlkit.data.formats.tabular.read_feature_table`)."""
     from ..data.dataset import check_features
     from ..data.formats.tabular import read_feature_table
 
@@ -162,6 +164,8 @@ def read_features(path: str | Path, *, columns: list[str] | None = None) -> tupl
         if key is None:
             raise DataFormatError(p, f"no 'X' array; found {arc.files}")
         return check_features(npz_array(arc, key, p), p), None
+    if id_column:
+        return read_feature_table(p, columns=columns, id_column=id_column, require_id=True)
     return read_feature_table(p, columns=columns)
 
 
@@ -218,7 +222,7 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
     if names is None and source.suffix.lower() not in (".npy", ".npz") and log is not None:
         log(f"note: the model records no feature names (saved before feature names were stored, or trained on "
             f"unnamed arrays): the columns of {source} are taken by position")
-    X, ids = read_features(source, columns=names)
+    X, ids = read_features(source, columns=names, id_column=id_column)
     return X, ids or [str(i) for i in range(len(X))]
 
 

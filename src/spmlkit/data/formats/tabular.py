@@ -303,14 +303,15 @@ def _merge_repeated_paths(path: Path, paths: list[str], M: np.ndarray, ids, line
 
 
 def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: str | None = None,
-                       columns: list[str] | None = None):
+                       columns: list[str] | None = None, require_id: bool = False):
     """A CSV/TSV of features only (e.g. new data to predict): every column is a feature
     except ``id_column`` when present.  Returns ``(X, ids or None)``.
 
     ``columns`` (the feature names a model was trained on): the table's columns are
     matched **by name** and put in that order; a missing or an unexpected column is an
     error naming it and the file (columns matched by position would be silently wrong
-    when the table's columns are reordered or renamed)."""
+    when the table's columns are reordered or renamed).  ``require_id``: the id column
+    was named by the user (``--id-column``), so its absence is an error."""
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "file not found")
@@ -319,6 +320,9 @@ def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: st
         raise DataFormatError(path, "expected a header row and at least one data row")
     header = [h.strip() for h in rows[0][1]]
     id_idx = header.index(id_column) if id_column in header else None
+    if id_idx is None and require_id:
+        raise DataFormatError(path, f"id column {id_column!r} is not in the header ({', '.join(map(repr, header[:8]))}"
+                              f"{', ...' if len(header) > 8 else ''})", line=1)
     cols = [i for i in range(len(header)) if i != id_idx]
     if columns is not None:
         given = [header[i] for i in cols]
