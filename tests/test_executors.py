@@ -4,6 +4,7 @@ tables, a worker killed mid-group retried, a killed driver resumed), and the bad
 cases (one line, exit 2, nothing written)."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -284,14 +285,22 @@ def test_ray_driver_killed_then_resumed(toy_bundle, tmp_path, sequential):
         time.sleep(0.01)
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, "the bench finished before it could be killed"
+    # the local cluster the driver started (its own processes, same session) can still finish
+    # the group it is training after the driver dies: stop it too before counting what is done
+    if _group_alive(proc.pid):
+        os.killpg(proc.pid, signal.SIGKILL)
+    time.sleep(1.0)
     n_done = len(list((out / "groups").glob("*.json")))
     assert 1 <= n_done < 4
     again = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
-    assert f"{n_done} already finished, {4 - n_done} to run" in again.stderr
+    m = re.search(r"(\d+) already finished, (\d+) to run", again.stderr)
+    assert m is not None, again.stderr
+    # what the killed run finished is kept (a Ray worker outside the driver's session may
+    # still have finished its group after the count: then one more is kept, never fewer)
+    assert int(m.group(1)) >= n_done and int(m.group(1)) + int(m.group(2)) == 4
     assert _tables(out) == _tables(sequential)
     assert _stable_runs(out) == _stable_runs(sequential)
-    os.killpg(proc.pid, signal.SIGKILL) if _group_alive(proc.pid) else None
 
 
 def _group_alive(pgid: int) -> bool:
