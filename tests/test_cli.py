@@ -118,3 +118,28 @@ def test_every_option_of_every_command_has_help():
     missing = [(name, a.option_strings or a.dest) for name, sp in sub.choices.items() for a in sp._actions
                if not isinstance(a, argparse._HelpAction) and not a.help]
     assert len(sub.choices) >= 10 and not missing, missing
+
+
+def test_one_module_per_command():
+    """Every ``spml`` command is declared and run by a module of its own in ``spmlkit/cli/``
+    (``add_parser`` + ``run``), and ``python -m spmlkit.cli`` is the same command."""
+    import subprocess
+    import sys
+
+    from spmlkit import cli
+    from spmlkit.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert list(sub.choices) == ["datasets", "methods", "prepare", "train", "features", "evaluate", "predict",
+                                 "diagnose", "estimate-k", "demo", "bench", "figures", "analyze"]
+    for name, parser in sub.choices.items():
+        module = f"spmlkit.cli.{name.replace('-', '_')}"
+        func = parser.get_default("func")
+        if name == "analyze":  # (one sub-command per analysis, each with the same run)
+            func = next(a for a in parser._actions if a.dest == "analysis").choices["zhou-landscape"].get_default(
+                "func")
+        assert func.__module__ == module and func.__name__ == "run", (name, func)
+        assert sys.modules[module] in cli.COMMANDS
+    p = subprocess.run([sys.executable, "-m", "spmlkit.cli", "--version"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith("spmlkit "), p.stderr

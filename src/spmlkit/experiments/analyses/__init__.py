@@ -113,7 +113,7 @@ def run_analysis(name: str, options: dict, *, log=None) -> dict:
 
 
 def add_analyze_parser(sub, *, func) -> None:
-    """The ``analyze`` command with one sub-command per registered analysis (for cli.py);
+    """The ``analyze`` command with one sub-command per registered analysis (for spmlkit.cli);
     ``func(args)`` is the command's handler."""
     import argparse
 

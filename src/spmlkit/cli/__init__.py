@@ -1,0 +1,89 @@
+"""The ``spml`` command: parses options, builds a config, calls the library.
+
+Run ``spml <command> --help`` for every option.  Errors caused by input end in one
+line on stderr (``spml: error: ...``) and exit status 2.
+
+One module per command (``datasets.py``, ``train.py``, ``bench.py``, ...), each with its
+``add_parser(sub)`` (the command's options) and its ``run(args)``; the option types and the
+options several commands share (``--device``, ``--log-to``, the image options) are in
+``common.py``.  Importing this package imports no torch: every command imports the library
+inside its ``run``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .._version import __version__
+from ..errors import SpmlError
+from . import (
+    analyze,
+    bench,
+    datasets,
+    demo,
+    diagnose,
+    estimate_k,
+    evaluate,
+    features,
+    figures,
+    methods,
+    predict,
+    prepare,
+    train,
+)
+from .common import _Parser
+from .methods import SAME_AT_DEFAULTS
+from .train import _default_method
+
+__all__ = ["SAME_AT_DEFAULTS", "_default_method", "build_parser", "main"]  # (what callers and tests import)
+
+#: the commands in the order ``spml --help`` lists them
+COMMANDS = (datasets, methods, prepare, train, features, evaluate, predict, diagnose, estimate_k, demo, bench,
+            figures, analyze)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="spml", description="Single-positive multi-label learning toolkit.")
+    parser.add_argument("--version", action="version", version=f"spmlkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="command")
+    sub.required = True
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded by commands that report their command line
+    try:
+        return int(args.func(args) or 0)
+    except SpmlError as exc:
+        print(f"spml: error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"spml: error: {exc.filename or exc}: file not found", file=sys.stderr)
+        return 2
+    except OSError as exc:  # read-only filesystem, no permission, disk full, file too large, ...
+        import errno
+
+        where = exc.filename or "output"
+        what = exc.strerror or str(exc).splitlines()[0]
+        hint = {errno.ENOSPC: "; free some space and run the command again (finished work is kept)",
+                errno.EROFS: "; write to another folder with -o",
+                errno.EACCES: "; check the permissions or write to another folder with -o",
+                errno.EFBIG: "; the file size limit (ulimit -f) is too small"}.get(exc.errno, "")
+        print(f"spml: error: {where}: {what}{hint}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spml: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `spml datasets | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""``spml prepare``: load, observe, split and save a bundle."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .common import _csv_list, _label_names, _pos_int, _regime_name, _seed, _unit_float
+
+
+def _check_inputs(paths) -> None:
+    """Every input path given that exists must be a regular file or a folder: a device or
+    a pipe (``/dev/zero``) would be read until memory runs out."""
+    from ..errors import ConfigError
+
+    for p in paths:
+        if p is None:
+            continue
+        q = Path(p)
+        if q.exists() and not q.is_file() and not q.is_dir():
+            raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
+
+
+def run(args) -> int:
+    from ..data import load_any, prepare_bundle
+    from ..errors import ConfigError
+
+    inputs = [args.source, args.test, args.labels_xml, args.images, args.test_images, args.val_file,
+              args.label_names if args.label_names and Path(args.label_names).exists() else None]
+    _check_inputs(inputs)
+    if args.label_set_column and not args.separator:
+        raise ConfigError("--separator must not be empty (the text between label names in a --label-set-column "
+                          "cell, e.g. ';')")
+    if args.overwrite:  # replacing the bundle must not delete anything the command reads
+        from ..data.bundle import refuse_sources_inside
+
+        refuse_sources_inside(args.out, inputs + [args.data_root])
+    table = {}
+    if args.label_columns:
+        table["label_columns"] = _csv_list(args.label_columns)
+    if args.labels_last is not None:
+        table["labels_last"] = args.labels_last
+    if args.label_set_column:
+        table["label_set_column"] = args.label_set_column
+        table["separator"] = args.separator
+    if args.label_column:
+        table["label_column"] = args.label_column
+    for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
+        if getattr(args, opt, None):
+            table[opt] = getattr(args, opt)
+    if getattr(args, "categorical", None) is not None:
+        table["categorical"] = _csv_list(args.categorical) if args.categorical else []
+    if args.path_column:
+        table["path_column"] = args.path_column
+        table["check_files"] = not args.no_check_files
+    if args.id_column:
+        table["id_column"] = args.id_column
+    if args.label_names:
+        table["label_names"] = _label_names(args.label_names)
+    if args.observed and args.full_labels:
+        from ..errors import ConfigError
+
+        raise ConfigError("--observed and --full-labels contradict each other; pass one of them")
+    observed = True if args.observed else (False if args.full_labels else None)  # None: from the table's layout
+    said: set[str] = set()  # notes already printed while loading are not repeated in the summary
+
+    def log(m):
+        said.add(m)
+        print(m, file=sys.stderr)
+
+    ds = load_any(args.source, data_root=args.data_root, format=args.format, test=args.test,
+                  labels_xml=args.labels_xml, images=args.images, test_images=args.test_images,
+                  observed=observed, name=args.name, val_file=args.val_file, log=log, **table)
+    if (args.label_column or args.label_set_column) and not args.label_names:
+        _warn_single_use_labels(ds, args.source)
+    bundle = prepare_bundle(ds, args.out, regime=args.regime, seed=args.seed, val_fraction=args.val_fraction,
+                            test_fraction=args.test_fraction, hide_prob=args.hide_prob, overwrite=args.overwrite,
+                            log=log)
+    print("\n".join(line for line in bundle.summary().splitlines() if line[len("  note: "):] not in said
+                    or not line.startswith("  note: ")))
+    return 0
+
+
+def _warn_single_use_labels(ds, source) -> None:
+    """Labels named in one row only, when the vocabulary comes from a label column: most
+    likely a typo that silently made a new label (--label-names makes it an error)."""
+    import numpy as np
+
+    counts = np.zeros(len(ds.label_names), dtype=np.int64)
+    for split in ds.splits.values():
+        M = split.Z == 1 if split.Z is not None else split.Y
+        if M is not None:
+            counts += np.asarray(M, dtype=bool).sum(0)
+    once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
+    if once and len(once) < len(ds.label_names):
+        shown = ", ".join(repr(n) for n in once[:5]) + (f" and {len(once) - 5} more" if len(once) > 5 else "")
+        print(f"warning: {source}: label{'s' if len(once) > 1 else ''} {shown} appear{'' if len(once) > 1 else 's'} "
+              f"in one row only — a typo makes a new label; pass --label-names (a file or a comma-separated list "
+              "of every label) so that an unknown label is an error", file=sys.stderr)
+
+
+def add_parser(sub) -> None:
+    """``spml prepare``: its options (``spml prepare --help``)."""
+    from ..labels import REGIME_ALIASES, REGIMES
+
+    p = sub.add_parser("prepare", help="load, observe, split and save a bundle",
+                       description="Turn a fully labelled dataset (or your own observed labels) into a prepared "
+                                   "bundle: official test split (or a seeded hold-out), 20% of training held out for "
+                                   "validation, observations simulated under --regime and stored.")
+    p.add_argument("source", help="a dataset name (see 'spml datasets') or a file/folder path")
+    p.add_argument("-o", "--out", required=True, help="bundle folder to create")
+    p.add_argument("--regime", default="single_positive", type=_regime_name, metavar="REGIME",
+                   help="observation regime simulated for training (default: single_positive): "
+                        + ", ".join(sorted(REGIMES)) + "; short names: "
+                        + ", ".join(f"{a}={n}" for a, n in REGIME_ALIASES.items() if a in ("1p-frequent", "1p-rare",
+                                                                                          "1p-largest")))
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the splits and the observations (default 0)")
+    p.add_argument("--val-fraction", type=_unit_float, default=0.2,
+                   help="share of the training rows held out for validation (default 0.2; it chooses the best "
+                        "epoch and auto's learning rates; 0: none, the last epoch is kept and auto refuses)")
+    p.add_argument("--test-fraction", type=_unit_float, default=0.2,
+                   help="share held out as test when the source has no official test split (default 0.2; 0: no "
+                        "test split, every row trains or validates: the model to deploy, after evaluating with "
+                        "a hold-out)")
+    p.add_argument("--hide-prob", type=_unit_float, default=0.5, help="hiding probability of the 'partial' regime")
+    p.add_argument("--format", help="input format: arff, csv, tsv, npz, mulan, voc, coco, nuswide, cub or another "
+                                    "registered one (default: from the extension / folder layout)")
+    p.add_argument("--test", help="separate test file in the same format (official split)")
+    p.add_argument("--labels-xml", help="Mulan label XML for an ARFF file")
+    p.add_argument("--label-columns", help="CSV/TSV: comma-separated label column names or globs (e.g. 'Class*')")
+    p.add_argument("--labels-last", type=_pos_int, help="CSV/TSV: the last N columns are labels")
+    p.add_argument("--label-set-column", help="CSV/TSV: a column of label names separated by --separator")
+    p.add_argument("--label-column", help="CSV/TSV: a column holding exactly one label name per row (e.g. a "
+                                          "'path,label' file; an image listed on several rows gets all its labels)")
+    p.add_argument("--label-names", help="CSV/TSV with --label-column/--label-set-column: the label vocabulary "
+                                         "and its order, as a comma-separated list or a file with one name per "
+                                         "line (a label outside it is an error; default: the names found)")
+    p.add_argument("--separator", default=";", help="separator inside --label-set-column cells (default ';')")
+    p.add_argument("--path-column", help="CSV/TSV: column of image paths (inputs are images, not features)")
+    p.add_argument("--id-column", help="CSV/TSV: column of example identifiers (not a feature)")
+    p.add_argument("--images", help="COCO JSON / NUS-WIDE: image folder")
+    p.add_argument("--test-images", help="COCO JSON: image folder of the --test file")
+    p.add_argument("--observed", action="store_true",
+                   help="labels are observations (+1 positive, -1 negative, 0/empty unknown; in label-set "
+                        "columns a '-name' is a negative), not full labels: the bundle has no full labels and "
+                        "everything downstream says 'observed labels only'. The default for --label-column "
+                        "(one label per row)")
+    p.add_argument("--full-labels", action="store_true",
+                   help="the labels are complete label sets (e.g. multi-class data given with --label-column, "
+                        "which is otherwise read as observed single positives)")
+    p.add_argument("--val-file", help="a small FULLY labelled validation file in the same format and layout (with "
+                                      "--label-column, that column may hold several names separated by "
+                                      "--separator); used for validation instead of holding out training data")
+    p.add_argument("--no-check-files", action="store_true",
+                   help="CSV/TSV with --path-column: do not check that every image file exists")
+    p.add_argument("--name", help="dataset name stored in the bundle")
+    p.add_argument("--region", help="presence-only folder (<R>train_po.csv, <R>train_bg.csv, <R>test_env*.csv, "
+                   "<R>test_pa*.csv): the region R to prepare, e.g. NZ (docs/presence_only.md)")
+    p.add_argument("--background", help="presence-only records CSV: the background rows' CSV (no label)")
+    p.add_argument("--view", choices=("records", "sites"),
+                   help="presence-only: one example per record (default) or records at the same x, y merged")
+    p.add_argument("--categorical", help="presence-only: comma-separated categorical covariates (one-hot encoded; "
+                   "default: integer columns with at most 6 levels)")
+    p.add_argument("--val-blocks", type=_pos_int, metavar="G",
+                   help="presence-only: validate on 20%% of a G x G grid of spatial blocks (records and background "
+                        "there) instead of a random 20%% of the rows")
+    p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
+    p.set_defaults(func=run)

@@ -1,0 +1,242 @@
+"""``spml train``: one method on a bundle (the linear setting or fine-tuning)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .common import (
+    _add_device_option,
+    _add_image_train_options,
+    _add_log_to_option,
+    _image_overrides,
+    _log_to,
+    _nonneg_float,
+    _nonneg_int,
+    _pos_float,
+    _pos_int,
+    _progress,
+    _seed,
+)
+
+
+def _train_config(args):
+    from ..config import TrainConfig
+
+    base = TrainConfig.from_file(args.config).to_dict() if args.config else {}
+    overrides = {"method": args.method, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs,
+                 "patience": args.patience, "seed": args.seed, "head": args.head, "hidden": args.hidden,
+                 "selection": args.selection, "expected_positives": args.k, "feature_set": args.feature_set,
+                 "empty_classes": args.empty_classes, "max_memory_mb": args.max_memory_mb,
+                 "threads": getattr(args, "threads", None), "device": getattr(args, "device", None)}
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    base.update(_image_overrides(args))
+    if base.get("setting") == "finetune" and not base.get("linear_init") and args.epochs is not None:
+        # without LinearInit there is no linear phase for --epochs to count: it counts the fine-tuning
+        # epochs, unless --finetune-epochs says otherwise (then a note says --epochs is not used)
+        if base.get("finetune_epochs") is None:
+            base["finetune_epochs"] = args.epochs
+        elif base["finetune_epochs"] != args.epochs and os.environ.get("RANK", "0") == "0":
+            print(f"note: --epochs {args.epochs} is not used: fine-tuning runs --finetune-epochs "
+                  f"{base['finetune_epochs']} (--epochs counts LinearInit's linear phase)", file=sys.stderr)
+    if args.no_standardize:
+        base["standardize"] = False
+    params = dict(base.get("params") or {})
+    from ..methods import parse_params
+
+    params.update(parse_params(args.param))
+    if getattr(args, "pseudo_scores", None):  # vlpl / gpr: user-supplied pseudo-label scores
+        params["pseudo_scores"] = str(Path(args.pseudo_scores).resolve())
+    base["params"] = params
+    return TrainConfig.from_dict(base)
+
+
+def _method_named(args) -> bool:
+    """Whether the user chose a method (-m, or ``method:`` in the --config file)."""
+    if args.method is not None:
+        return True
+    if not args.config:
+        return False
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):  # (TrainConfig.from_file has already reported a bad file)
+        return False
+    return isinstance(data, dict) and data.get("method") is not None
+
+
+def _default_method(config, bundle) -> tuple[str, str | None]:
+    """``spml train``'s method when none is named: ``auto`` (the measured recommendation,
+    docs/recipe.md) where it applies; else ``an``, with the reason to print."""
+    if config.setting == "finetune":
+        return "an", ("no -m given: fine-tuning trains 'an' (the default 'auto' is a recipe of the linear "
+                      "setting: it trains several heads on cached features); name a method with -m")
+    if bundle.size("val") == 0:
+        return "an", ("no -m given and the bundle has no validation split: training 'an' with the last epoch "
+                      "kept (the default 'auto' chooses its learning rates on validation observations; prepare "
+                      "with --val-fraction > 0 for it)")
+    return "auto", None
+
+
+def run(args) -> int:
+    from ..data import Bundle
+    from ..device import validate_config
+    from ..practitioner.report import run_summary_lines
+    from ..practitioner.run import read_run_result, run_training
+    from ..training import distributed
+
+    config = _train_config(args)
+    log_to = _log_to(args)  # a missing tracking library is refused before anything is written
+    device = validate_config(config)  # --device/--precision/--sync-bn: refused before anything is written
+    # torchrun sets WORLD_SIZE/RANK; a plain run is one process (NCCL on GPUs, gloo on the CPU)
+    dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
+    try:
+        bundle = Bundle(args.bundle)
+        if not _method_named(args):  # the default: auto where it applies (_default_method says why not)
+            name, why = _default_method(config, bundle)
+            config = config.replace(method=name)
+            if why and dctx.is_main:
+                print(f"note: {why}", file=sys.stderr)
+        # default folder: named after the bundle's folder (the user's name for the data), not its source file
+        out = Path(args.out) if args.out else \
+            Path("runs") / f"{Path(args.bundle).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
+        from ..training.prepare import build_run_method
+
+        method = build_run_method(config)  # built once: the trainer sets this one up
+        if method.candidates and args.lr is not None and dctx.is_main:
+            print(f"note: {config.method} tries each member at its own learning rates "
+                  f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
+                  "--lr is not used", file=sys.stderr)
+        ignored = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
+                   if v and getattr(args, opt[2:].replace("-", "_"), None)]
+        if config.setting != "finetune" and ignored and dctx.is_main:
+            print(f"note: {' and '.join(ignored)} apply to fine-tuning (--setting finetune); the linear setting "
+                  f"trains a head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}",
+                  file=sys.stderr)
+        import contextlib
+        import math
+
+        from ..progress import advance_to, on_steps
+
+        per_member = config.epochs  # a recipe trains each member method in turn
+        total, unit, steps = config.epochs * max(1, len(method.candidates)), "epoch", 1
+        if config.setting == "finetune":  # minutes per epoch: progress in optimizer steps
+            from ..training.finetune import resolve_recipe
+
+            per_member = resolve_recipe(config, method)["epochs"]
+            steps = max(1, math.ceil(bundle.size("train") / config.batch_size))
+            total, unit = per_member * steps, "step"
+        bar = _progress(total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
+
+        tracked = []  # the run's loggers (--log-to), opened once the run folder is a run's
+
+        def track():
+            if log_to and dctx.is_main and not tracked:
+                from ..practitioner.loggers import open_loggers
+
+                lg = open_loggers(log_to, name=f"{out.name} ({config.method} on {bundle.name})",
+                                  tensorboard_dir=out / "tensorboard", tags={"spmlkit.kind": "run"})
+                lg.params({"config": config.to_dict(), "method_params": dict(method.params),
+                           "bundle": str(bundle.path), "bundle_name": bundle.name})
+                tracked.append(lg)
+            return tracked[0] if tracked else None
+
+        def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
+            lg = track()
+            if lg is not None:
+                from ..practitioner.loggers import epoch_scalars
+
+                lg.scalars(*epoch_scalars(info))
+            if bar is not None:
+                r = info["rows"][0]
+                extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
+                if extra or unit != "epoch":  # (else the position is the epoch)
+                    extra["epoch"] = f"{info['epoch']}/{per_member}"
+                bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
+                # the position, not a count: a resumed run goes on from its epoch
+                advance_to(bar, (info.get("member_index", 0) * per_member + info["epoch"]) * steps)
+
+        def on_finished(folder):  # rank 0 only
+            if bar is not None:
+                bar.close()
+            print(f"run {folder} already finished with this configuration: not retraining (--no-resume trains "
+                  "again)")
+
+        def on_step(learner, epoch, step):  # fine-tuning: a line every few seconds inside an epoch
+            if bar is not None and getattr(learner, "image_size", None) is not None:  # (not LinearInit's phase)
+                advance_to(bar, (epoch - 1) * steps + step)
+
+        listening = on_steps(on_step) if config.setting == "finetune" else contextlib.nullcontext()
+        try:
+            with listening:
+                run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch, method=method,
+                             device=device, on_finished=on_finished,
+                             log=lambda m: print(m, file=sys.stderr, flush=True))
+        finally:
+            if bar is not None:
+                bar.close()
+        if dctx.is_main and log_to:
+            from ..practitioner.loggers import log_finished_run
+
+            log_finished_run(track(), out)
+        if dctx.is_main:
+            if dctx.enabled:
+                print(f"{dctx.world_size} processes, global batch {config.batch_size}")
+            for line in run_summary_lines(read_run_result(out), out):
+                print(line)
+        return 0
+    finally:
+        distributed.shutdown()
+
+
+def add_parser(sub) -> None:
+    """``spml train``: its options (``spml train --help``)."""
+    p = sub.add_parser("train", help="train one method on a bundle (linear setting)",
+                       description="Train a head on the bundle's features with a method; writes a run folder with "
+                                   "the resolved config, per-epoch metrics, a resumable checkpoint and the best "
+                                   "model. A killed run resumes when started again with the same options. "
+                                   "Distributed: torchrun --standalone --nproc_per_node N -m spmlkit.cli train ... "
+                                   "(--batch-size is the global batch, split over the N processes).")
+    p.add_argument("bundle", help="prepared bundle folder")
+    p.add_argument("-m", "--method", help="method name (see 'spml methods'; default auto, the recipe the "
+                                          "measurements recommend (docs/recipe.md); an when fine-tuning or "
+                                          "when the bundle has no validation split, with a note)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method hyper-parameter (repeatable)")
+    p.add_argument("--pseudo-scores", metavar="FILE",
+                   help="vlpl / gpr: N x L .npy array of pseudo-label scores aligned with the bundle's training "
+                        "rows (e.g. a vision-language model's label probabilities)")
+    p.add_argument("--lr", type=_pos_float, help="learning rate (default 1e-3)")
+    p.add_argument("--batch-size", type=_pos_int, help="batch size (default 8)")
+    p.add_argument("--epochs", type=_pos_int, help="epochs (default 25, Cole et al.'s linear setting)")
+    p.add_argument("--patience", type=_nonneg_int, help="stop after N epochs without validation improvement "
+                                                "(default: run all epochs, keep the best)")
+    p.add_argument("--seed", type=_seed, help="seed of initialisation and batch order (default 0)")
+    p.add_argument("--head", help="classifier head: linear (default), mlp, another registered head, or decoder "
+                                  "(label-wise attention, fine-tuning only)")
+    p.add_argument("--hidden", type=_pos_int, help="hidden units of the mlp head (default 512)")
+    p.add_argument("--no-standardize", action="store_true",
+                   help="feed raw features (default: z-score tabular features, feed backbone features raw as "
+                        "the papers' linear setting)")
+    p.add_argument("--selection", help="validation criterion: map (full labels), observed_map, observed_recall@K "
+                                       "(K = 1, 3, 5), last (no validation: keep the final epoch). Default auto: "
+                                       "map when the validation split has full labels, else observed_map (mAP "
+                                       "with observed positives as positives: lower than a true mAP but ordering "
+                                       "models the same way per label; see docs/practitioner.md)")
+    p.add_argument("--k", type=_pos_float, help="expected positives per example for EPR/ROLE and the expected_k "
+                                           "label-set rule (default: Cole Eq. A1 on the full training labels, "
+                                           "else on a fully labelled validation split)")
+    p.add_argument("--feature-set", help="cached feature set of an image bundle")
+    p.add_argument("--empty-classes", choices=["exclude", "zero"], help="classes without positives in the "
+                                                                       "evaluation set: exclude (default) or AP 0")
+    p.add_argument("--max-memory-mb", type=_nonneg_float, help="keep features memory-mapped when larger than this "
+                                                      "(out of core: only batches and bounded chunks are read)")
+    p.add_argument("--threads", type=_pos_int, help="torch threads while training (default: 1 in the linear setting, "
+                                               "fast on quiet and busy CPUs alike; torch's choice when fine-tuning)")
+    p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")
+    p.add_argument("-o", "--out", help="run folder (default runs/<bundle folder name>-<method>-lr<lr>-s<seed>)")
+    p.add_argument("--no-resume", action="store_true", help="start over even if the run folder has a checkpoint")
+    _add_log_to_option(p, "the run")
+    _add_device_option(p, "training")
+    _add_image_train_options(p)
+    p.set_defaults(func=run)
