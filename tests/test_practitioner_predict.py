@@ -201,3 +201,31 @@ def test_id_column_names_the_identifier_column_of_a_features_csv(capsys, trained
                          "-o", tmp_path / "q.csv")
     assert code == 2 and err.count("\n") == 1
     assert "songs.csv" in err and "'track'" in err and not (tmp_path / "q.csv").exists()
+
+
+def test_predict_replaces_only_its_own_output(capsys, trained, tmp_path):
+    """`-o` may replace a prediction file spmlkit wrote (re-running a prediction), but never a
+    file of the user's without --overwrite, and never the input file, even with it."""
+    d, _ = trained
+    out = tmp_path / "p.csv"
+    assert run(capsys, "predict", d / "r", d / "new.csv", "-o", out)[0] == 0
+    assert run(capsys, "predict", d / "r", d / "new.csv", "--labels", "-o", out)[0] == 0  # ours: replaced
+    assert read_rows(out)[0] == ["id", "labels"]
+    assert run(capsys, "predict", d / "r", d / "new.csv", "-o", out)[0] == 0
+    assert read_rows(out)[0] == ["id", *NAMES]
+
+    mine = tmp_path / "notes.csv"
+    mine.write_text("species,count\nkiwi,3\n")
+    code, _, err = run(capsys, "predict", d / "r", d / "new.csv", "-o", mine)
+    assert code == 2 and "refusing to replace" in err and "--overwrite" in err
+    assert mine.read_text() == "species,count\nkiwi,3\n"
+    assert err.count("\n") == 1  # one line, no traceback
+    assert run(capsys, "predict", d / "r", d / "new.csv", "-o", mine, "--overwrite")[0] == 0
+    assert read_rows(mine)[0] == ["id", *NAMES]
+
+    data = tmp_path / "new.csv"
+    data.write_bytes((d / "new.csv").read_bytes())
+    for extra in ((), ("--overwrite",)):
+        code, _, err = run(capsys, "predict", d / "r", data, "-o", data, *extra)
+        assert code == 2 and "is the input file" in err
+        assert data.read_bytes() == (d / "new.csv").read_bytes()

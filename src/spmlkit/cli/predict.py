@@ -15,19 +15,18 @@ from .common import (
 
 
 def run(args) -> int:
-    from ..errors import ConfigError
     from ..practitioner.inference import (
+        check_prediction_output,
         read_prediction_input,
         write_label_sets,
         write_probabilities,
     )
     from ..practitioner.saved import load_model
 
-    if Path(args.out).is_dir():
-        raise ConfigError(f"-o {args.out} is a folder; expected the path of the CSV file to write")
     device = _device(args)
     model = load_model(args.model)
     model.device = device
+    check_prediction_output(args.out, label_names=model.label_names, source=args.input, overwrite=args.overwrite)
     X, ids = read_prediction_input(model, args.input, split=args.split, path_column=args.path_column,
                                    id_column=args.id_column, backbone=args.backbone, image_size=args.image_size,
                                    batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))
@@ -67,7 +66,10 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="model folder (a run folder or its model/ subfolder)")
     p.add_argument("input", help="a bundle folder; features as .npy / .npz / CSV (optional 'id' column); or "
                                  "images: a folder, a .txt list of paths, or a CSV with a path column")
-    p.add_argument("-o", "--out", required=True, help="output CSV (written atomically)")
+    p.add_argument("-o", "--out", required=True, help="output CSV (written atomically; an existing file is replaced "
+                                                     "only when it is a prediction file spmlkit wrote)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the -o file even when it is not a prediction file spmlkit wrote (never the input)")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--labels", action="store_true", help="write label sets (id,labels joined by ';')")
     what.add_argument("--proba", action="store_true", help="write per-label probabilities (the default)")

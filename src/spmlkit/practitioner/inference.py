@@ -29,6 +29,9 @@ Outputs (written atomically)
 ----------------------------
 * probabilities: ``id,<label 1>,<label 2>,...`` — one row per example;
 * label sets: ``id,labels`` with the labels of the set joined by ``;``.
+
+An existing output file is replaced only when it is such a file (or with ``--overwrite``),
+never when it is the input: :func:`check_prediction_output`.
 """
 from __future__ import annotations
 
@@ -227,6 +230,44 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
 
 
 # ---------------------------------------------------------------------- outputs
+def check_prediction_output(out: str | Path, *, label_names: list[str], source: str | Path | None = None,
+                            overwrite: bool = False, option: str = "-o/--out") -> Path:
+    """``out`` as the CSV file ``spml predict`` writes: refused (one-line
+    :class:`~spmlkit.errors.ConfigError`, before anything is read or written) when it is a
+    folder, when it is the input file itself (even with ``overwrite``), or when it is an
+    existing file that is not a prediction file spmlkit wrote — one whose first line is
+    ``id,labels`` or ``id,<the model's labels>`` — unless ``overwrite``.  Re-running a
+    prediction into the same file therefore works, and a user's data file is never replaced
+    by accident."""
+    from ..errors import ConfigError
+
+    out = Path(out)
+    if out.is_dir():
+        raise ConfigError(f"-o {out} is a folder; expected the path of the CSV file to write")
+    if not out.exists():
+        return out
+    if source is not None and Path(source).is_file():
+        try:
+            same = out.samefile(source)
+        except OSError:
+            same = False
+        if same:
+            raise ConfigError(f"{option} {out} is the input file; choose another file for the predictions")
+    if overwrite:
+        return out
+    try:
+        with open(out, encoding="utf-8", newline="") as fh:
+            first = fh.readline(1 << 20)
+        header = next(csv.reader([first.rstrip("\r\n")]), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        header = None
+    if header in (["id", "labels"], ["id", *label_names]):
+        return out
+    raise ConfigError(f"refusing to replace {out}: it is not a prediction file spmlkit wrote (its first line is "
+                      f"neither 'id,labels' nor 'id,' and the model's labels); choose a new file with {option} "
+                      "or pass --overwrite")
+
+
 def write_probabilities(out: str | Path, ids: list[str], label_names: list[str], P: np.ndarray) -> Path:
     out = Path(out)
     with atomic_path(out) as tmp:
