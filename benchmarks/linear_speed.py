@@ -47,7 +47,7 @@ from torch import nn
 
 from spmlkit.io import write_text
 from spmlkit.labels import REGIMES, observe
-from spmlkit.methods.base import METHODS, TrainContext, build_method, expected_positives, get_method_spec
+from spmlkit.methods.base import METHODS, expected_positives, get_method_spec
 from spmlkit.metrics import average_precision, mean_average_precision
 from spmlkit.training.linear import FeatureStore, LinearLearner, num_threads
 from spmlkit.training.loop import train_epoch
@@ -114,17 +114,28 @@ def _limit(learner: LinearLearner, max_steps: int | None) -> None:
 
 
 def make_run(method_name: str, data: dict, batch: int, lrs, seeds, params: dict | None = None):
-    """A learner + set-up method on the synthetic data, as train_linear builds them."""
+    """A learner + set-up method on the synthetic data, assembled as every run is
+    (:func:`spmlkit.training.prepare.prepare_run`: the method, its observations, k, the
+    context); the feature stores are built once per data set and shared (read-only) by
+    every run on it, so a run costs no copy of the features."""
+    from spmlkit.config import TrainConfig
+    from spmlkit.data.memory import ArrayBundle
+    from spmlkit.training.prepare import prepare_run
+
     X, Y = data["train"]
     spec = get_method_spec(method_name)
     Z = observe(Y, spec.regime if spec.regime in REGIMES else "single_positive", seed=0)
-    if "stores" not in data:  # built once per data set, shared (read-only) by every run on it
+    if "stores" not in data:
         data["stores"] = {split: FeatureStore(data[split][0]) for split in ("train", "val", "test") if split in data}
-    learner = LinearLearner(data["stores"], Z, lrs=list(lrs), seeds=list(seeds), batch_size=batch, n_labels=data["L"])
-    method = build_method(method_name, **(params or {}))
-    method.setup(TrainContext(n_train=len(Z), n_labels=data["L"], observed=learner.observed, n_members=len(lrs),
-                              expected_positives=expected_positives(Y), base_lrs=tuple(lrs), epochs=25))
-    return learner, method
+    bundle = ArrayBundle(X, Z, **{f"{part}_{split}": data[split][i] for split in ("val", "test") if split in data
+                                  for part, i in (("X", 0), ("Y", 1))})
+    config = TrainConfig(method=method_name, params=params or {}, batch_size=batch, epochs=25, device="cpu",
+                         expected_positives=expected_positives(Y))
+    parts = prepare_run(bundle, config)
+    learner = LinearLearner(data["stores"], parts.observed, lrs=list(lrs), seeds=list(seeds), batch_size=batch,
+                            n_labels=data["L"])
+    parts.setup_method(learner.observed, lrs=list(lrs), seeds=list(seeds), epochs=25)
+    return learner, parts.method
 
 
 class MethodRun:

@@ -39,29 +39,23 @@ CRITERIA = ("map", "observed_map", "observed_recall@1", "observed_recall@3")
 
 
 def evaluate_grid(bundle, method_name: str, lrs, seeds, epochs: int, obs_seed: int = 12345) -> dict:
-    """Per (member, epoch): every criterion on validation + test mAP.  Returns arrays (G, E)."""
-    import torch
+    """Per (member, epoch): every criterion on validation + test mAP.  Returns arrays (G, E).
 
+    The run is assembled as ``spml train`` assembles it (:func:`spmlkit.training.linear.assemble_linear`
+    over :func:`spmlkit.training.prepare.prepare_run`: the method's training observations, k, the
+    standardised features, the stacked members); only the per-epoch evaluation is this benchmark's."""
+    from spmlkit.config import TrainConfig
     from spmlkit.labels import observe
-    from spmlkit.methods import TrainContext, build_method, expected_positives
     from spmlkit.metrics import mean_average_precision, observed_positive_map, observed_positive_recall_at_k
-    from spmlkit.training.linear import FeatureStore, LinearLearner, feature_statistics
+    from spmlkit.training.linear import assemble_linear
     from spmlkit.training.loop import fit
 
-    method = build_method(method_name)
     members = [(lr, s) for lr in lrs for s in seeds]
-    X = bundle.features("train")
-    mean, std = feature_statistics(X)
-    stores = {sp: FeatureStore(bundle.features(sp), mean=mean, std=std) for sp in ("train", "val", "test")}
-    Z = bundle.observations("train", regime=method.regime)
+    config = TrainConfig(method=method_name, batch_size=8, epochs=epochs, standardize=True, threads=1)
+    run = assemble_linear(bundle, config, lrs=[m[0] for m in members], seeds=[m[1] for m in members])
+    learner = run.learner
     Y_val, Y_test = bundle.labels("val"), bundle.labels("test")
     Z_val = observe(Y_val, "single_positive", seed=obs_seed)  # what a practitioner's validation split looks like
-    torch.manual_seed(seeds[0])
-    learner = LinearLearner(stores, Z, lrs=[m[0] for m in members], seeds=[m[1] for m in members], batch_size=8,
-                            n_labels=bundle.n_labels)
-    method.setup(TrainContext(n_train=len(Z), n_labels=bundle.n_labels, observed=learner.observed,
-                              n_members=len(members), expected_positives=expected_positives(bundle.labels("train")),
-                              base_lrs=tuple(m[0] for m in members), epochs=epochs))
     rec = {c: [] for c in (*CRITERIA, "test_map")}
 
     def evaluate(val_logits):
@@ -74,7 +68,7 @@ def evaluate_grid(bundle, method_name: str, lrs, seeds, epochs: int, obs_seed: i
         rec["test_map"].append([mean_average_precision(Y_test, s).map for s in test])
         return rec["map"][-1]
 
-    fit(learner, method, epochs=epochs, evaluate=evaluate)
+    fit(learner, run.parts.method, epochs=epochs, evaluate=evaluate)
     return {"members": members, **{k: np.array(v).T for k, v in rec.items()}}  # (G, E)
 
 

@@ -90,7 +90,7 @@ def test_train_defaults_to_auto(tmp_path, capsys, own_bundle):
     assert res["method"] == "auto" and [m["method"] for m in res["notes"]["members"]] == ["l1r", "em-apl", "wan",
                                                                                          "ll-ct"]
     # fine-tuning names one method: the default there is an, and the note says so
-    from spmlkit.cli import _default_method
+    from spmlkit.practitioner.run import default_method as _default_method
     from spmlkit.config import TrainConfig
 
     name, why = _default_method(TrainConfig(setting="finetune"), Bundle(own_bundle))

@@ -188,6 +188,19 @@ def _is_protected(path: Path) -> str | None:
     return None
 
 
+def check_input_paths(paths) -> None:
+    """Every input path given (None: not given) that exists must be a regular file or a
+    folder: a device or a pipe (``/dev/zero``) would be read until memory runs out."""
+    from .errors import ConfigError
+
+    for p in paths:
+        if p is None:
+            continue
+        q = Path(p)
+        if q.exists() and not q.is_file() and not q.is_dir():
+            raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
+
+
 def check_output_folder(path: str | Path, *, option: str = "-o/--out") -> Path:
     """``path`` as an output folder: refused (one-line :class:`ConfigError`) when it is an
     existing file."""

@@ -34,9 +34,8 @@ from . import (
 )
 from .common import _Parser
 from .methods import SAME_AT_DEFAULTS
-from .train import _default_method
 
-__all__ = ["SAME_AT_DEFAULTS", "_default_method", "build_parser", "main"]  # (what callers and tests import)
+__all__ = ["SAME_AT_DEFAULTS", "build_parser", "main"]  # (what callers and tests import)
 
 #: the commands in the order ``spml --help`` lists them
 COMMANDS = (datasets, methods, prepare, train, features, evaluate, predict, diagnose, estimate_k, demo, bench,

@@ -22,20 +22,18 @@ from .common import (
 def run(args) -> int:
     import shlex
 
-    from ..experiments.bench import BenchSpec, parse_method_params, run_bench
+    from ..experiments.bench import BenchSpec, check_device_options, with_method_params
+    from ..experiments.executors import check_engine_options, make_executor, parse_shard, run_bench_with, run_shard
 
-    _check_bench_engine_options(args)
+    check_engine_options(shard=args.shard, jobs=args.jobs, executor=args.executor, address=args.address,
+                         table_only=args.table_only, device=args.device, share_gpus=args.share_gpus)
     config = {}
     for opt, field in (("head", "head"), ("selection", "selection"), ("feature_set", "feature_set"),
                        ("empty_classes", "empty_classes"), ("max_memory_mb", "max_memory_mb"),
                        ("k", "expected_positives"), ("device", "device")):
         if getattr(args, opt) is not None:
             config[field] = getattr(args, opt)
-    from ..config import TrainConfig
-    from ..device import validate_config
-
-    validate_config(TrainConfig(**{k: v for k, v in {**config, **_image_overrides(args)}.items()
-                                   if k in ("device", "precision", "sync_bn")}))
+    check_device_options({**config, **_image_overrides(args)})
     if args.no_standardize:
         config["standardize"] = False
     config.update({k: v for k, v in _image_overrides(args).items() if k != "setting"})
@@ -50,34 +48,25 @@ def run(args) -> int:
     param_items = list(args.param or [])
     if args.pseudo_scores:  # every benchmarked method with a pseudo_scores hyper-parameter (vlpl, gpr)
         param_items.append(f"pseudo_scores={Path(args.pseudo_scores).resolve()}")
-    import dataclasses
-
-    spec = dataclasses.replace(spec, params=parse_method_params(param_items,
-                                                                args.methods or _bench_default_methods(spec)))
+    spec = with_method_params(spec, param_items)
     argv = getattr(args, "argv", None)
     command = "spml " + shlex.join(argv) if argv else None
-    on_group = None
     log_to = _log_to(args)
+    on_group = None
     if log_to:  # TensorBoard / MLflow: one run per group as it finishes, and one for the tables
-        from ..practitioner.loggers import log_bench_group
+        from ..practitioner.loggers import bench_group_logger
 
-        def on_group(g, record):
-            extra = f"-frac{g.fraction:g}" if g.fraction < 1 else (
-                f"-hide{g.hide_prob:g}" if g.hide_prob is not None else "")
-            label = f"{g.dataset}-{g.method}{extra}-bs{g.batch_size}-{g.hash[:8]}"
-            log_bench_group(log_to, Path(args.out), label, g.key, record)
+        on_group = bench_group_logger(log_to, Path(args.out))
     if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
-        return _bench_shard(args, spec)
-    executor = _bench_executor(args)
-    if executor is not None or args.share_gpus:
-        from ..experiments.executors import run_bench_with
-
-        summary = run_bench_with(spec, args.out, executor, share_gpus=args.share_gpus, command=command,
-                                 figures=not args.no_figures, jobs=args.jobs or 1, threads=args.threads,
-                                 on_group=on_group)
-    else:
-        summary = run_bench(spec, args.out, command=command, figures=not args.no_figures, jobs=args.jobs or 1,
-                            threads=args.threads, on_group=on_group)
+        s = run_shard(spec, args.out, parse_shard(args.shard), threads=args.threads)
+        print(f"shard {args.shard}: trained {s['trained']} of its {s['groups_in_shard']} group(s); "
+              f"{s['finished']} of {s['groups_total']} finished in {args.out}")
+        return 0
+    executor = make_executor(executor=args.executor, address=args.address, jobs=args.jobs, threads=args.threads,
+                             table_only=args.table_only)
+    summary = run_bench_with(spec, args.out, executor, share_gpus=args.share_gpus, command=command,
+                             figures=not args.no_figures, jobs=args.jobs or 1, threads=args.threads,
+                             on_group=on_group)
     if log_to:
         from ..practitioner.loggers import log_bench_outputs
 
@@ -88,60 +77,6 @@ def run(args) -> int:
     print(f"\nresults in {args.out}: " + ", ".join(Path(p).name for k, p in w.items() if k != "figures")
           + "".join(f", {Path(p).name}" for p in w.get("figures", [])))
     return 0
-
-
-def _check_bench_engine_options(args) -> None:
-    """``--shard``, ``--executor``, ``--address``, ``--table-only`` and ``--jobs``: the
-    combinations that mean nothing are one-line errors before anything is written."""
-    from ..errors import ConfigError
-
-    if args.shard is not None:
-        from ..experiments.executors import parse_shard
-
-        parse_shard(args.shard)
-        for given, opt in ((args.jobs is not None, "--jobs"), (args.executor != "local", "--executor ray"),
-                           (args.table_only, "--table-only")):
-            if given:
-                raise ConfigError(f"--shard {args.shard} with {opt}: a shard is one process training its share of "
-                                  f"the grid; run N shards side by side instead (see docs/scale.md)")
-    if args.address is not None and args.executor != "ray":
-        raise ConfigError("--address is the Ray cluster of --executor ray; add --executor ray")
-    if args.table_only and (args.executor != "local" or args.jobs is not None):
-        raise ConfigError("--table-only trains nothing; it takes neither --executor nor --jobs")
-    if args.jobs and args.jobs > 1 and args.executor == "local":
-        from ..experiments.executors import worker_gpus
-
-        worker_gpus(args.device, args.jobs, share=args.share_gpus)  # --jobs > GPUs: refused before any write
-    if args.executor == "ray" and args.address is not None and args.jobs is not None:
-        raise ConfigError("--jobs with --executor ray sets the CPUs of the local Ray cluster it starts; with "
-                          "--address the cluster's own resources decide (leave --jobs out)")
-
-
-def _bench_executor(args):
-    if args.table_only:
-        from ..experiments.executors import TableOnly
-
-        return TableOnly()
-    if args.executor == "ray":
-        from ..experiments.executors import RayExecutor
-
-        return RayExecutor(args.address, num_cpus=args.jobs, threads=args.threads)
-    return None
-
-
-def _bench_shard(args, spec) -> int:
-    from ..experiments.executors import parse_shard, run_shard
-
-    s = run_shard(spec, args.out, parse_shard(args.shard), threads=args.threads)
-    print(f"shard {args.shard}: trained {s['trained']} of its {s['groups_in_shard']} group(s); "
-          f"{s['finished']} of {s['groups_total']} finished in {args.out}")
-    return 0
-
-
-def _bench_default_methods(spec) -> list[str]:
-    from ..experiments.bench import validate_spec
-
-    return validate_spec(spec).methods
 
 
 def add_parser(sub) -> None:

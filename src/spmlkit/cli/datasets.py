@@ -1,37 +1,11 @@
 """``spml datasets``: the datasets that can be named instead of a path."""
 from __future__ import annotations
 
-import os
-
-from ..errors import SpmlError
-
 
 def run(args) -> int:
-    from ..data import DATASETS, load_dataset
-    from ..labels import label_stats
+    from ..data.registry import dataset_rows
 
-    rows = []
-    from ..data.registry import found_mulan_datasets
-
-    found = found_mulan_datasets(args.data_root)  # Mulan folders under the data root, found by their names
-    for name, spec in sorted({**found, **DATASETS}.items(), key=lambda kv: (not kv[1].builtin, kv[0])):
-        if not spec.builtin and not (args.data_root or os.environ.get("SPMLKIT_DATA")):
-            rows.append((name, spec.kind, "needs --data-root", "", "", "", spec.description))
-            continue
-        if not args.stats:
-            rows.append((name, spec.kind, "built-in" if spec.builtin else "data root", "", "", "", spec.description))
-            continue
-        try:
-            ds = load_dataset(name, data_root=args.data_root)
-        except SpmlError as exc:
-            rows.append((name, spec.kind, "not found", "", "", "", str(exc)[:60]))
-            continue
-        sizes = "/".join(f"{k} {len(v)}" for k, v in ds.splits.items())
-        st = label_stats(ds.splits["train"].Y)
-        dim = ds.splits["train"].X.shape[1] if ds.is_features else "images"
-        rows.append((name, spec.kind, "built-in" if spec.builtin else "data root", sizes, ds.n_labels, dim,
-                     f"train cardinality {st['cardinality']:.2f}; {spec.description}"
-                     + "".join(f"; {n}" for n in ds.notes if n.startswith("dropped "))))
+    rows = [_cells(r) for r in dataset_rows(args.data_root, stats=args.stats)]
     header = ("name", "kind", "where", "splits", "labels", "features", "description")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(6)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)) + "  " + header[6])
@@ -40,6 +14,15 @@ def run(args) -> int:
     if not args.stats:
         print("\n(--no-stats: sizes and label statistics not loaded)")
     return 0
+
+
+def _cells(r) -> tuple:
+    """The table cells of a :class:`~spmlkit.data.registry.DatasetRow`."""
+    if r.sizes is None:  # no statistics: asked not to load, no data root, or not loadable (the reason, cut short)
+        return (r.name, r.kind, r.where, "", "", "", r.description[:60] if r.where == "not found" else r.description)
+    return (r.name, r.kind, r.where, "/".join(f"{k} {n}" for k, n in r.sizes.items()), r.n_labels,
+            "images" if r.n_features is None else r.n_features,
+            f"train cardinality {r.cardinality:.2f}; {r.description}" + "".join(f"; {n}" for n in r.notes))
 
 
 def add_parser(sub) -> None:

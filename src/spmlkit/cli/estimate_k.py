@@ -1,27 +1,16 @@
 """``spml estimate-k``: k* and bootstrap intervals of k (Cole et al. 2021, Table A2)."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..errors import SpmlError
 from .common import _pos_int, _seed
 
 
 def run(args) -> int:
     import numpy as np
 
-    from ..data import Bundle, load_any
     from ..io import dumps_json
-    from ..practitioner.estimate_k import bootstrap_k_intervals, format_k_estimate
+    from ..practitioner.estimate_k import bootstrap_k_intervals, format_k_estimate, training_labels
 
-    if (Path(args.source) / "meta.json").exists():
-        bundle = Bundle(args.source)
-        Y, name = bundle.labels("train"), f"{bundle.name} (bundle {args.source}, training split)"
-    else:
-        ds = load_any(args.source, data_root=args.data_root)
-        Y, name = ds.splits["train"].Y, f"{ds.name} (training split)"
-    if Y is None:
-        raise SpmlError(f"{args.source} has no full training labels; k needs fully labelled examples")
+    Y, name = training_labels(args.source, data_root=args.data_root)
     est = bootstrap_k_intervals(Y, args.m, rng=np.random.default_rng(args.seed), trials=args.trials)
     print(dumps_json(est.to_dict()), end="") if args.json else print(format_k_estimate(est, name))
     return 0

@@ -17,6 +17,7 @@ from .common import (
 def run(args) -> int:
     from ..practitioner.inference import (
         check_prediction_output,
+        predicted_label_sets,
         read_prediction_input,
         write_label_sets,
         write_probabilities,
@@ -39,17 +40,11 @@ def run(args) -> int:
     from ..practitioner.report import describe_rule
 
     rule = None if args.threshold_rule == "default" else args.threshold_rule
-    S = model.label_sets_from_proba(P, rule=rule, threshold=args.threshold, k=args.k, min_labels=args.min_labels)
+    S, used, warn = predicted_label_sets(model, P, rule=rule, threshold=args.threshold, k=args.k,
+                                         min_labels=args.min_labels)
     write_label_sets(out, ids, model.label_names, S)
-    used = {**model.label_sets, **({"rule": rule} if rule else {}),
-            **{k: v for k, v in (("threshold", args.threshold), ("k", args.k), ("min_labels", args.min_labels))
-               if v is not None}}
     print(f"wrote label sets for {len(S)} example(s) to {out} (rule: {describe_rule(used['rule'], used)}; "
           f"{S.sum(1).mean():.2f} labels per example)")
-    from ..practitioner.labelsets import label_set_warning, rule_k_estimate
-
-    warn = label_set_warning(S, rule_k_estimate(model.label_sets) if used["rule"] != "expected_k" or args.k is None
-                             else args.k)
     if warn is not None:
         print(f"spml: warning: {warn}", file=sys.stderr)
     return 0

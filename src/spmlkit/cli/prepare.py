@@ -7,26 +7,14 @@ from pathlib import Path
 from .common import _csv_list, _label_names, _pos_int, _regime_name, _seed, _unit_float
 
 
-def _check_inputs(paths) -> None:
-    """Every input path given that exists must be a regular file or a folder: a device or
-    a pipe (``/dev/zero``) would be read until memory runs out."""
-    from ..errors import ConfigError
-
-    for p in paths:
-        if p is None:
-            continue
-        q = Path(p)
-        if q.exists() and not q.is_file() and not q.is_dir():
-            raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
-
-
 def run(args) -> int:
     from ..data import load_any, prepare_bundle
     from ..errors import ConfigError
+    from ..io import check_input_paths
 
     inputs = [args.source, args.test, args.labels_xml, args.images, args.test_images, args.val_file,
               args.label_names if args.label_names and Path(args.label_names).exists() else None]
-    _check_inputs(inputs)
+    check_input_paths(inputs)
     if args.label_set_column and not args.separator:
         raise ConfigError("--separator must not be empty (the text between label names in a --label-set-column "
                           "cell, e.g. ';')")
@@ -34,6 +22,31 @@ def run(args) -> int:
         from ..data.bundle import refuse_sources_inside
 
         refuse_sources_inside(args.out, inputs + [args.data_root])
+    table = _table_options(args)
+    if args.observed and args.full_labels:
+        raise ConfigError("--observed and --full-labels contradict each other; pass one of them")
+    observed = True if args.observed else (False if args.full_labels else None)  # None: from the table's layout
+    said: set[str] = set()  # notes already printed while loading are not repeated in the summary
+
+    def log(m):
+        said.add(m)
+        print(m, file=sys.stderr)
+
+    ds = load_any(args.source, data_root=args.data_root, format=args.format, test=args.test,
+                  labels_xml=args.labels_xml, images=args.images, test_images=args.test_images,
+                  observed=observed, name=args.name, val_file=args.val_file, log=log, **table)
+    if (args.label_column or args.label_set_column) and not args.label_names:
+        _warn_single_use_labels(ds, args.source)
+    bundle = prepare_bundle(ds, args.out, regime=args.regime, seed=args.seed, val_fraction=args.val_fraction,
+                            test_fraction=args.test_fraction, hide_prob=args.hide_prob, overwrite=args.overwrite,
+                            log=log)
+    print("\n".join(line for line in bundle.summary().splitlines() if line[len("  note: "):] not in said
+                    or not line.startswith("  note: ")))
+    return 0
+
+
+def _table_options(args) -> dict:
+    """The table options of :func:`spmlkit.data.load_any` that the command line gives."""
     table = {}
     if args.label_columns:
         table["label_columns"] = _csv_list(args.label_columns)
@@ -56,42 +69,16 @@ def run(args) -> int:
         table["id_column"] = args.id_column
     if args.label_names:
         table["label_names"] = _label_names(args.label_names)
-    if args.observed and args.full_labels:
-        from ..errors import ConfigError
-
-        raise ConfigError("--observed and --full-labels contradict each other; pass one of them")
-    observed = True if args.observed else (False if args.full_labels else None)  # None: from the table's layout
-    said: set[str] = set()  # notes already printed while loading are not repeated in the summary
-
-    def log(m):
-        said.add(m)
-        print(m, file=sys.stderr)
-
-    ds = load_any(args.source, data_root=args.data_root, format=args.format, test=args.test,
-                  labels_xml=args.labels_xml, images=args.images, test_images=args.test_images,
-                  observed=observed, name=args.name, val_file=args.val_file, log=log, **table)
-    if (args.label_column or args.label_set_column) and not args.label_names:
-        _warn_single_use_labels(ds, args.source)
-    bundle = prepare_bundle(ds, args.out, regime=args.regime, seed=args.seed, val_fraction=args.val_fraction,
-                            test_fraction=args.test_fraction, hide_prob=args.hide_prob, overwrite=args.overwrite,
-                            log=log)
-    print("\n".join(line for line in bundle.summary().splitlines() if line[len("  note: "):] not in said
-                    or not line.startswith("  note: ")))
-    return 0
+    return table
 
 
 def _warn_single_use_labels(ds, source) -> None:
-    """Labels named in one row only, when the vocabulary comes from a label column: most
-    likely a typo that silently made a new label (--label-names makes it an error)."""
-    import numpy as np
+    """Labels named in one row only, when the vocabulary comes from a label column
+    (:func:`spmlkit.data.dataset.single_use_labels`): --label-names makes a typo an error."""
+    from ..data.dataset import single_use_labels
 
-    counts = np.zeros(len(ds.label_names), dtype=np.int64)
-    for split in ds.splits.values():
-        M = split.Z == 1 if split.Z is not None else split.Y
-        if M is not None:
-            counts += np.asarray(M, dtype=bool).sum(0)
-    once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
-    if once and len(once) < len(ds.label_names):
+    once = single_use_labels(ds)
+    if once:
         shown = ", ".join(repr(n) for n in once[:5]) + (f" and {len(once) - 5} more" if len(once) > 5 else "")
         print(f"warning: {source}: label{'s' if len(once) > 1 else ''} {shown} appear{'' if len(once) > 1 else 's'} "
               f"in one row only — a typo makes a new label; pass --label-names (a file or a comma-separated list "

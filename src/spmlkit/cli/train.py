@@ -66,24 +66,11 @@ def _method_named(args) -> bool:
     return isinstance(data, dict) and data.get("method") is not None
 
 
-def _default_method(config, bundle) -> tuple[str, str | None]:
-    """``spml train``'s method when none is named: ``auto`` (the measured recommendation,
-    docs/recipe.md) where it applies; else ``an``, with the reason to print."""
-    if config.setting == "finetune":
-        return "an", ("no -m given: fine-tuning trains 'an' (the default 'auto' is a recipe of the linear "
-                      "setting: it trains several heads on cached features); name a method with -m")
-    if bundle.size("val") == 0:
-        return "an", ("no -m given and the bundle has no validation split: training 'an' with the last epoch "
-                      "kept (the default 'auto' chooses its learning rates on validation observations; prepare "
-                      "with --val-fraction > 0 for it)")
-    return "auto", None
-
-
 def run(args) -> int:
     from ..data import Bundle
     from ..device import validate_config
     from ..practitioner.report import run_summary_lines
-    from ..practitioner.run import read_run_result, run_training
+    from ..practitioner.run import default_method, default_run_folder, read_run_result, run_training
     from ..training import distributed
 
     config = _train_config(args)
@@ -93,14 +80,12 @@ def run(args) -> int:
     dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
     try:
         bundle = Bundle(args.bundle)
-        if not _method_named(args):  # the default: auto where it applies (_default_method says why not)
-            name, why = _default_method(config, bundle)
+        if not _method_named(args):  # the default: auto where it applies (default_method says why not)
+            name, why = default_method(config, bundle)
             config = config.replace(method=name)
             if why and dctx.is_main:
                 print(f"note: {why}", file=sys.stderr)
-        # default folder: named after the bundle's folder (the user's name for the data), not its source file
-        out = Path(args.out) if args.out else \
-            Path("runs") / f"{Path(args.bundle).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
+        out = Path(args.out) if args.out else default_run_folder(args.bundle, config)
         from ..training.prepare import build_run_method
 
         method = build_run_method(config)  # built once: the trainer sets this one up
@@ -115,19 +100,13 @@ def run(args) -> int:
                   f"trains a head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}",
                   file=sys.stderr)
         import contextlib
-        import math
 
         from ..progress import advance_to, on_steps
+        from ..training.run import progress_plan
 
-        per_member = config.epochs  # a recipe trains each member method in turn
-        total, unit, steps = config.epochs * max(1, len(method.candidates)), "epoch", 1
-        if config.setting == "finetune":  # minutes per epoch: progress in optimizer steps
-            from ..training.finetune import resolve_recipe
-
-            per_member = resolve_recipe(config, method)["epochs"]
-            steps = max(1, math.ceil(bundle.size("train") / config.batch_size))
-            total, unit = per_member * steps, "step"
-        bar = _progress(total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
+        plan = progress_plan(config, method, bundle.size("train"))
+        per_member, steps, unit = plan.per_member, plan.steps, plan.unit
+        bar = _progress(plan.total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
 
         tracked = []  # the run's loggers (--log-to), opened once the run folder is a run's
 

@@ -117,6 +117,20 @@ class MultiLabelDataset:
         return len(self.label_names)
 
 
+def single_use_labels(ds: MultiLabelDataset) -> list[str]:
+    """The labels that are positive (observed positive, or true where the split has full
+    labels) in exactly one row over all splits, in label order: when the vocabulary is
+    read from a label column, most likely a typo that silently made a new label.  Empty
+    when every label is used once (then none stands out)."""
+    counts = np.zeros(len(ds.label_names), dtype=np.int64)
+    for split in ds.splits.values():
+        M = split.Z == 1 if split.Z is not None else split.Y
+        if M is not None:
+            counts += np.asarray(M, dtype=bool).sum(0)
+    once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
+    return once if len(once) < len(ds.label_names) else []
+
+
 def check_features(X: np.ndarray, source=None) -> np.ndarray:
     """Float32 (N, D) features with finite values, or a :class:`DataFormatError` naming the row."""
     X = np.asarray(X)

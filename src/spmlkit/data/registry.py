@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, DataFormatError, UnknownNameError
+from ..errors import ConfigError, DataFormatError, SpmlError, UnknownNameError
 from ..registry import Registry
 from .dataset import MultiLabelDataset, Split
 
@@ -113,6 +113,56 @@ def found_mulan_datasets(data_root: str | Path | None = None) -> dict[str, Datas
                 found[name] = DatasetSpec(name, (lambda root, n=name: load_dataset(n, data_root=root)), "features",
                                           False, f"Mulan folder {d}")
     return found
+
+
+@dataclass(frozen=True)
+class DatasetRow:
+    """One dataset as ``spml datasets`` lists it (:func:`dataset_rows`).
+
+    ``where``: ``"built-in"``, ``"data root"``, ``"needs --data-root"`` (a data-root set
+    with no data root given) or ``"not found"`` (then ``description`` says why it did
+    not load).  The statistics are None unless they were asked for and the set loaded."""
+
+    name: str
+    kind: str  # "features" | "images"
+    where: str
+    description: str
+    sizes: dict[str, int] | None = None  # rows per split, in the dataset's split order
+    n_labels: int | None = None
+    n_features: int | None = None  # feature columns; None for an image dataset
+    cardinality: float | None = None  # mean positives per training example (Cole et al. Eq. A1)
+    notes: tuple[str, ...] = ()  # what the loader dropped (its "dropped ..." notes)
+
+
+def dataset_rows(data_root: str | Path | None = None, *, stats: bool = True) -> list[DatasetRow]:
+    """Every dataset that can be named: the registered sets and the Mulan folders found
+    under the data roots (:func:`found_mulan_datasets`), built-in ones first, then by
+    name.  ``stats``: load each available set for its sizes and label statistics (a set
+    that fails to load is a ``"not found"`` row, not an error)."""
+    from ..labels import label_stats
+
+    found = found_mulan_datasets(data_root)
+    rows = []
+    for name, spec in sorted({**found, **DATASETS}.items(), key=lambda kv: (not kv[1].builtin, kv[0])):
+        where = "built-in" if spec.builtin else "data root"
+        if not spec.builtin and not (data_root or os.environ.get("SPMLKIT_DATA")):
+            rows.append(DatasetRow(name, spec.kind, "needs --data-root", spec.description))
+            continue
+        if not stats:
+            rows.append(DatasetRow(name, spec.kind, where, spec.description))
+            continue
+        try:
+            ds = load_dataset(name, data_root=data_root)
+        except SpmlError as exc:
+            rows.append(DatasetRow(name, spec.kind, "not found", str(exc)))
+            continue
+        train = ds.splits["train"]
+        rows.append(DatasetRow(name, spec.kind, where, spec.description,
+                               sizes={k: len(v) for k, v in ds.splits.items()}, n_labels=ds.n_labels,
+                               n_features=train.X.shape[1] if ds.is_features else None,
+                               cardinality=float(label_stats(train.Y)["cardinality"]),
+                               notes=tuple(n for n in ds.notes if n.startswith("dropped "))))
+    return rows
 
 
 def unknown_dataset_error(name: str, data_root: str | Path | None = None) -> UnknownNameError:

@@ -286,6 +286,22 @@ def parse_method_params(items: list[str] | None, methods: list[str] | None) -> d
     return out
 
 
+def with_method_params(spec: BenchSpec, items: list[str] | None) -> BenchSpec:
+    """``spec`` with the ``--param`` items parsed (:func:`parse_method_params`) against its
+    methods: the rows it names, else the default rows of its setting (:func:`validate_spec`)."""
+    methods = spec.methods or validate_spec(spec).methods
+    return dataclasses.replace(spec, params=parse_method_params(items, methods))
+
+
+def check_device_options(config: dict) -> None:
+    """The ``device``, ``precision`` and ``sync_bn`` of a bench's TrainConfig fields
+    (:func:`spmlkit.device.validate_config`): an unavailable device or a precision it
+    cannot run is a one-line error before any dataset is prepared."""
+    from ..device import validate_config
+
+    validate_config(TrainConfig(**{k: v for k, v in config.items() if k in ("device", "precision", "sync_bn")}))
+
+
 # --------------------------------------------------------------------------- data
 @dataclass
 class BenchDataset:

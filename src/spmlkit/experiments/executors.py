@@ -248,6 +248,46 @@ def worker_gpus(device: str | None, jobs: int, *, share: bool = False) -> list[s
     return gpu_worker_devices(device, jobs, share=bool(share))
 
 
+# ------------------------------------------------------------------ choosing an engine
+def check_engine_options(*, shard: str | None = None, jobs: int | None = None, executor: str = "local",
+                         address: str | None = None, table_only: bool = False, device: str | None = None,
+                         share_gpus: bool = False) -> None:
+    """The engine options of ``spml bench`` (``--shard``, ``--jobs``, ``--executor``,
+    ``--address``, ``--table-only``; ``--device`` and ``--share-gpus`` for the GPU
+    rule): a combination that means nothing is a one-line :class:`ConfigError`, raised
+    before anything is written."""
+    if shard is not None:
+        parse_shard(shard)
+        for given, opt in ((jobs is not None, "--jobs"), (executor != "local", "--executor ray"),
+                           (table_only, "--table-only")):
+            if given:
+                raise ConfigError(f"--shard {shard} with {opt}: a shard is one process training its share of "
+                                  f"the grid; run N shards side by side instead (see docs/scale.md)")
+    if address is not None and executor != "ray":
+        raise ConfigError("--address is the Ray cluster of --executor ray; add --executor ray")
+    if table_only and (executor != "local" or jobs is not None):
+        raise ConfigError("--table-only trains nothing; it takes neither --executor nor --jobs")
+    if jobs and jobs > 1 and executor == "local":
+        worker_gpus(device, jobs, share=share_gpus)  # --jobs > GPUs: refused before any write
+    if executor == "ray" and address is not None and jobs is not None:
+        raise ConfigError("--jobs with --executor ray sets the CPUs of the local Ray cluster it starts; with "
+                          "--address the cluster's own resources decide (leave --jobs out)")
+
+
+def make_executor(*, executor: str = "local", address: str | None = None, jobs: int | None = None,
+                  threads: int | None = None, table_only: bool = False):
+    """The executor of :func:`run_bench_with`: :class:`TableOnly` for ``table_only``,
+    :class:`RayExecutor` for ``executor="ray"`` (on ``address``, or a local cluster of
+    ``jobs`` CPUs), None for the local loop or ``--jobs`` pool."""
+    if table_only:
+        return TableOnly()
+    if executor == "ray":
+        return RayExecutor(address, num_cpus=jobs, threads=threads)
+    if executor != "local":
+        raise ConfigError(f"unknown executor {executor!r}; expected local or ray")
+    return None
+
+
 # ----------------------------------------------------------------------- table only
 class TableOnly:
     """An executor that trains nothing: ``spml bench --table-only`` writes the tables

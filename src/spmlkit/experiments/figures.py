@@ -69,34 +69,44 @@ def _order(values):
     return seen
 
 
-def figure_train_fraction(runs: list[dict], path: Path, methods: list[str] | None = None) -> Path | None:
-    fractions = sorted({r["train_fraction"] for r in runs})
-    if len(fractions) < 2:
-        return None
+def _curve_figure(runs: list[dict], path: Path, methods: list[str] | None, *, key: str, xs: list, x_of,
+                  xlabel: str, title, log_x: bool = False) -> Path:
+    """Test mAP against ``key`` (one of ``xs``): one panel per dataset, one curve per method
+    through the configuration selected on validation at each value (:func:`_cells`), a
+    ±std band over its seeds.  ``x_of(selected, value)`` is the point's x (e.g. the number
+    of observed labels rather than the fraction); ``title(dataset)`` the panel's title."""
     datasets = _order(r["dataset"] for r in runs)
     methods = methods or _order(r["method"] for r in runs)
-    sel = _cells(runs, ("dataset", "method", "train_fraction"))
+    sel = _cells(runs, ("dataset", "method", key))
     fig, axes = _figure(len(datasets))
     for ax, d in zip(axes, datasets):
         for m in methods:
-            pts = []
-            for f in fractions:
-                s = sel.get((d, m, f))
-                if s is not None and math.isfinite(s.test_mean):
-                    pts.append((s.runs[0]["n_observed"], s.test_mean, s.test_std))
-            if not pts:
-                continue
-            _plot_band(ax, pts, m)
-        ax.set_xscale("log")
-        from matplotlib.ticker import NullFormatter
+            pts = [(x_of(s, v), s.test_mean, s.test_std) for v in xs
+                   if (s := sel.get((d, m, v))) is not None and math.isfinite(s.test_mean)]
+            if pts:
+                _plot_band(ax, pts, m)
+        if log_x:
+            from matplotlib.ticker import NullFormatter
 
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("observed training labels")
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("test mAP")
-        ax.set_title(f"{d}: training fractions {fractions[0]:g}–{fractions[-1]:g}")
+        ax.set_title(title(d))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def figure_train_fraction(runs: list[dict], path: Path, methods: list[str] | None = None) -> Path | None:
+    """Cole et al. Fig. 1: test mAP against the number of observed training labels (log
+    axis), one point per training fraction (``--train-fractions``)."""
+    fractions = sorted({r["train_fraction"] for r in runs})
+    if len(fractions) < 2:
+        return None
+    return _curve_figure(runs, path, methods, key="train_fraction", xs=fractions,
+                         x_of=lambda s, f: s.runs[0]["n_observed"], xlabel="observed training labels", log_x=True,
+                         title=lambda d: f"{d}: training fractions {fractions[0]:g}–{fractions[-1]:g}")
 
 
 #: what every run of a bench's runs.json has, with its type (checked when read back)
@@ -189,26 +199,13 @@ def figure_histograms(results_dir: Path, runs: list[dict], dataset: str, path: P
 
 
 def figure_partial(runs: list[dict], path: Path, methods: list[str] | None = None) -> Path | None:
+    """Zhou et al. Fig. 5c: test mAP against the fraction of hidden training labels
+    (``--hide-fractions``)."""
     hides = sorted({r["hide_prob"] for r in runs if r.get("hide_prob") is not None})
     if not hides:
         return None
-    datasets = _order(r["dataset"] for r in runs)
-    methods = methods or _order(r["method"] for r in runs)
-    sel = _cells(runs, ("dataset", "method", "hide_prob"))
-    fig, axes = _figure(len(datasets))
-    for ax, d in zip(axes, datasets):
-        for m in methods:
-            pts = [(p, sel[(d, m, p)].test_mean, sel[(d, m, p)].test_std) for p in hides
-                   if (d, m, p) in sel and math.isfinite(sel[(d, m, p)].test_mean)]
-            if not pts:
-                continue
-            _plot_band(ax, pts, m)
-        ax.set_xlabel("fraction of hidden training labels")
-        ax.set_ylabel("test mAP")
-        ax.set_title(d)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    return _save(fig, path)
+    return _curve_figure(runs, path, methods, key="hide_prob", xs=hides, x_of=lambda s, p: p,
+                         xlabel="fraction of hidden training labels", title=lambda d: d)
 
 
 def make_figures(results_dir: str | Path, methods: list[str] | None = None) -> list[Path]:

@@ -96,6 +96,26 @@ def bootstrap_k_intervals(Y: np.ndarray, ms=DEFAULT_MS, *, rng: np.random.Genera
                      intervals=intervals)
 
 
+def training_labels(source, *, data_root=None) -> tuple[np.ndarray, str]:
+    """The full training labels of ``source`` (a prepared bundle folder, a dataset name or
+    a data file/folder) and a name saying where they come from; a one-line
+    :class:`~spmlkit.errors.SpmlError` when it has none (k needs fully labelled examples)."""
+    from pathlib import Path
+
+    from ..data import Bundle, load_any
+    from ..errors import SpmlError
+
+    if (Path(source) / "meta.json").exists():
+        bundle = Bundle(source)
+        Y, name = bundle.labels("train"), f"{bundle.name} (bundle {source}, training split)"
+    else:
+        ds = load_any(source, data_root=data_root)
+        Y, name = ds.splits["train"].Y, f"{ds.name} (training split)"
+    if Y is None:
+        raise SpmlError(f"{source} has no full training labels; k needs fully labelled examples")
+    return Y, name
+
+
 def format_k_estimate(est: KEstimate, name: str = "") -> str:
     """The printed report of ``spml estimate-k``."""
     lo, hi = est.percentiles

@@ -35,6 +35,39 @@ def evaluate_label_sets(S, *, Y=None, Z=None) -> dict:
     return out
 
 
+def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude") -> dict:
+    """Ranking quality of a saved model (:class:`spmlkit.practitioner.saved.SavedModel`) on
+    a bundle split: what ``spml evaluate`` prints.
+
+    With full labels: mAP (x100; classes without a positive excluded or, ``empty="zero"``,
+    counted as AP 0) and per-label AUC-ROC, each label scored on its surveyed examples
+    when the bundle has a label mask (issue 24); ``ap`` and ``auc`` map label names to
+    per-label values (None where undefined).  On observed-only data (the user's own
+    observations): never a full-label mAP, but :func:`evaluate_scores` against the
+    observations with ``labels == "observed"``, plus the quality of the model's label
+    sets (``label_sets``, :func:`evaluate_label_sets`).  Scores are the model's logits:
+    probabilities of confident models round to exactly 1.0 and would create false ties."""
+    from ..errors import SpmlError
+
+    if bundle.label_names != model.label_names:
+        raise SpmlError(f"the model's labels differ from the bundle's ({len(model.label_names)} vs {bundle.n_labels})")
+    Y = bundle.labels(split)
+    scores = model.decision_function(bundle.features(split, model.info.get("feature_set")))
+    if Y is None:
+        from scipy.special import expit
+
+        Z = bundle.observations(split)
+        ev = evaluate_scores(scores, Z=Z)
+        ev["label_sets"] = evaluate_label_sets(model.label_sets_from_proba(expit(scores)), Z=Z)
+        ev["split"] = split
+        return ev
+    ev = evaluate_scores(scores, Y=Y, empty=empty, mask=bundle.label_mask(split))
+    return {"split": split, **{k: ev[k] for k in ("map", "n_classes", "n_empty_classes", "empty_classes")},
+            "ap": dict(zip(model.label_names, ev["ap"])),
+            **{k: ev[k] for k in ("auc_mean", "auc_median", "n_auc_classes", "masked")},
+            "auc": dict(zip(model.label_names, ev["auc"]))}
+
+
 def format_scores(ev: dict) -> str:
     """One line describing an :func:`evaluate_scores` result."""
     if ev["labels"] == "full":

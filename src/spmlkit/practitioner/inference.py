@@ -268,6 +268,25 @@ def check_prediction_output(out: str | Path, *, label_names: list[str], source: 
                       "or pass --overwrite")
 
 
+def predicted_label_sets(model, P: np.ndarray, *, rule: str | None = None, threshold: float | None = None,
+                         k: float | None = None, min_labels: int | None = None) -> tuple[np.ndarray, dict, str | None]:
+    """Label sets of probabilities ``P`` by ``model``'s rule (``rule`` and the given
+    ``threshold`` / ``k`` / ``min_labels`` override it): ``(S, used, warning)``, with
+    ``used`` the rule's spec as applied (the model's, updated by the overrides) and
+    ``warning`` a one-line warning when the sets look wrong for the expected number of
+    labels (:func:`spmlkit.practitioner.labelsets.label_set_warning`: the ``k`` given
+    for ``expected_k``, else the model's estimate), or None."""
+    from .labelsets import label_set_warning, rule_k_estimate
+
+    S = model.label_sets_from_proba(P, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
+    used = {**model.label_sets, **({"rule": rule} if rule else {}),
+            **{name: v for name, v in (("threshold", threshold), ("k", k), ("min_labels", min_labels))
+               if v is not None}}
+    warning = label_set_warning(S, rule_k_estimate(model.label_sets) if used["rule"] != "expected_k" or k is None
+                                else k)
+    return S, used, warning
+
+
 def write_probabilities(out: str | Path, ids: list[str], label_names: list[str], P: np.ndarray) -> Path:
     out = Path(out)
     with atomic_path(out) as tmp:

@@ -279,6 +279,23 @@ def log_bench_group(names: list[str], bench_dir: Path, group_label: str, key: di
     loggers.finish(final, [])
 
 
+def bench_group_label(g) -> str:
+    """The tracker run name of a bench group (:class:`spmlkit.experiments.bench.Group`):
+    dataset, method, the subsample fraction or hiding probability when there is one,
+    batch size and the first 8 characters of the group's hash."""
+    extra = f"-frac{g.fraction:g}" if g.fraction < 1 else (f"-hide{g.hide_prob:g}" if g.hide_prob is not None else "")
+    return f"{g.dataset}-{g.method}{extra}-bs{g.batch_size}-{g.hash[:8]}"
+
+
+def bench_group_logger(names: list[str], bench_dir: Path):
+    """``on_group(group, record)`` for :class:`spmlkit.experiments.bench.BenchRunner`: logs
+    each group as it finishes (:func:`log_bench_group`) under :func:`bench_group_label`."""
+    def on_group(g, record) -> None:
+        log_bench_group(names, Path(bench_dir), bench_group_label(g), g.key, record)
+
+    return on_group
+
+
 def log_bench_outputs(names: list[str], bench_dir: Path, command: str, summary: dict | None = None) -> None:
     """The bench's tables and figures as one more run (``bench``) with its command."""
     bench_dir = Path(bench_dir)

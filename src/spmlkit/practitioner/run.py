@@ -167,6 +167,27 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
     return info
 
 
+def default_method(config: TrainConfig, bundle) -> tuple[str, str | None]:
+    """The method of a run whose user named none: ``auto`` (the measured recommendation,
+    docs/recipe.md) where it applies; else ``an``, with the reason (a note to show):
+    ``auto`` is a recipe of the linear setting, and it chooses its learning rates on
+    validation observations."""
+    if config.setting == "finetune":
+        return "an", ("no -m given: fine-tuning trains 'an' (the default 'auto' is a recipe of the linear "
+                      "setting: it trains several heads on cached features); name a method with -m")
+    if bundle.size("val") == 0:
+        return "an", ("no -m given and the bundle has no validation split: training 'an' with the last epoch "
+                      "kept (the default 'auto' chooses its learning rates on validation observations; prepare "
+                      "with --val-fraction > 0 for it)")
+    return "auto", None
+
+
+def default_run_folder(bundle_path: str | Path, config: TrainConfig) -> Path:
+    """``runs/<bundle folder>-<method>-lr<lr>-s<seed>``: named after the bundle's folder
+    (the user's name for the data), not its source file."""
+    return Path("runs") / f"{Path(bundle_path).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
+
+
 def is_run_folder(path: Path) -> bool:
     """True when ``path`` holds a run spmlkit wrote (its ``config.json``)."""
     try:

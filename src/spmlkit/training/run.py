@@ -13,7 +13,9 @@ its run from :func:`spmlkit.training.prepare.prepare_run`.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import TrainConfig
 from ..methods.base import Method
@@ -39,6 +41,29 @@ def planned_epochs(config: TrainConfig, method: Method) -> int:
 
         return int(resolve_recipe(config, method)["epochs"])
     return config.epochs * max(1, len(method.candidates))
+
+
+class ProgressPlan(NamedTuple):
+    """How a run's progress is counted (``spml train``'s bar): ``total`` units of ``unit``,
+    ``steps`` units per epoch, ``per_member`` epochs per member method (a recipe trains
+    each member in turn)."""
+
+    per_member: int
+    steps: int
+    total: int
+    unit: str  # "epoch", or "step" when fine-tuning (minutes per epoch: progress in optimizer steps)
+
+
+def progress_plan(config: TrainConfig, method: Method, n_train: int) -> ProgressPlan:
+    """The :class:`ProgressPlan` of training ``config`` with ``method`` on ``n_train``
+    training examples."""
+    if config.setting == "finetune":
+        from .finetune import resolve_recipe
+
+        per_member = resolve_recipe(config, method)["epochs"]
+        steps = max(1, math.ceil(n_train / config.batch_size))
+        return ProgressPlan(per_member, steps, per_member * steps, "step")
+    return ProgressPlan(config.epochs, 1, config.epochs * max(1, len(method.candidates)), "epoch")
 
 
 def train(bundle, config: TrainConfig, *, lrs: list[float] | None = None, seeds: list[int] | None = None,

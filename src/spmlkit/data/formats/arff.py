@@ -20,13 +20,13 @@ Any violation raises :class:`~spmlkit.errors.DataFormatError` with the file and 
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import DataFormatError
+from .base import read_xml
 
 
 @dataclass
@@ -99,12 +99,7 @@ def _split_values(text: str) -> list[str]:
 def read_label_xml(path: str | Path) -> list[str]:
     """Label names from a Mulan XML label file (hierarchies are flattened in document order)."""
     path = Path(path)
-    try:
-        root = ET.parse(path).getroot()
-    except FileNotFoundError:
-        raise DataFormatError(path, "label XML file not found") from None
-    except ET.ParseError as exc:
-        raise DataFormatError(path, f"invalid XML: {exc}", line=exc.position[0]) from None
+    root = read_xml(path, missing="label XML file not found")
     names = [el.attrib["name"] for el in root.iter() if el.tag.split("}")[-1] == "label" and "name" in el.attrib]
     if not names:
         raise DataFormatError(path, "no <label name=...> elements found")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...errors import ConfigError
+from ...errors import ConfigError, DataFormatError
 from ...registry import Registry
 
 
@@ -83,3 +83,18 @@ def detect_format(path: Path) -> str:
             return spec.name
     raise ConfigError(f"cannot tell the format of {path} from its extension; pass --format "
                       f"({', '.join(format_names())})")
+
+
+def read_xml(path: Path, *, missing: str):
+    """The root element of the XML file ``path`` (:mod:`xml.etree.ElementTree`), with the
+    two failures every XML reader words the same way: a missing file is
+    ``DataFormatError(path, missing)`` (the caller says what the file was for), malformed
+    XML is ``DataFormatError(path, "invalid XML: ...")`` naming the line."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        return ET.parse(path).getroot()
+    except FileNotFoundError:
+        raise DataFormatError(path, missing) from None
+    except ET.ParseError as exc:
+        raise DataFormatError(path, f"invalid XML: {exc}", line=exc.position[0]) from None

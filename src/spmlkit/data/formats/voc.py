@@ -15,13 +15,13 @@ when ``JPEGImages/`` exists, every listed image must be there as ``<id>.jpg``.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import DataFormatError
 from ..dataset import MultiLabelDataset, Split
+from .base import read_xml
 
 VOC_CLASSES = ["aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
                "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa",
@@ -103,12 +103,7 @@ def _from_xml(ann: Path, ids: list[str] | None) -> tuple[list[str], list[str], n
     files = sorted(ann.glob("*.xml")) if ids is None else [ann / f"{i}.xml" for i in ids]
     sets: dict[str, set[str]] = {}
     for f in files:
-        try:
-            root = ET.parse(f).getroot()
-        except FileNotFoundError:
-            raise DataFormatError(f, "annotation file listed in the split but missing") from None
-        except ET.ParseError as exc:
-            raise DataFormatError(f, f"invalid XML: {exc}", line=exc.position[0]) from None
+        root = read_xml(f, missing="annotation file listed in the split but missing")
         labels = set()
         for obj in root.iter("object"):
             name = obj.findtext("name")
