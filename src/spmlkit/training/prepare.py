@@ -77,6 +77,12 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
             raise ConfigError("selection 'background_auc' needs background rows (examples with no observed label) "
                               "in the validation split; this data has none")
         return selection, lambda logits: [presence_background_auc(Z_val, s.numpy()) for s in logits.cpu()]
+    if selection == "target_group_auc":
+        from ..metrics import presence_target_group_auc
+
+        if (np.asarray(Z_val) == 1).any(axis=0).sum() < 2:
+            raise ConfigError("selection 'target_group_auc' needs validation presences of at least two labels")
+        return selection, lambda logits: [presence_target_group_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "observed_map":
         def by_observed_map(logits):
             if logits.device.type != "cpu":
