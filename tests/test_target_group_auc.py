@@ -71,3 +71,11 @@ def test_training_on_presence_only_data_selects_by_it(presence_bundle):
     assert res.selection == "target_group_auc"
     assert 0 <= res.val_score <= 100 and res.val_score == max(res.val_history)
     assert res.val_history[res.best_epoch - 1] == res.val_score
+
+
+def test_auto_picks_it_on_presence_only_data_and_background_auc_with_one_species():
+    Z = np.array([[1, 0], [0, 1], [1, 0], [0, 0], [0, 0]])
+    assert make_evaluator("auto", Y_val=None, Z_val=Z, background=True)[0] == "target_group_auc"
+    one = np.array([[1, 0], [1, 0], [0, 0]])
+    assert make_evaluator("auto", Y_val=None, Z_val=one, background=True)[0] == "background_auc"
+    assert make_evaluator("auto", Y_val=None, Z_val=Z, background=False)[0] == "observed_map"
