@@ -15,6 +15,16 @@ on its own group's sites (the label mask).
 epoch, and the "best spmlkit" row) is made by the **presence-vs-background AUC on the
 held-out validation rows** (``--selection background_auc``: per species, its held-out
 presence records against the held-out background rows; no absence, no test label).
+``--selection target_group_auc`` makes the same choices by the **target-group AUC**
+instead (per species, its held-out presence records against the held-out records of the
+other species; background rows left out; Phillips et al. 2009): the observers' sampling
+bias is on both sides, so a model of where people record is not rewarded.
+
+    python benchmarks/disdat.py --selection target_group_auc --no-maxent \
+        --out benchmarks/results/disdat/target-group                     # then --table-only with
+    python benchmarks/disdat.py --selection target_group_auc --table-only \
+        --out benchmarks/results/disdat/target-group --maxent-from benchmarks/results/disdat
+
 The test AUC of a choice is reported as the mean over 3 seeds (each seed its own
 initialisation and batch order, one data split).
 
@@ -46,6 +56,11 @@ ANCHORS = {"MaxEnt, random background (published, elapid)": {"mean": 0.707, "AWT
                                                                "NZ": 0.727, "SWI": 0.798},
            "RF down-sampled, target-group background": {"mean": 0.746},
            "ensemble of 5 SDMs, target-group background": {"mean": 0.755}}
+#: validation criteria: (short name, what it is, how the 'best' row is said), ``--selection``
+CRITERIA = {"background_auc": ("bg-AUC", "presence-vs-background AUC", "background AUC"),
+            "target_group_auc": ("tg-AUC", "target-group AUC (each species' presence records against the other "
+                                 "species' records; background rows left out; Phillips et al. 2009)",
+                                 "target-group AUC")}
 # methods that do not apply to presence-only data: they need full labels or observed negatives
 NOT_APPLICABLE = {"bce", "bce-ls", "iu", "iun", "auto"}
 
@@ -70,7 +85,7 @@ def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
     lrs = [float(x) for x in args.lrs.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     cfg = TrainConfig(method=method, epochs=args.mlp_epochs if head == "mlp" else args.epochs, batch_size=args.batch_size, head=head, hidden=args.hidden,
-                      selection="background_auc", patience=None, threads=1)
+                      selection=args.selection, patience=None, threads=1)
     torch.manual_seed(0)
     t0 = time.perf_counter()
     res = train_linear(bundle, cfg, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
@@ -82,7 +97,9 @@ def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
         mean_logits = np.mean([r.state["test_logits"] for r in res if r.lr == lr], axis=0)
         a = mean_auc(bundle.labels("test"), mean_logits, bundle.label_mask("test"))
         ens[lr] = {"ens_test_auc": a.mean, "ens_test_auc_per_label": [None if v != v else float(v) for v in a.auc]}
-    return [{"method": method, "head": head, "lr": r.lr, "seed": r.seed, "val_bg_auc": r.val_score,
+    val_key = "val_bg_auc" if args.selection == "background_auc" else "val_score"
+    return [{"method": method, "head": head, "lr": r.lr, "seed": r.seed, val_key: r.val_score,
+             **({} if args.selection == "background_auc" else {"selection": args.selection}),
              "best_epoch": r.best_epoch, "test_auc": r.test_auc["mean"], "test_auc_median": r.test_auc["median"],
              "test_auc_per_label": r.test_auc["per_label"], "test_map": r.test_map, "seconds": secs / len(res),
              **ens[r.lr]} for r in res]
@@ -140,8 +157,8 @@ def run_region(region: str, args) -> None:
                 print(f"{region} {method} {head}: skipped ({done['failed'][f'{method}|{head}']})", flush=True)
             else:
                 done["runs"].extend(runs)
-                best = max(runs, key=lambda r: -math.inf if r["val_bg_auc"] != r["val_bg_auc"] else r["val_bg_auc"])
-                print(f"{region} {method:14s} {head:6s} val bg-AUC {best['val_bg_auc']:.2f} "
+                best = max(runs, key=lambda r: -math.inf if val_of(r) != val_of(r) else val_of(r))
+                print(f"{region} {method:14s} {head:6s} val {CRITERIA[args.selection][0]} {val_of(best):.2f} "
                       f"test AUC {best['test_auc']:.3f} ({runs[0]['seconds'] * len(runs):.0f} s)", flush=True)
             path.write_text(json.dumps(done))
     if ("maxent (elapid 1.0.4)", "-") not in have and not args.no_maxent:
@@ -156,15 +173,21 @@ def run_region(region: str, args) -> None:
     path.write_text(json.dumps(done))
 
 
+def val_of(r: dict):
+    """A run's validation score under its criterion (``val_bg_auc``: runs chosen by
+    background AUC, the table's first criterion; ``val_score``: any other)."""
+    return r.get("val_score", r.get("val_bg_auc"))
+
+
 def choose(runs: list[dict]) -> dict:
-    """One (method, head): its lr chosen by mean validation background AUC over seeds;
-    the test AUC mean/std over the seeds at that lr."""
+    """One (method, head): its lr chosen by mean validation score (the run's criterion) over
+    seeds; the test AUC mean/std over the seeds at that lr."""
     by_lr: dict = {}
     for r in runs:
         by_lr.setdefault(r["lr"], []).append(r)
 
     def val(rs):
-        v = [r["val_bg_auc"] for r in rs if r["val_bg_auc"] is not None and r["val_bg_auc"] == r["val_bg_auc"]]
+        v = [val_of(r) for r in rs if val_of(r) is not None and val_of(r) == val_of(r)]
         return float(np.mean(v)) if v else -math.inf
 
     lr, rs = max(by_lr.items(), key=lambda kv: val(kv[1]))
@@ -184,7 +207,8 @@ def grid_line(args) -> str:
     return (f"lrs {args.lrs}; seeds {args.seeds}; {args.epochs} epochs (MLP head {args.mlp_epochs}); "
             f"batch {args.batch_size}; validation "
             f"{f'spatial blocks ({vb}x{vb}, 20% of the occupied cells)' if vb else 'random 20% of the rows'}; "
-            f"MLP hidden {args.hidden}; view {args.view}")
+            f"MLP hidden {args.hidden}; view {args.view}"
+            + ("" if args.selection == "background_auc" else f"; selection {args.selection}"))
 
 
 def write_table(args) -> None:
@@ -228,18 +252,18 @@ def write_table(args) -> None:
               f"dates: {min(c['date'] for c in cmds) if cmds else '-'} .. {max(c['date'] for c in cmds) if cmds else '-'}",
               f"machine: {machine_info(setting='linear')}",
               "device: cpu (torch threads 1)",
-              f"wall time: {wall / 60:.1f} min over {len(cmds)} region command(s) (each under flock /tmp/spml-heavy.lock)",
+              f"wall time: {wall / 60:.1f} min over {len(cmds)} region command(s)",
               "grid: " + " | ".join(sorted({data[R].get("grid") or grid_line(args) for R in regions})),
               "```", ""]
     lines += ["Region columns: mean ± std over the 3 seeds. Test score: per-species **AUC-ROC** on the species' own surveyed test sites (label mask), "
               "averaged over species: **mean** of the four regions' values in the region columns; "
               "'all 142' = mean over all species of all regions (the anchors' average). mAP ×100 is masked the same way.",
               "", "**Choices without test labels**: each row's learning rate and epoch are chosen by the "
-              "presence-vs-background AUC on held-out validation rows (20 % of the records and of the background; "
-              "`--selection background_auc`; the grid line says whether the held-out rows are random or whole spatial blocks). 'best spmlkit' = the row with the highest mean validation "
-              "background AUC over the four regions, fixed for all regions.", ""]
+              f"{CRITERIA[args.selection][1]} on held-out validation rows (20 % of the records and of the background; "
+              f"`--selection {args.selection}`; the grid line says whether the held-out rows are random or whole spatial blocks). 'best spmlkit' = the row with the highest mean validation "
+              f"{CRITERIA[args.selection][2]} over the four regions, fixed for all regions.", ""]
     head = ("| method | head | " + " | ".join(regions) + " | all 142 | all 142, 3-seed ensemble | median (mean of regions) "
-            "| mAP (mean of regions) | val bg-AUC | s/run |")
+            f"| mAP (mean of regions) | val {CRITERIA[args.selection][0]} | s/run |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     order = sorted(cells, key=lambda k: -species_mean(k) if all(R in cells[k] for R in regions) else 0)
     for k in order:
@@ -280,10 +304,61 @@ def write_table(args) -> None:
     if failed:
         lines += ["", "Methods that did not run on this data (recorded, not fatal):", ""]
         lines += [f"- {k.replace('|', ' / ')}: {v}" for k, v in sorted(failed.items())]
+    if args.criteria_figure:
+        lines += ["", criteria_figure(args, cells, regions, out / "criteria.png")]
     (out / "table.md").write_text("\n".join(lines) + "\n")
     if best_fixed and maxent in cells:
         figure(cells, regions, [best_fixed, max(spml, key=species_mean)], maxent, out / "per_species_auc.png")
     print("\n".join(lines))
+
+
+def criteria_figure(args, cells, regions, path) -> str:
+    """Validation score against test AUC, one point per (method, head, region), for this
+    folder's criterion and for the folder ``--criteria-figure`` names (another criterion on
+    the same data and grid), with Spearman's rank correlation of each; returns the line
+    for the table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy.stats import spearmanr
+
+    other = Path(args.criteria_figure)
+    sets = []
+    for folder, crit_cells in ((other, None), (Path(args.out), cells)):
+        data = {R: json.loads((folder / f"runs-{R}.json").read_text()) for R in regions}
+        grid = data[regions[0]].get("grid", "")
+        crit = grid.split("selection ")[-1] if "selection " in grid else "background_auc"
+        pts = {R: [] for R in regions}
+        for R in regions:
+            groups: dict = {}
+            for r in data[R]["runs"]:
+                if r["method"].startswith("maxent"):
+                    continue
+                groups.setdefault((r["method"], r["head"]), []).append(r)
+            for rs in groups.values():
+                c = choose(rs)
+                pts[R].append((c["val"], c["auc"]))
+        allv = [p for R in regions for p in pts[R]]
+        rho_all = spearmanr([v for v, _ in allv], [t for _, t in allv]).statistic
+        rho = {R: spearmanr(*zip(*pts[R])).statistic for R in regions}
+        sets.append((crit, pts, rho_all, rho))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), squeeze=False)
+    for ax, (crit, pts, rho_all, rho) in zip(axes[0], sets):
+        for R, mk in zip(regions, "os^D"):
+            v, t = zip(*pts[R])
+            ax.scatter(v, t, s=14, marker=mk, alpha=0.8, label=f"{R} (ρ = {rho[R]:.2f})")
+        ax.set_xlabel(f"validation {CRITERIA[crit][0]} (no test label)")
+        ax.set_ylabel("test AUC (mean over species)")
+        ax.set_title(f"--selection {crit}: Spearman ρ within regions, mean {np.mean(list(rho.values())):.2f}",
+                     fontsize=9)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return ("Validation criterion against test AUC, one point per method × head × region (![criteria](criteria.png)); "
+            "Spearman's ρ within each region: " + "; ".join(
+                f"`{crit}` " + ", ".join(f"{R} {rho[R]:.2f}" for R in regions)
+                + f" (mean {np.mean(list(rho.values())):.2f})" for crit, _, _, rho in sets) + ".")
 
 
 def figure(cells, regions, rows, maxent, path) -> None:
@@ -327,6 +402,12 @@ def main(argv=None) -> int:
     p.add_argument("--maxent-from", help="table: take MaxEnt's runs from this result folder (same data, same test)")
     p.add_argument("--val-blocks", type=int, default=None,
                    help="validate on 20%% of a G x G grid of spatial blocks instead of a random 20%% of the rows")
+    p.add_argument("--selection", default="background_auc", choices=sorted(CRITERIA),
+                   help="validation criterion choosing each run's epoch, each row's lr and the best row (default "
+                        "background_auc; target_group_auc: presences against the other species' records)")
+    p.add_argument("--criteria-figure", metavar="OTHER_DIR",
+                   help="table: also draw criteria.png, validation score against test AUC for this folder's "
+                        "criterion and for OTHER_DIR's runs (another --selection on the same data)")
     p.add_argument("--table-only", action="store_true")
     args = p.parse_args(argv)
     os.environ.setdefault("SPML_NO_PROGRESS", "1")

@@ -116,7 +116,7 @@ def test_bundle_keeps_background_and_mask_and_an_full_learns(tmp_path):
     assert b.label_mask("test").shape == (200, 2)
     cfg = TrainConfig(method="an-full", epochs=8, batch_size=32, lr=1e-2, threads=1)
     r = train_linear(b, cfg)[0]
-    assert r.selection == "background_auc"  # auto picks it on presence-only data
+    assert r.selection == "target_group_auc"  # auto picks it on presence-only data (two species)
     assert r.test_auc["mean"] > 0.9 and r.val_score > 55
     # AN over the same rows (background as ordinary unobserved rows) runs unchanged
     r_an = train_linear(b, TrainConfig(method="an", epochs=2, batch_size=32, threads=1))[0]
@@ -159,7 +159,7 @@ def test_cli_prepare_region_folder_train_evaluate(tmp_path, capsys):
     assert main(["train", str(tmp_path / "b"), "-m", "an-full", "--epochs", "3", "--batch-size", "32", "--lr", "0.01",
                  "-o", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert "validation background_auc" in out and "test AUC-ROC per label" in out
+    assert "validation target_group_auc" in out and "test AUC-ROC per label" in out
     assert main(["evaluate", str(tmp_path / "r"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
     assert "AUC-ROC per label: mean" in out and "label mask" in out

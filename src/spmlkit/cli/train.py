@@ -198,7 +198,9 @@ def add_parser(sub) -> None:
                    help="feed raw features (default: z-score tabular features, feed backbone features raw as "
                         "the papers' linear setting)")
     p.add_argument("--selection", help="validation criterion: map (full labels), observed_map, observed_recall@K "
-                                       "(K = 1, 3, 5), last (no validation: keep the final epoch). Default auto: "
+                                       "(K = 1, 3, 5), background_auc / target_group_auc (presence-only data: "
+                                       "presences against background rows / against the other species' "
+                                       "records), last (no validation: keep the final epoch). Default auto: "
                                        "map when the validation split has full labels, else observed_map (mAP "
                                        "with observed positives as positives: lower than a true mAP but ordering "
                                        "models the same way per label; see docs/practitioner.md)")

@@ -41,13 +41,17 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
                    empty: str = "exclude", background: bool = False) -> tuple[str, Callable[[torch.Tensor], list[float]]]:
     """Validation criterion: ``map`` needs full validation labels; ``observed_map`` and
     ``observed_recall@k`` use observations only (issue 8).  ``auto`` = ``map`` when full
-    labels exist, else ``observed_map`` (the reasons are in :mod:`spmlkit.config`), and
+    labels exist, else ``observed_map`` (the reasons are in :mod:`spmlkit.config`) —
+    ``target_group_auc`` on presence-only data with background rows — and
     ``last`` when there is no validation data at all.  ``last`` scores every epoch NaN,
     so no epoch is "best" and the final weights are kept."""
     if selection == "auto":
         selection = "map" if Y_val is not None else ("observed_map" if Z_val is not None else "last")
         if background and selection == "observed_map":  # presence-only data (issue 24)
-            selection = "background_auc"
+            # the other species' records as the contrast cancels the observers' sampling bias
+            # (Phillips et al. 2009); with presences of one label only there is no target group
+            two = (np.asarray(Z_val) == 1).any(axis=0).sum() >= 2
+            selection = "target_group_auc" if two else "background_auc"
     if selection == "last":
         return selection, lambda logits: [math.nan] * logits.shape[0]
     no_positive = ("the validation split has no positive label, so selection {!r} cannot score any epoch (it "
@@ -77,6 +81,12 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
             raise ConfigError("selection 'background_auc' needs background rows (examples with no observed label) "
                               "in the validation split; this data has none")
         return selection, lambda logits: [presence_background_auc(Z_val, s.numpy()) for s in logits.cpu()]
+    if selection == "target_group_auc":
+        from ..metrics import presence_target_group_auc
+
+        if (np.asarray(Z_val) == 1).any(axis=0).sum() < 2:
+            raise ConfigError("selection 'target_group_auc' needs validation presences of at least two labels")
+        return selection, lambda logits: [presence_target_group_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "observed_map":
         def by_observed_map(logits):
             if logits.device.type != "cpu":
