@@ -62,7 +62,7 @@ CRITERIA = {"background_auc": ("bg-AUC", "presence-vs-background AUC", "backgrou
                                  "species' records; background rows left out; Phillips et al. 2009)",
                                  "target-group AUC")}
 # methods that do not apply to presence-only data: they need full labels or observed negatives
-NOT_APPLICABLE = {"bce", "bce-ls", "iu", "iun", "auto"}
+NOT_APPLICABLE = {"bce", "bce-ls", "iu", "iun"}
 
 
 def linear_methods() -> list[str]:
@@ -80,16 +80,19 @@ def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
 
     from spmlkit.config import TrainConfig
     from spmlkit.metrics import mean_auc
-    from spmlkit.training.linear import train_linear
+    from spmlkit.methods.base import build_method
+    from spmlkit.training.run import train
 
     lrs = [float(x) for x in args.lrs.split(",")]
+    if build_method(method).candidates:  # a recipe (auto) searches its own learning rates
+        lrs = lrs[:1]
     seeds = [int(s) for s in args.seeds.split(",")]
     cfg = TrainConfig(method=method, epochs=args.mlp_epochs if head == "mlp" else args.epochs, batch_size=args.batch_size, head=head, hidden=args.hidden,
                       selection=args.selection, patience=None, threads=1)
     torch.manual_seed(0)
     t0 = time.perf_counter()
-    res = train_linear(bundle, cfg, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
-                       keep_state=True)
+    res = train(bundle, cfg, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
+                keep_state=True)
     secs = time.perf_counter() - t0
     # the seeds' ensemble at each lr: mean of their test logits (a choice needing no test label)
     ens = {}

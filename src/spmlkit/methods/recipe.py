@@ -32,6 +32,15 @@ Why these members (docs/recipe.md has the measurements):
 
 The defaults were fixed on that development draw before the learning-quality table
 (draws 0–2) was run.
+
+**Presence-only data** (a bundle with background rows: examples with no observed label,
+issue 24): the members are ``full-weighted`` (Zbinden et al. 2024) and ``an-full``
+(SINR, Cole et al. 2023, Eq. 5) — the losses that use the background rows, each its
+paper's recommendation — and every choice is made by ``target_group_auc`` (each
+species' held-out records against the other species' records; Phillips et al. 2009),
+the criterion that tracks test AUC on presence-only data where ``observed_map`` and
+``background_auc`` do not (``benchmarks/results/disdat/target-group``).  The general
+members would treat background rows as examples absent of every species.
 """
 from __future__ import annotations
 
@@ -40,6 +49,8 @@ from .base import Method, register_method
 
 #: member methods of ``auto`` (one per family; none needs k or full labels)
 DEFAULT_MEMBERS = "l1r,em-apl,wan,ll-ct"
+#: member methods of ``auto`` on presence-only data (bundles with background rows)
+PRESENCE_MEMBERS = "full-weighted,an-full"
 #: learning rates each member is tried at (Cole et al. §6.1's grid without 1e-5, which
 #: never won a linear-setting cell of the committed tables)
 DEFAULT_LRS = "1e-2,1e-3,1e-4"
@@ -58,9 +69,12 @@ class Recipe(Method):
     The trainer recognises it by :attr:`Method.candidates` (non-empty) and hands it to
     :func:`spmlkit.training.recipe.train_recipe`; its own loss is never used."""
 
-    def __init__(self, name: str, members: tuple[str, ...], lrs: tuple[float, ...], combine: str):
+    def __init__(self, name: str, members: tuple[str, ...], lrs: tuple[float, ...], combine: str,
+                 presence_members: tuple[str, ...] = ()):
         super().__init__(name, "an", setting="linear")
         self.candidates = members
+        #: the members on presence-only data (background rows); empty: ``candidates`` there too
+        self.presence_candidates = presence_members
         self.candidate_lrs = lrs
         self.combine = combine
 
@@ -68,18 +82,21 @@ class Recipe(Method):
 @register_method("auto", reference="spmlkit's recipe, the default of spml train: docs/recipe.md", setting="linear",
                  family="recipe",
                  in_default_bench=False)
-def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "mean_probability") -> Method:
+def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "mean_probability",
+               presence_members: str = PRESENCE_MEMBERS) -> Method:
     """spmlkit's recipe: l1r, em-apl, wan and ll-ct, each at its best lr by observed validation mAP, probabilities averaged.
 
     ``members``: comma-separated registered methods; ``lrs``: comma-separated learning
     rates each member is tried at; ``combine``: ``mean_probability`` (average the
     members' probabilities) or ``select`` (keep the one member with the best observed
-    validation mAP).
+    validation mAP).  ``presence_members``: the members on presence-only data (a bundle
+    with background rows), chosen by ``target_group_auc`` there.
     """
     from .base import get_method_spec
 
     names = _names(members, "members")
-    for n in names:
+    po_names = _names(presence_members, "presence_members")
+    for n in dict.fromkeys(names + po_names):
         spec = get_method_spec(n)  # unknown names: the registry's "did you mean" error
         if spec.setting == "finetune":
             raise ConfigError(f"method 'auto': member {n!r} needs fine-tuning; members train in the linear setting")
@@ -96,4 +113,4 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
         raise ConfigError(f"method 'auto': learning rates must be positive and finite, got {lrs!r}")
     if combine not in ("mean_probability", "select"):
         raise ConfigError(f"method 'auto': combine must be 'mean_probability' or 'select', got {combine!r}")
-    return Recipe("auto", names, rates, combine)
+    return Recipe("auto", names, rates, combine, presence_members=po_names)

@@ -111,7 +111,7 @@ def write_curves(rows: list[dict], path: str | Path, *, selection: str, best_epo
 
 def recipe_members(result: dict) -> list[dict]:
     """The member methods of a recipe run (``auto``): ``[{method, lr, best_epoch,
-    val_observed_map}, ...]`` from its ``result.json`` notes, else ``[]``."""
+    val_<selection>}, ...]`` from its ``result.json`` notes, else ``[]``."""
     notes = result.get("notes")
     members = notes.get("members") if isinstance(notes, dict) else None
     return list(members) if isinstance(members, list) else []
@@ -252,7 +252,7 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         L.append("|---|---:|---:|---:|")
         for m in members:
             L.append(f"| {m['method']} | {m['lr']:g} | {m.get('best_epoch')} of {len(series.get(m['method'], [])) or '?'}"
-                     f" | {_fmt(m.get('val_observed_map'))} |")
+                     f" | {_fmt(m.get(f'val_{selection}'))} |")
         L.append("")
     L.append("## Training curves")
     L.append("")
@@ -284,8 +284,9 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         L.append("- best epochs: " + ", ".join(f"{m['method']} {m.get('best_epoch')}" for m in members)
                  + f" of {result.get('epochs_run')} (each member's own, by validation `{selection}`)")
         L.append(f"- validation {selection} of the averaged model: **{_fmt(result.get('val_score'))}** (observed "
-                 "labels only: unobserved labels count as negatives, so it is lower than, and not comparable to, "
-                 "a full-label validation mAP)")
+                 + ("labels only: unobserved labels count as negatives, so it is lower than, and not comparable to, "
+                    "a full-label validation mAP)" if selection == "observed_map" else
+                    "records only: each species' records against the other species' records)"))
     else:
         L.append(f"- best epoch: **{result.get('best_epoch')}** of {result.get('epochs_run')} run "
                  f"(selection `{selection}`"
@@ -389,10 +390,11 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
                      f"the lr and epoch with its best validation {sel} (observed labels only):")
         for m in members:
             lines.append(f"  {m['method']:8s} lr {m['lr']:g}, best epoch {m.get('best_epoch')}/"
-                         f"{record.get('epochs_run')}, validation {sel} {_fmt(m.get('val_observed_map'))}")
+                         f"{record.get('epochs_run')}, validation {sel} {_fmt(m.get(f'val_{sel}'))}")
         lines.append(f"averaged model: validation {sel} {_fmt(record.get('val_score'))} (observed labels only: "
-                     "unobserved labels count as negatives, so it is lower than a full-label mAP and not "
-                     "comparable to one)")
+                     + ("unobserved labels count as negatives, so it is lower than a full-label mAP and not "
+                        "comparable to one)" if sel == "observed_map" else
+                        "each species' records against the other species' records)"))
     elif sel == "last":
         lines.append(f"run {run_dir}: no validation data, final epoch {record.get('best_epoch')} kept")
     else:

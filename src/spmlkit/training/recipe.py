@@ -2,7 +2,9 @@
 
 Each member method trains at every learning rate of the recipe with the caller's
 seeds, batch size and epochs (one stacked model per member method); each run keeps its
-best epoch by ``observed_map``.  For every seed, each member method keeps its learning
+best epoch by ``observed_map`` — on presence-only data (background rows) the recipe's
+``presence_candidates`` are the members and every choice is made by ``target_group_auc``
+(:func:`recipe_selection`).  For every seed, each member method keeps its learning
 rate with the best observed-label validation mAP, and the recipe's prediction is the
 mean of those runs' probabilities (``combine="mean_probability"``) or the single best
 run (``combine="select"``).  Nothing reads full labels except the final test and
@@ -24,13 +26,23 @@ import torch
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from ..metrics import observed_positive_map
 from ..models.heads import build_head
 from .linear import FeatureStore, RunResult, split_scores, train_linear
-from .prepare import prepare_run, training_regime
+from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
 #: the recipe's selection criterion: observed labels only (no full label is ever read)
 RECIPE_SELECTION = "observed_map"
+
+
+def recipe_selection(bundle, method, Z_val: np.ndarray) -> tuple[str, tuple[str, ...]]:
+    """The recipe's criterion and members for ``bundle``: ``observed_map`` and
+    ``method.candidates``; on presence-only data (background rows) ``target_group_auc``
+    (``background_auc`` when validation holds one species only) and
+    ``method.presence_candidates`` when the recipe declares them."""
+    background = n_background(bundle) > 0
+    selection, _ = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
+    members = getattr(method, "presence_candidates", ()) if background else ()
+    return selection, tuple(members) or tuple(method.candidates)
 
 
 def mean_probability_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -89,35 +101,37 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
         raise ConfigError(f"method {method.name!r} chooses each member's learning rate on held-out observations; "
                           "this data has no validation split (prepare it with --val-fraction > 0, or give "
                           "SPMLClassifier validation_data)")
-    if config.selection not in ("auto", RECIPE_SELECTION):
-        raise ConfigError(f"method {method.name!r} selects with {RECIPE_SELECTION} only (observed labels); "
-                          f"--selection {config.selection} is not used by it — leave --selection at auto")
     Z_val = np.asarray(bundle.selection_observations("val", training_regime(method, config)))
     if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
+    selection, candidates = recipe_selection(bundle, method, Z_val)
+    if config.selection not in ("auto", selection):
+        raise ConfigError(f"method {method.name!r} selects with {selection} only (observed labels) on this data; "
+                          f"--selection {config.selection} is not used by it — leave --selection at auto")
+    _, evaluate = make_evaluator(selection, Y_val=None, Z_val=Z_val)
     # the splits the combined runs are scored on, as every run assembles them (training/prepare.py)
-    parts = prepare_run(bundle, config.replace(selection=RECIPE_SELECTION), method=method, device=device)
+    parts = prepare_run(bundle, config.replace(selection=selection), method=method, device=device)
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
     m_lrs = [lr for lr in method.candidate_lrs for _ in unique_seeds]
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
     runs: dict[str, list] = {}
-    for i, name in enumerate(method.candidates):
-        cfg = config.replace(method=name, params=(), selection=RECIPE_SELECTION)
+    for i, name in enumerate(candidates):
+        cfg = config.replace(method=name, params=(), selection=selection)
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / name
 
         def member_epoch(info, name=name, i=i):
             if on_epoch is not None:
-                on_epoch({**info, "member": f"{name} ({i + 1}/{len(method.candidates)})", "member_index": i})
+                on_epoch({**info, "member": f"{name} ({i + 1}/{len(candidates)})", "member_index": i})
 
         runs[name] = train_linear(bundle, cfg, lrs=m_lrs, seeds=m_seeds, run_dir=sub_dir, resume=resume,
                                   on_epoch=member_epoch, keep_state=True, device=parts.device)
-    first = runs[method.candidates[0]][0].state
+    first = runs[candidates[0]][0].state
     mean, std = first["mean"], first["std"]
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
-        chosen = [max((r for r in runs[name] if r.seed == s), key=_score) for name in method.candidates]
+        chosen = [max((r for r in runs[name] if r.seed == s), key=_score) for name in candidates]
         if method.combine == "select":
             chosen = [max(chosen, key=_score)]
         head = _stack([r.state["head"] for r in chosen])
@@ -127,11 +141,11 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
             _combine(list(_training_logits(bundle, config, head, mean, std, parts.device)))
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in chosen), epochs_run=max(r.epochs_run for r in chosen),
-            val_score=observed_positive_map(Z_val, val_logits),
+            val_score=evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0],
             notes={"members": [{"method": r.method, "lr": r.lr, "best_epoch": r.best_epoch,
-                                "val_observed_map": r.val_score} for r in chosen], "combine": method.combine},
+                                f"val_{selection}": r.val_score} for r in chosen], "combine": method.combine},
             **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
-                           empty=config.empty_classes),
+                           empty=config.empty_classes, test_mask=parts.test_mask),
             state={"head": head, "members": len(chosen), "method": {}, "mean": mean, "std": std,
                    "val_logits": val_logits, "test_logits": test_logits})
     results = []
@@ -140,6 +154,6 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
         state = fields.pop("state")
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=int(s),
-            selection=RECIPE_SELECTION, val_history=[], seconds=time.perf_counter() - t_start,
+            selection=selection, val_history=[], seconds=time.perf_counter() - t_start,
             expected_positives=config.expected_positives, state=state if keep_state else None, **fields))
     return results
