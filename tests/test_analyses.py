@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from _image_fixtures import tiny_digits_bundle
+from tests.helpers.image_fixtures import tiny_digits_bundle
 from spmlkit.experiments.analyses import all_analyses, linear_setup, quiet, run_analysis
 from spmlkit.experiments.analyses.cole import estimator_precision_recall, k_budget
 from spmlkit.experiments.analyses.li import confidence_histogram, grad_cam, peak_pixel, upsample_map

@@ -11,7 +11,7 @@ from spmlkit.errors import ConfigError
 from spmlkit.methods import Batch, TrainContext, build_method
 from spmlkit.methods.apl import AsymmetricPseudoLabeler
 from spmlkit.training import train_linear
-from _training_checks import members_and_separate_runs
+from tests.helpers.training_checks import members_and_separate_runs
 
 N, L, G = 60, 4, 2
 T_T, T_W = 8, 3

@@ -392,7 +392,7 @@ def test_parallel_jobs_give_the_same_runs(toy_bundle, tmp_path):
 def test_finetune_bench_with_linear_init_rows(tmp_path):
     """``--setting finetune`` with a LinearInit row ('role+li'): the row trains the linear
     phase on cached features, then fine-tunes; plain rows fine-tune for --epochs."""
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
     from spmlkit.experiments.bench import BenchSpec, run_bench
 
     b = tiny_digits_bundle(tmp_path)
@@ -411,7 +411,7 @@ def test_finetune_bench_with_linear_init_rows(tmp_path):
 
 @pytest.mark.slow
 def test_linear_bench_on_image_bundles_caches_features(tmp_path):
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
     from spmlkit.data import Bundle
     from spmlkit.experiments.bench import BenchSpec, run_bench
 

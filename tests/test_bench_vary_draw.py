@@ -6,12 +6,12 @@ import pytest
 from spmlkit.errors import ConfigError
 from spmlkit.experiments import bench as B
 
-SMALL = dict(methods=["an"], lrs=(1e-2,), batch_sizes=(16,), seeds=(0, 1), epochs=1)
+SMALL_DRAWS = dict(methods=["an"], lrs=(1e-2,), batch_sizes=(16,), seeds=(0, 1), epochs=1)
 
 
 def test_vary_draw_trains_each_seed_on_its_own_draw(tmp_path):
     out = tmp_path / "b"
-    summary = B.run_bench(B.BenchSpec(datasets=["yeast"], vary_draw=True, **SMALL), out, progress=False,
+    summary = B.run_bench(B.BenchSpec(datasets=["yeast"], vary_draw=True, **SMALL_DRAWS), out, progress=False,
                           figures=False, log=lambda m: None)
     runner_groups = sorted((out / "groups").glob("*.json"))
     assert len(runner_groups) == 2  # one group per draw (a draw's seeds cannot share a stacked model)
@@ -28,14 +28,14 @@ def test_vary_draw_trains_each_seed_on_its_own_draw(tmp_path):
     assert "mean ± std over draws" in table and "--vary-draw" in table
     assert summary["written"]["table"].exists()
     # rerunning resumes: nothing is trained again
-    runner = B.BenchRunner(B.BenchSpec(datasets=["yeast"], vary_draw=True, **SMALL), out, progress=False,
+    runner = B.BenchRunner(B.BenchSpec(datasets=["yeast"], vary_draw=True, **SMALL_DRAWS), out, progress=False,
                            figures=False, log=lambda m: None)
     runner.run()
     assert runner.n_trained == 0
 
 
 def test_default_keeps_one_draw_and_group_keys(tmp_path):
-    spec = B.validate_spec(B.BenchSpec(datasets=["yeast"], **SMALL))
+    spec = B.validate_spec(B.BenchSpec(datasets=["yeast"], **SMALL_DRAWS))
     datasets = B.resolve_datasets(spec, tmp_path)
     groups = B.plan_groups(spec, datasets)
     assert len(groups) == 1 and groups[0].draw is None and "draw" not in groups[0].key
@@ -45,12 +45,12 @@ def test_default_keeps_one_draw_and_group_keys(tmp_path):
 
 def test_vary_draw_needs_dataset_names(toy_bundle, tmp_path):
     with pytest.raises(ConfigError, match="--vary-draw"):
-        B.validate_spec(B.BenchSpec(datasets=[str(toy_bundle.path)], vary_draw=True, **SMALL))
+        B.validate_spec(B.BenchSpec(datasets=[str(toy_bundle.path)], vary_draw=True, **SMALL_DRAWS))
 
 
 def test_vary_draw_refuses_pseudo_scores_aligned_with_one_draw(tmp_path):
     with pytest.raises(ConfigError, match="cannot be combined"):
-        B.validate_spec(B.BenchSpec(datasets=["yeast"], vary_draw=True, **{**SMALL, "methods": ["vlpl"]},
+        B.validate_spec(B.BenchSpec(datasets=["yeast"], vary_draw=True, **{**SMALL_DRAWS, "methods": ["vlpl"]},
                                     params={"vlpl": {"pseudo_scores": str(tmp_path / "s.npy")}}))
 
 
@@ -58,7 +58,7 @@ def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, mon
     """With --vary-draw an image dataset has one bundle per draw; the linear setting caches
     backbone features for each of them (it used to refuse: 'mixes image and feature
     datasets', because it compared bundles with datasets)."""
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     import spmlkit.features as F
 
@@ -66,14 +66,14 @@ def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, mon
     ds = B.BenchDataset("digits", draws[0][0], "fp0", draws)
     seen = []
     monkeypatch.setattr(F, "ensure_features", lambda b, **kw: seen.append(b.path) or "efficientnet-lite0-32")
-    runner = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL), tmp_path / "out",
+    runner = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL_DRAWS), tmp_path / "out",
                            progress=False, figures=False, log=lambda m: None)
     runner._cache_image_features([ds])
     assert sorted(seen) == sorted(b.path for b, _ in draws.values())
     assert runner.spec.config["feature_set"] == "efficientnet-lite0-32"
     tab = B.BenchDataset("yeast-like", object(), "fp", {})
     tab.bundle = type("FeatureBundle", (), {"kind": "features"})()
-    fresh = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL), tmp_path / "out2",
+    fresh = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL_DRAWS), tmp_path / "out2",
                           progress=False, figures=False, log=lambda m: None)
     with pytest.raises(ConfigError, match="mixes image and feature"):
         fresh._cache_image_features([ds, tab])

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from conftest import make_toy_dataset
+from tests.helpers.factories import make_toy_dataset
 from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
 from spmlkit.errors import ConfigError, SpmlError
 

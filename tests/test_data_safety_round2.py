@@ -518,7 +518,7 @@ def test_a_full_disk_names_the_file(yeast, tmp_path, capsys, monkeypatch):
 
 
 def test_concurrent_features_runs_are_refused(tmp_path, capsys):
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     from spmlkit.io import FolderLock
 

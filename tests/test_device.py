@@ -12,8 +12,6 @@
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 import torch
@@ -22,18 +20,8 @@ from spmlkit.config import TrainConfig
 from spmlkit.device import (available_devices, check_precision, check_sync_bn, device_info, resolve_device,
                             to_cpu, validate_config)
 from spmlkit.errors import ConfigError
-from _training_checks import host_reads_during
-
-
-@contextlib.contextmanager
-def device_trap():
-    """Every tensor created without an explicit device goes to ``meta`` (no data): any
-    later use of it next to real CPU tensors raises."""
-    torch.set_default_device("meta")
-    try:
-        yield
-    finally:
-        torch.set_default_device(None)
+from tests.helpers.device_trap import device_trap
+from tests.helpers.training_checks import host_reads_during
 
 
 def _no_cuda(monkeypatch):
@@ -301,7 +289,7 @@ FINETUNE_TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, 
 
 @pytest.fixture
 def image_bundle(tmp_path):
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     return tiny_digits_bundle(tmp_path)
 
@@ -467,7 +455,7 @@ def test_bench_header_names_the_device():
 def test_features_in_bf16_on_the_cpu_are_close_to_float32(tmp_path):
     from spmlkit.features.extract import extract_image_features
 
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     paths = tiny_digits_bundle(tmp_path).paths("test")[:6]
     kw = dict(backbone="tiny-random", image_size=32, batch_size=4, device="cpu")

@@ -104,7 +104,7 @@ def test_nccl_init_checks_the_local_rank_before_touching_the_gpu(monkeypatch):
 
 def test_torchrun_test_workers_choose_gloo_and_see_no_gpu():
     import inspect
-    import _torchrun
+    from tests.helpers import torchrun as _torchrun
 
     src = inspect.getsource(_torchrun)
     assert 'init_from_env(backend="gloo")' in src and 'env["CUDA_VISIBLE_DEVICES"] = ""' in src
@@ -174,7 +174,7 @@ def test_features_left_on_the_host_are_not_pinned_whole(monkeypatch):
 def test_splc_counts_every_batch_of_the_epoch_on_any_device(on_cuda):
     """The counter is the sum over the epoch's batches on every device; on the CUDA branch
     (a tensor reporting ``cuda``) it was overwritten with the last batch's count."""
-    from _cuda_standin import reports_cuda
+    from tests.helpers.cuda_standin import reports_cuda
     from spmlkit.methods import build_method
     from spmlkit.methods.base import Batch
     from spmlkit.methods.zhang2021 import SelfPacedCorrection
@@ -201,7 +201,7 @@ def test_feature_caches_of_different_precisions_are_distinct(tmp_path):
     """A bf16 cache has its own name and meta; a float32 run never reuses it (before, both
     were ``backbone-size`` and the bf16 features were silently reused by float32 runs), and
     a cache resumed with another precision is refused instead of mixing precisions."""
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
     from spmlkit.features.extract import ensure_features, extract_features, feature_set_meta
 
     b = tiny_digits_bundle(tmp_path)
@@ -292,7 +292,7 @@ def test_no_host_synchronisation_in_a_linear_epoch_of_the_stateless_losses(toy_b
     nothing in a linear epoch (prefetching path) of the stateless losses.  ``an-ls``,
     ``bce-ls`` and ``wan`` built their targets with ``torch.as_tensor(float, device=...)``,
     a blocking copy at every step on a GPU."""
-    from _cuda_standin import host_syncs_during
+    from tests.helpers.cuda_standin import host_syncs_during
     from spmlkit.methods import build_method
     from spmlkit.methods.base import TrainContext
     from spmlkit.training.linear import FeatureStore, LinearLearner
@@ -312,7 +312,7 @@ def test_no_host_synchronisation_in_a_linear_epoch_of_the_stateless_losses(toy_b
 
 
 def test_the_stronger_detector_sees_what_it_claims(monkeypatch):
-    from _cuda_standin import host_syncs_during
+    from tests.helpers.cuda_standin import host_syncs_during
 
     def work():
         x = torch.arange(6.0)
@@ -352,8 +352,8 @@ def test_finetuning_batches_make_no_blocking_copy_per_step(tmp_path, monkeypatch
     their row numbers and observations without a blocking host-to-device copy per step
     (before: ``idx.to(dev)`` and ``observed[idx].to(dev)`` from pageable memory, twice per
     step); on the CPU the batches are the same as before."""
-    from _cuda_standin import host_syncs_during
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.cuda_standin import host_syncs_during
+    from tests.helpers.image_fixtures import tiny_digits_bundle
     from spmlkit.training.finetune import prepare_finetune
 
     bundle = tiny_digits_bundle(tmp_path)
@@ -388,7 +388,7 @@ def test_role_epoch_end_and_snapshots_read_nothing_of_the_table_back(monkeypatch
     """ROLE's epoch-end diagnostic is summed where the table lives and read once (one
     ``tolist`` for all members), and a member snapshot is a copy on the store's device;
     before, both copied whole tables to the host (252 MB per epoch at COCO size)."""
-    from _cuda_standin import host_syncs_during
+    from tests.helpers.cuda_standin import host_syncs_during
     from spmlkit.methods import build_method
     from spmlkit.methods.role import LabelEstimator
 
@@ -453,7 +453,7 @@ def test_extraction_writes_its_progress_marker_every_few_batches(tmp_path, monke
     ``PROGRESS_EVERY`` batches and at the end of a split, not after every batch; a killed
     extraction still resumes from the last marker (tests/test_feature_cache.py)."""
     import spmlkit.features.extract as ex
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     b = tiny_digits_bundle(tmp_path)
     writes = []

@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from _image_fixtures import tiny_digits
+from tests.helpers.image_fixtures import tiny_digits
 
 
 def test_labels_are_the_digits_present(tmp_path):

@@ -1,6 +1,6 @@
 """Distributed training: 2 gloo processes on CPU reproduce 1 process.
 
-The worker (tests/dist_worker.py) is launched by ``torchrun --standalone`` (a free port
+The worker (tests/helpers/dist_worker.py) is launched by ``torchrun --standalone`` (a free port
 is chosen by the rendezvous).  ``batch_size`` is the global batch, so both runs use the
 same configuration.  Tolerance: the only difference is the order of floating-point
 sums (the weight gradient is a sum of two per-rank partial products instead of one
@@ -16,7 +16,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.training.distributed import DistContext, all_gather_cat, context, shard_bounds, shard_sizes, sync_rows_
 from spmlkit.training.linear import train_linear
 
-from _torchrun import torchrun
+from tests.helpers.torchrun import torchrun
 
 
 def test_shard_bounds_cover_the_batch_contiguously():
@@ -63,7 +63,7 @@ def test_two_gloo_processes_reproduce_one_process(toy_bundle, tmp_path):
     cli = ["train", str(toy_bundle.path), "-m", "an", "--epochs", "3", "--batch-size", "7", "--lr", "0.01",
            "-o", str(cli_out)]
     out = tmp_path / "dist.pt"
-    torchrun(["tests/dist_worker.py", str(toy_bundle.path), str(out), json.dumps(cases), json.dumps(cli)])
+    torchrun(["tests/helpers/dist_worker.py", str(toy_bundle.path), str(out), json.dumps(cases), json.dumps(cli)])
     got = torch.load(out, weights_only=False)
 
     for name, case in cases.items():

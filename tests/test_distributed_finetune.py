@@ -21,8 +21,8 @@ import torch
 from spmlkit.config import TrainConfig
 from spmlkit.training.finetune import train_finetune
 
-from _image_fixtures import tiny_digits_bundle
-from _torchrun import torchrun
+from tests.helpers.image_fixtures import tiny_digits_bundle
+from tests.helpers.torchrun import torchrun
 
 TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, lr=1e-2, finetune_epochs=2)
 
@@ -52,7 +52,7 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         "bn_train": {"config": {"method": "an", "batch_size": 8, **TINY}},
     }
     out = tmp_path / "dist.pt"
-    torchrun(["tests/dist_finetune_worker.py", str(bundle.path), str(out), json.dumps(cases)])
+    torchrun(["tests/helpers/dist_finetune_worker.py", str(bundle.path), str(out), json.dumps(cases)])
     got = torch.load(out, weights_only=False)
     for name, case in cases.items():
         b = got[name]
@@ -60,7 +60,7 @@ def test_two_gloo_processes_fine_tune_like_one(tmp_path):
         if name == "bn_train":  # per-rank BatchNorm statistics: not the one-process run (see module docstring)
             assert b["test_map"] is not None and all(torch.isfinite(v).all() for v in b["model"].values())
             continue
-        from dist_finetune_worker import no_decoder_dropout
+        from tests.helpers.dist_finetune_worker import no_decoder_dropout
 
         no_decoder_dropout(case.get("no_dropout", False))
         try:

@@ -2,11 +2,12 @@
 found by walking ``src/spmlkit``, so a new module's examples are tested without a list."""
 import doctest
 import importlib
-from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "spmlkit"
+from tests.helpers import REPO
+
+SRC = REPO / "src" / "spmlkit"
 
 
 def modules_with_examples() -> list[str]:

@@ -4,9 +4,10 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+from tests.helpers import REPO
+
+DOC = REPO / "docs" / "extending.md"
 
 
 def _blocks() -> list[str]:
@@ -30,8 +31,8 @@ def test_worked_example_trains(toy_bundle, tmp_path):
         from spmlkit.config import TrainConfig
         from spmlkit.training.linear import train_linear
         from spmlkit.data import Bundle
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_device import device_trap
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.helpers.device_trap import device_trap
 
         b = Bundle({str(toy_bundle.path)!r})
         cfg = TrainConfig(method="an-prior", epochs=3, batch_size=16, device="cpu")

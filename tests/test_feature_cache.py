@@ -8,7 +8,7 @@ from spmlkit.errors import DataFormatError
 from spmlkit.features import extract_features
 from spmlkit.training import train_linear
 
-from _image_fixtures import tiny_digits_bundle
+from tests.helpers.image_fixtures import tiny_digits_bundle
 
 QUIET = dict(progress=False, log=lambda m: None)
 

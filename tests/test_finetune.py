@@ -8,7 +8,7 @@ from spmlkit.methods import build_method
 from spmlkit.methods.base import Component, Method, register_method
 from spmlkit.training.finetune import prepare_finetune, resolve_recipe, train_finetune
 
-from _image_fixtures import tiny_digits_bundle
+from tests.helpers.image_fixtures import tiny_digits_bundle
 
 TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, batch_size=8)
 

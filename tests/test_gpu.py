@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from spmlkit.config import TrainConfig
-from _training_checks import host_reads_during
+from tests.helpers.training_checks import host_reads_during
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -110,7 +110,7 @@ def test_no_host_synchronisation_inside_a_cuda_epoch(toy_bundle, monkeypatch):
 
 @pytest.mark.parametrize("precision", ["bf16", "16-mixed"])
 def test_reduced_precision_finetuning_epoch_has_a_finite_loss(tmp_path, precision):
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
     from spmlkit.training.finetune import prepare_finetune
     from spmlkit.training.loop import train_epoch
 
@@ -149,7 +149,7 @@ def test_a_cuda_checkpoint_resumes_and_predicts_on_the_cpu(toy_bundle, tmp_path)
 import os
 import warnings
 
-from _image_fixtures import tiny_digits_bundle
+from tests.helpers.image_fixtures import tiny_digits_bundle
 
 
 def test_gpu_tests_see_cuda_while_the_rest_of_the_suite_is_pinned_to_the_cpu():
@@ -355,7 +355,7 @@ def test_fine_tuning_resumes_across_devices(tmp_path, first, second, method, ext
     """A checkpoint written on one device resumes on the other (the state is loaded onto the
     resuming run's device) and ends close to the uninterrupted run there.  The decoder's
     dropout is off for LAC (CPU and CUDA draw different masks)."""
-    from dist_finetune_worker import no_decoder_dropout
+    from tests.helpers.dist_finetune_worker import no_decoder_dropout
 
     no_decoder_dropout(method == "lac")
     try:

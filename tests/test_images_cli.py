@@ -8,7 +8,7 @@ import pytest
 
 from spmlkit.cli import main
 
-from _image_fixtures import tiny_digits
+from tests.helpers.image_fixtures import tiny_digits
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_features_on_a_feature_bundle_is_a_clear_error(toy_bundle, capsys):
 
 
 def test_resnet50_without_weights_via_cli(tmp_path, capsys):
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     b = tiny_digits_bundle(tmp_path)
     assert main(["features", str(b.path), "--backbone", "resnet50"]) == 2

@@ -14,7 +14,7 @@ from spmlkit.labels import get_regime, label_frequencies, observe
 
 BIASED = ("single_positive_most_frequent", "single_positive_least_frequent", "single_positive_largest")
 
-label_matrices = st.integers(1, 30).flatmap(
+biased_label_matrices = st.integers(1, 30).flatmap(
     lambda n: st.integers(1, 8).flatmap(lambda L: arrays(np.bool_, (n, L))))
 
 
@@ -34,7 +34,7 @@ def score_of(regime, Y, A):
 
 
 @settings(max_examples=60, deadline=None)
-@given(Y=label_matrices, seed=st.integers(0, 2 ** 16))
+@given(Y=biased_label_matrices, seed=st.integers(0, 2 ** 16))
 def test_one_true_positive_with_the_extreme_score(Y, seed):
     A = areas_for(Y, seed)
     for regime in BIASED:
@@ -87,7 +87,7 @@ def test_uniform_regime_unchanged_by_the_new_argument():
     assert np.array_equal(observe(Y, "single_positive", seed=3), observe(Y, "single_positive", seed=3, areas=None))
 
 
-def _coco(tmp_path):
+def _coco_with_areas(tmp_path):
     data = {"images": [{"id": 1, "file_name": "a.jpg"}, {"id": 2, "file_name": "b.jpg"}, {"id": 3, "file_name": "c.jpg"}],
             "categories": [{"id": 5, "name": "cat"}, {"id": 7, "name": "dog"}],
             "annotations": [{"image_id": 1, "category_id": 5, "area": 10.0},
@@ -104,12 +104,12 @@ def _coco(tmp_path):
 def test_coco_records_the_largest_instance_area(tmp_path):
     from spmlkit.data.formats.coco import read_coco_instances
 
-    split, names, _ = read_coco_instances(_coco(tmp_path), tmp_path)
+    split, names, _ = read_coco_instances(_coco_with_areas(tmp_path), tmp_path)
     assert names == ["cat", "dog"]
     assert split.areas.tolist() == [[30.0, 20.0], [3.0, 20.0], [1.0, 0.0]]
     Z = observe(split.Y, "single_positive_largest", seed=0, areas=split.areas)
     assert Z.tolist() == [[1, 0], [0, 1], [1, 0]]
-    bad = json.loads(_coco(tmp_path).read_text())
+    bad = json.loads(_coco_with_areas(tmp_path).read_text())
     bad["annotations"][0]["area"] = -1
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     from spmlkit.errors import DataFormatError

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "spmlkit"
+from tests.helpers import REPO
+
+SRC = REPO / "src" / "spmlkit"
 
 CORE = ("data", "features", "models", "losses", "methods", "training", "metrics", "labels", "io", "errors",
         "config", "registry", "_version", "device", "progress")

@@ -10,7 +10,7 @@ from spmlkit.methods.large_loss import LargeLossModification
 from spmlkit.models.heads import StackedLinear
 from spmlkit.training.finetune import prepare_finetune, train_finetune
 
-from _image_fixtures import tiny_digits_bundle
+from tests.helpers.image_fixtures import tiny_digits_bundle
 
 TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, batch_size=8)
 

@@ -95,7 +95,7 @@ def test_resume_gives_the_same_result(toy_bundle, tmp_path):
 
 @pytest.mark.slow
 def test_members_equal_separate_runs(toy_bundle):
-    from _training_checks import members_and_separate_runs
+    from tests.helpers.training_checks import members_and_separate_runs
 
     cfg = TrainConfig(method="gr", epochs=3, batch_size=8)
     for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3], [0, 1]):

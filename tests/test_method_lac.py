@@ -92,7 +92,7 @@ def test_lac_trains_end_to_end_on_tiny_images(tmp_path):
     from spmlkit.config import TrainConfig
     from spmlkit.training.finetune import train_finetune
 
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     b = tiny_digits_bundle(tmp_path)
     cfg = TrainConfig(method="lac", setting="finetune", backbone="tiny-random", image_size=32, batch_size=12,

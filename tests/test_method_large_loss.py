@@ -10,7 +10,7 @@ from spmlkit.losses import get_loss
 from spmlkit.methods import Batch, TrainContext, build_method
 from spmlkit.methods.large_loss import LargeLossModification
 from spmlkit.training import train_linear
-from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
+from tests.helpers.training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 AN = get_loss("an")
 

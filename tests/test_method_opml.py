@@ -14,7 +14,7 @@ from spmlkit.methods import Batch, TrainContext, build_method, get_method_spec
 from spmlkit.methods.opml import (APLabelCorrection, APSmoothing, HighRankRegularizer, TrainingAP,
                                   top_n_per_column)
 from spmlkit.training import train_linear
-from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
+from tests.helpers.training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 OPML_METHODS = ["zlpr", "opml", "opml-hr", "opml-soft", "opml-lc", "opml-sp"]
 

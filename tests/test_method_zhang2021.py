@@ -9,7 +9,7 @@ from spmlkit.losses.robust_mlml import focal_margin_positive
 from spmlkit.methods import Batch, TrainContext, build_method
 from spmlkit.methods.zhang2021 import SelfPacedCorrection
 from spmlkit.training import train_linear
-from _training_checks import assert_resume_equals_uninterrupted
+from tests.helpers.training_checks import assert_resume_equals_uninterrupted
 
 FM = get_loss("focal-margin")
 
@@ -105,7 +105,7 @@ def test_splc_resume_gives_the_same_result(toy_bundle, tmp_path):
 
 @pytest.mark.slow
 def test_splc_members_equal_separate_runs(toy_bundle):
-    from _training_checks import members_and_separate_runs
+    from tests.helpers.training_checks import members_and_separate_runs
 
     cfg = TrainConfig(method="splc", epochs=3, batch_size=8, params={"tau": 0.55})
     for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3], [0, 1]):

@@ -15,15 +15,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from spmlkit.config import TrainConfig
-from spmlkit.training.linear import FeatureStore, feature_statistics, train_linear
+from spmlkit.training import train_linear
+from spmlkit.training.linear import FeatureStore, feature_statistics
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 WORKER = r"""
 import json, resource, sys
@@ -76,7 +76,7 @@ def _run(small, big, mode, headroom_mb, cap_mb):
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA semantics are Linux's")
 def test_training_completes_with_features_larger_than_the_memory_cap(tmp_path):
-    from conftest import make_toy_dataset
+    from tests.helpers.factories import make_toy_dataset
     from spmlkit.data import prepare_bundle
 
     big = prepare_bundle(make_toy_dataset(n=7500, d=2048, L=5), tmp_path / "big", log=lambda m: None)

@@ -7,6 +7,7 @@ import pytest
 
 from spmlkit.cli import main
 from spmlkit.data import Bundle
+from tests.helpers import REPO
 
 LABELS = ["cat", "dog", "sofa", "tree"]
 
@@ -171,7 +172,7 @@ def test_bench_into_a_log_prints_lines_per_group(tmp_path, capsys, monkeypatch, 
 
 @pytest.mark.slow
 def test_finetune_progress_inside_epochs_and_epochs_honoured(tmp_path, capsys, monkeypatch):
-    from _image_fixtures import tiny_digits
+    from tests.helpers.image_fixtures import tiny_digits
 
     from spmlkit.data import prepare_bundle
     from spmlkit.io import read_json
@@ -326,11 +327,9 @@ def test_default_run_folder_is_named_after_the_bundle_folder(tmp_path, capsys, o
 
 # ------------------------------------------------------------ item 9: GPU instructions for users
 def test_readme_says_how_to_run_on_a_gpu():
-    from pathlib import Path
-
     from spmlkit.cli import build_parser
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## On a GPU", 1)[1].split("\n## ", 1)[0]
     assert "download.pytorch.org/whl/cu" in section and "torch.cuda.is_available()" in section
     assert "Tested on CPU only so far" in section and "(docs/gpu.md)" in section
@@ -378,7 +377,7 @@ def test_estimator_verbose_names_the_member(capsys):
 
 
 def test_features_into_a_log_prints_lines(tmp_path, capsys, monkeypatch):
-    from _image_fixtures import tiny_digits_bundle
+    from tests.helpers.image_fixtures import tiny_digits_bundle
 
     b = tiny_digits_bundle(tmp_path)
     monkeypatch.delenv("SPML_NO_PROGRESS", raising=False)
@@ -395,9 +394,8 @@ def test_table_only_rerender_keeps_the_runs_date_and_machine(tmp_path):
     import importlib.util
     import re
     import shutil
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     spec = importlib.util.spec_from_file_location("lq", repo / "benchmarks" / "learning_quality.py")
     lq = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lq)
@@ -415,16 +413,10 @@ def test_table_only_rerender_keeps_the_runs_date_and_machine(tmp_path):
     assert f"- machine: {part_machine}" in text
 
 
-def _repo():
-    from pathlib import Path
-
-    return Path(__file__).resolve().parents[1]
-
-
 def test_readme_wall_times_are_those_of_the_committed_tables():
     import re
 
-    readme = (_repo() / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Results committed in this repository", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| [")]
     assert len(rows) >= 10
@@ -435,7 +427,7 @@ def test_readme_wall_times_are_those_of_the_committed_tables():
         if cell.startswith("—"):
             continue
         when = re.match(r"[\d.]+ (?:h|min|s)(?: \d+ (?:min|s))?", cell).group(0)
-        head = "\n".join((_repo() / link).read_text(encoding="utf-8").splitlines()[:8])
+        head = "\n".join((REPO / link).read_text(encoding="utf-8").splitlines()[:8])
         assert when in head, f"README says {cell!r} for {link}; its header: {head}"
         checked += 1
     assert checked >= 10
@@ -444,9 +436,9 @@ def test_readme_wall_times_are_those_of_the_committed_tables():
 def test_practitioner_coco_table_is_the_committed_walkthrough():
     import re
 
-    doc = (_repo() / "docs" / "practitioner.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "practitioner.md").read_text(encoding="utf-8")
     table = doc.split("| method | default: k̂ | labels / image |", 1)[1].split("\n\n", 1)[0]
-    committed = (_repo() / "benchmarks" / "results" / "practitioner_walkthrough.md").read_text(encoding="utf-8")
+    committed = (REPO / "benchmarks" / "results" / "practitioner_walkthrough.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([\w-]+)` \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| (\d+)% \| ([\d.]+) \|$", table,
                       re.M)
     assert len(rows) >= 2
@@ -483,7 +475,7 @@ def test_methods_show_aliases_as_aliases(capsys):
 def readme_block(section: str) -> list[str]:
     import re
 
-    text = (_repo() / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "README.md").read_text(encoding="utf-8")
     body = text.split(f"## {section}", 1)[1]
     block = re.search(r"```bash\n(.*?)```", body, re.S).group(1)
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith("spml ")]
@@ -497,7 +489,7 @@ def test_readme_own_data_block_runs_as_written(tmp_path):
     import sys
 
     pytest.importorskip("tensorboard")
-    from _image_fixtures import tiny_digits
+    from tests.helpers.image_fixtures import tiny_digits
 
     ds = tiny_digits(tmp_path / "cache", n_train=40, n_val=1, n_test=6)
     rng = np.random.default_rng(0)
@@ -513,7 +505,7 @@ def test_readme_own_data_block_runs_as_written(tmp_path):
     cmds = readme_block("Your own single-positive data")
     assert any("--test-fraction 0" in c for c in cmds) and any("--log-to tensorboard" in c for c in cmds)
     env = {**os.environ, "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(_repo() / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     for cmd in cmds:
         p = subprocess.run([sys.executable, "-m", "spmlkit", *shlex.split(cmd)[1:]], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=600)
@@ -527,8 +519,8 @@ def test_readme_own_data_block_runs_as_written(tmp_path):
     ("docs/practitioner.md", "| data (test k) | method | k of the default |", "default_label_rule.md"),
     ("docs/bench.md", "| variant | wall (s) | CPU (s) |", "bench_overhead.md")])
 def test_doc_tables_are_the_committed_benchmark_output(doc, marker, result):
-    text = (_repo() / doc).read_text(encoding="utf-8")
-    committed = (_repo() / "benchmarks" / "results" / result).read_text(encoding="utf-8").splitlines()
+    text = (REPO / doc).read_text(encoding="utf-8")
+    committed = (REPO / "benchmarks" / "results" / result).read_text(encoding="utf-8").splitlines()
     table = (marker + text.split(marker, 1)[1]).split("\n\n", 1)[0].splitlines()
     assert len(table) >= 4 and all(row in committed for row in table), f"{doc}: a row is not in {result}"
 
@@ -536,8 +528,8 @@ def test_doc_tables_are_the_committed_benchmark_output(doc, marker, result):
 def test_default_rule_averages_quoted_are_the_committed_ones():
     import re
 
-    text = " ".join((_repo() / "docs" / "practitioner.md").read_text(encoding="utf-8").split())
-    committed = (_repo() / "benchmarks" / "results" / "default_label_rule.md").read_text(encoding="utf-8")
+    text = " ".join((REPO / "docs" / "practitioner.md").read_text(encoding="utf-8").split())
+    committed = (REPO / "benchmarks" / "results" / "default_label_rule.md").read_text(encoding="utf-8")
     m = re.search(r"default's example-F1 is ([\d.]+) on average against ([\d.]+) for threshold 0.5; worst row "
                   r"([\d.]+) against ([\d.]+); threshold 0.5 was warned about in (\d+) of (\d+) runs", committed)
     mean, thr, worst, worst_thr, warned, runs = m.groups()
@@ -547,8 +539,8 @@ def test_default_rule_averages_quoted_are_the_committed_ones():
 
 
 def test_default_rule_candidates_quoted_are_the_committed_ones():
-    text = (_repo() / "docs" / "practitioner.md").read_text(encoding="utf-8")
-    committed = (_repo() / "benchmarks" / "results" / "default_label_rule_candidates.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "practitioner.md").read_text(encoding="utf-8")
+    committed = (REPO / "benchmarks" / "results" / "default_label_rule_candidates.md").read_text(encoding="utf-8")
     table = ("| candidate | mean example-F1 | worst example-F1 | worst row |"
              + text.split("| candidate | mean example-F1 | worst example-F1 | worst row |", 1)[1]).split("\n\n")[0]
     rows = table.splitlines()[2:]

@@ -18,7 +18,7 @@ from spmlkit import SPMLClassifier
 from spmlkit.cli import main
 from spmlkit.practitioner.labelsets import LabelSetWarning, default_rule, estimate_k_observed, label_set_warning, label_sets
 
-NAMES = [f"l{i}" for i in range(12)]
+RULE_NAMES = [f"l{i}" for i in range(12)]
 
 
 def single_positive_data(n, seed=0, L=12, D=8):
@@ -84,7 +84,7 @@ def test_label_set_warning_thresholds():
 # ------------------------------------------------------------------------ Python API
 def test_estimator_default_is_expected_k_without_full_labels_and_warns_for_threshold():
     X, Y, obs = single_positive_data(600)
-    y = np.array(NAMES)[obs]
+    y = np.array(RULE_NAMES)[obs]
     Xte, _, _ = single_positive_data(300, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", LabelSetWarning)  # the default rule must not warn
@@ -108,14 +108,14 @@ def test_estimator_default_is_expected_k_without_full_labels_and_warns_for_thres
 
 def test_estimator_known_k_is_used_as_is():
     X, _, obs = single_positive_data(300)
-    clf = SPMLClassifier("an", epochs=3, expected_positives=3.0).fit(X, np.array(NAMES)[obs])
+    clf = SPMLClassifier("an", epochs=3, expected_positives=3.0).fit(X, np.array(RULE_NAMES)[obs])
     assert clf.model_.label_sets["rule"] == "expected_k" and clf.model_.label_sets["k"] == 3.0
     assert (clf.predict(X[:20]).sum(1) == 3).all()
 
 
 def test_estimator_without_held_out_rows_estimates_k_on_training_rows():
     X, _, obs = single_positive_data(300)
-    clf = SPMLClassifier("an", epochs=3, validation_fraction=0).fit(X, np.array(NAMES)[obs])
+    clf = SPMLClassifier("an", epochs=3, validation_fraction=0).fit(X, np.array(RULE_NAMES)[obs])
     assert clf.model_.label_sets["rule"] == "expected_k" and "training" in clf.model_.label_sets["k_source"]
 
 
@@ -130,7 +130,7 @@ def observed_run(tmp_path_factory):
         w = csv.writer(fh)
         w.writerow([f"f{j}" for j in range(X.shape[1])] + ["label"])
         for x, o in zip(X, obs):
-            w.writerow([*x, NAMES[o]])
+            w.writerow([*x, RULE_NAMES[o]])
     with open(d / "new.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["id"] + [f"f{j}" for j in range(X.shape[1])])

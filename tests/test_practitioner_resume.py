@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,8 @@ from spmlkit.cli import main
 from spmlkit.config import TrainConfig
 from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
 from spmlkit.training.checkpoint import load_checkpoint
+from tests.helpers import SRC
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def make_bundle(path, n=400, d=16, L=6):

@@ -6,14 +6,13 @@ extractor with the same interface, written into the bundle the way ``spml featur
 writes its cache; everything else is the real command line."""
 import csv
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from spmlkit.cli import main
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def thumbnails(paths, *, backbone, image_size, **options):

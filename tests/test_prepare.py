@@ -8,7 +8,7 @@ import pytest
 
 from spmlkit.config import TrainConfig
 
-from _image_fixtures import tiny_digits_bundle
+from tests.helpers.image_fixtures import tiny_digits_bundle
 
 TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, batch_size=8)
 

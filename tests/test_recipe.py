@@ -15,7 +15,7 @@ from spmlkit.metrics import observed_positive_map
 from spmlkit.training.run import train
 from spmlkit.training.recipe import mean_probability_logits
 
-from conftest import make_toy_dataset
+from tests.helpers.factories import make_toy_dataset
 
 FAST = dict(epochs=3, batch_size=16)
 SMALL = dict(members="an,l1r", lrs="1e-2,1e-3")

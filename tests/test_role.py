@@ -13,7 +13,7 @@ from spmlkit.methods.label_store import (LOGIT_OBSERVED_NEGATIVE, LOGIT_OBSERVED
                                          initial_logits, storage_bytes, stochastic_round_half)
 from spmlkit.methods.role import LabelEstimator
 from spmlkit.training import train_linear
-from _training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
+from tests.helpers.training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
 
 STORAGES = ["float32", "float16", "memmap", "factorised"]
 

@@ -21,7 +21,6 @@ import torch
 
 from spmlkit.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 class Payload:

@@ -5,7 +5,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.io import read_jsonl
 from spmlkit.training import StackedAdam, train_linear
 from spmlkit.training.optim import fused_available
-from _training_checks import assert_resume_equals_uninterrupted, host_reads_during, members_and_separate_runs
+from tests.helpers.training_checks import assert_resume_equals_uninterrupted, host_reads_during, members_and_separate_runs
 
 
 @pytest.mark.parametrize("impl", ["fused", "reference"])
@@ -81,7 +81,7 @@ def test_grid_members_equal_separate_runs_bit_for_bit(tmp_path, head):
     # Linear head, 16 labels x batch 8 and 96 training rows (no partial batch): every
     # kernel treats a member's block identically whatever G is, so the grid is exactly
     # separate runs.  The MLP's 6-feature input layer is not SIMD-aligned: last bits only.
-    from conftest import make_toy_dataset
+    from tests.helpers.factories import make_toy_dataset
     from spmlkit.data import prepare_bundle
 
     bundle = prepare_bundle(make_toy_dataset(L=16), tmp_path / "b", log=lambda m: None)

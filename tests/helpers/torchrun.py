@@ -8,14 +8,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import REPO
 
 
 def torchrun(args, nproc: int = 2, timeout: int = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
+    # this checkout's sources, and the repository root for the workers' ``tests.helpers`` imports
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO), env.get("PYTHONPATH", "")])
     env["SPML_NO_PROGRESS"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ""  # CPU processes, whatever the machine has (issue 28, item 2)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), *args]

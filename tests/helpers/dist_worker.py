@@ -1,4 +1,4 @@
-"""Worker for tests/test_distributed.py, launched by ``torchrun --nproc_per_node 2``.
+"""Worker for tests/training/test_distributed.py, launched by ``torchrun --nproc_per_node 2``.
 
 Runs the training cases given as JSON on every rank, checks that all ranks end with
 identical weights, exercises the collective helpers, and has rank 0 save the results
@@ -8,9 +8,9 @@ import sys
 
 import torch
 
-from _torchrun import worker_cases
 from spmlkit.training import distributed
 from spmlkit.training.linear import train_linear
+from tests.helpers.torchrun import worker_cases
 
 
 def main(bundle_path: str, out: str, cases_json: str, cli_json: str = "[]") -> None:

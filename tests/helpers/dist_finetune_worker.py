@@ -1,13 +1,13 @@
-"""Worker for tests/test_distributed_finetune.py, launched by ``torchrun --nproc_per_node 2``:
+"""Worker for tests/training/test_distributed.py, launched by ``torchrun --nproc_per_node 2``:
 fine-tunes each case on every rank, checks that the ranks end with identical weights
 (parameters and BatchNorm buffers), and has rank 0 save the results."""
 import sys
 
 import torch
 
-from _torchrun import worker_cases
 from spmlkit.training import distributed
 from spmlkit.training.finetune import train_finetune
+from tests.helpers.torchrun import worker_cases
 
 
 def no_decoder_dropout(on: bool) -> None:
