@@ -1,7 +1,7 @@
 """The method contract (src/spmlkit/methods/base.py), held against EVERY registered method
 of the linear setting: one training step through the hooks, as the trainer runs it
 (issue 17).  A new method gets these checks for free; the full training of every method
-(and the device trap) is in tests/test_device.py.
+(and the device trap) is in tests/devices/test_device_path.py.
 
 Nothing here is skipped: an error in any method's step is a failure (a ``KeyError``
 planted in ROLE's per-batch code used to turn three of these into skips).  Methods that

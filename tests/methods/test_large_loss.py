@@ -1,5 +1,4 @@
 """Large-Loss modification (Kim et al. 2022): LL-R, LL-Ct, LL-Cp."""
-
 import pytest
 import torch
 import torch.nn.functional as F
