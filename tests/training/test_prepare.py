@@ -78,25 +78,6 @@ def test_analyses_select_with_the_trainers_validation_observations(toy_bundle):
     assert setup.evaluate(logits) == [observed_positive_map(Z_val, s.numpy()) for s in logits]
 
 
-def test_one_entry_point_chooses_the_trainer(toy_bundle):
-    """``train`` chooses linear / fine-tuning / recipe once; the linear trainer no longer
-    hands a recipe on (it was linear -> recipe -> linear), it refuses it."""
-    from spmlkit.errors import ConfigError
-    from spmlkit.methods import build_method
-    from spmlkit.training.linear import train_linear
-    from spmlkit.training.run import planned_epochs, train, trainer_kind
-
-    auto = TrainConfig(method="auto", epochs=2, batch_size=16, params={"lrs": "0.01"})
-    assert trainer_kind(auto, build_method("auto")) == "recipe"
-    assert trainer_kind(TrainConfig(method="an", setting="finetune"), build_method("an")) == "finetune"
-    assert trainer_kind(TrainConfig(method="an"), build_method("an")) == "linear"
-    assert planned_epochs(auto, build_method("auto", lrs="0.01")) == 2 * len(build_method("auto").candidates)
-    with pytest.raises(ConfigError, match="recipe"):
-        train_linear(toy_bundle, auto)
-    (r,) = train(toy_bundle, auto)
-    assert r.method == "auto" and r.notes["members"]
-
-
 def test_cli_train_builds_the_method_and_resolves_the_device_once(toy_bundle, tmp_path, monkeypatch, capsys):
     """``spml train``: the CLI, the run folder and the trainer share one method and one device
     (the method was built twice, the device resolved five times, finished_run read twice)."""

@@ -19,7 +19,6 @@ from spmlkit.training.checkpoint import load_checkpoint
 from tests.helpers import SRC
 
 
-
 def make_bundle(path, n=400, d=16, L=6):
     rng = np.random.default_rng(0)
     W = rng.normal(size=(d, L))
