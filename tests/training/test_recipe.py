@@ -10,39 +10,14 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods.base import build_method, describe_methods, get_method_spec
+from spmlkit.methods.base import build_method
 from spmlkit.metrics import observed_positive_map
 from spmlkit.training.run import train
 from spmlkit.training.recipe import mean_probability_logits
 
-from tests.helpers.factories import make_toy_dataset
 
 FAST = dict(epochs=3, batch_size=16)
 SMALL = dict(members="an,l1r", lrs="1e-2,1e-3")
-
-
-def test_registered_and_described():
-    spec = get_method_spec("auto")
-    assert spec.family == "recipe" and spec.setting == "linear" and not spec.in_default_bench
-    m = build_method("auto")
-    assert m.candidates == ("l1r", "em-apl", "wan", "ll-ct") and m.candidate_lrs == (1e-2, 1e-3, 1e-4)
-    assert any(d["name"] == "auto" for d in describe_methods())
-
-
-@pytest.mark.parametrize("params, message", [
-    ({"members": "an,nope"}, "nope"),
-    ({"members": "bce"}, "regime"),
-    ({"members": "lac"}, "fine-tuning"),
-    ({"members": "auto"}, "recipe"),
-    ({"members": " , "}, "empty"),
-    ({"lrs": "fast"}, "numbers"),
-    ({"lrs": "-1e-3"}, "positive"),
-    ({"combine": "vote"}, "combine"),
-])
-def test_bad_hyperparameters_are_one_clear_error(params, message):
-    with pytest.raises(Exception) as e:
-        build_method("auto", **params)
-    assert message in str(e.value)
 
 
 def _member_runs(bundle, name, lrs, seeds, **cfg):
@@ -195,21 +170,6 @@ def test_damaged_members_field_is_refused(toy_bundle, tmp_path):
     (out / "model" / "model.json").write_text(json.dumps(meta))
     with pytest.raises(CorruptFileError, match="members"):
         load_model(out)
-
-
-def test_spml_classifier_auto():
-    from spmlkit import SPMLClassifier
-
-    ds = make_toy_dataset(n=160)
-    X, Y = ds.splits["train"].X, ds.splits["train"].Y
-    from spmlkit.labels import observe
-
-    Z = observe(Y, "single_positive", seed=0)
-    clf = SPMLClassifier(method="auto", method_params=SMALL, epochs=3).fit(X, Z)
-    assert clf.model_.members == 2
-    assert clf.predict_proba(X).shape == Y.shape
-    with pytest.raises(ConfigError, match="validation"):
-        SPMLClassifier(method="auto", method_params=SMALL, epochs=2, validation_fraction=0).fit(X, Z)
 
 
 def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):

@@ -1,6 +1,6 @@
-"""Input readers refuse bad input in one line (issue 14 §3-4) and the new-user traps of
-issue 15: one label per row read as full labels, Mulan folders not found by name,
-dataset statistics that disagree with what the loader keeps."""
+"""CSV and NPZ tables (spmlkit.data.formats.tabular): label layouts, official splits,
+bad input refused in one line (issue 14 §3-4), and one label per row read as
+observed single positives unless told otherwise (issue 15)."""
 import csv
 import time
 import warnings
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from spmlkit.cli import main
-from spmlkit.data import Bundle, load_any, load_dataset, prepare_bundle
-from spmlkit.data.formats import load_npz, read_arff, read_table
-from spmlkit.errors import ConfigError, DataFormatError, UnknownNameError
+from spmlkit.data import Bundle, load_any
+from spmlkit.data.formats import load_npz, read_table
+from spmlkit.errors import DataFormatError
 
 
 def run(capsys, *argv):
@@ -29,72 +29,6 @@ def one_line_error(capsys, *argv) -> str:
         code, out, err = run(capsys, *argv)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     return err.strip()
-
-
-# ------------------------------------------------------------------------------ ARFF
-FLAGS_LIKE = """@relation flags
-@attribute landmass {1,2,3,4,5,6}
-@attribute area numeric
-@attribute red {0,1}
-@attribute green {0,1}
-@data
-1,0.5,1,0
-9,0.7,0,1
-"""
-
-
-def test_arff_numeric_nominal_value_outside_its_set_is_refused(tmp_path):
-    p = tmp_path / "f.arff"
-    p.write_text(FLAGS_LIKE)
-    with pytest.raises(DataFormatError) as exc:
-        read_arff(p, label_names=["red", "green"])
-    msg = str(exc.value)
-    assert "f.arff, line 8" in msg and "'landmass'" in msg and "'9'" in msg and "{1,2,3,4,5,6}" in msg
-    # the declared values are still read as numbers, written either way
-    p.write_text(FLAGS_LIKE.replace("9,0.7", "6.0,0.7"))
-    a = read_arff(p, label_names=["red", "green"])
-    assert a.feature_names == ["landmass", "area"] and a.X[:, 0].tolist() == [1.0, 6.0]
-
-
-def test_arff_numeric_nominal_check_applies_to_sparse_rows(tmp_path):
-    p = tmp_path / "s.arff"
-    p.write_text(FLAGS_LIKE.split("@data\n")[0] + "@data\n{0 2,2 1}\n{0 7,3 1}\n")
-    with pytest.raises(DataFormatError, match=r"s\.arff, line 8: nominal feature 'landmass' has value '7'"):
-        read_arff(p, label_names=["red", "green"])
-
-
-def test_arff_duplicate_attribute_names_are_refused(tmp_path):
-    p = tmp_path / "d.arff"
-    p.write_text("@relation d\n@attribute x numeric\n@attribute A {0,1}\n@attribute A {0,1}\n@data\n1,0,1\n")
-    with pytest.raises(DataFormatError) as exc:
-        read_arff(p, label_names=["A"])
-    assert "d.arff, line 4" in str(exc.value) and "'A' is declared twice (first on line 3)" in str(exc.value)
-
-
-def test_arff_without_feature_attributes_is_refused(tmp_path):
-    p = tmp_path / "nf.arff"
-    p.write_text("@relation nf\n@attribute id string\n@attribute A {0,1}\n@attribute B {0,1}\n@data\nx,0,1\ny,1,1\n")
-    with pytest.raises(DataFormatError, match=r"nf\.arff: no feature attributes: every attribute is a label or was "
-                                               r"dropped \(id\)"):
-        read_arff(p, label_names=["A", "B"])
-
-
-def test_arff_not_utf8_names_the_line(tmp_path):
-    p = tmp_path / "l.arff"
-    p.write_bytes(b"@relation l\n@attribute x numeric\n@attribute 'caf\xe9' {0,1}\n@data\n1,1\n")
-    with pytest.raises(DataFormatError, match=r"l\.arff, line 3: byte 0xe9 is not valid UTF-8.*expected a UTF-8"):
-        read_arff(p, label_names=["café"])
-
-
-def test_arff_float32_overflow_is_one_error_without_a_warning(tmp_path):
-    p = tmp_path / "o.arff"
-    p.write_text("@relation o\n@attribute x numeric\n@attribute y numeric\n@attribute A {0,1}\n@data\n"
-                 "1,2,1\n3,1e39,0\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(DataFormatError) as exc:
-            read_arff(p, label_names=["A"])
-    assert "o.arff, line 7: feature 'y' has value 1e+39, which overflows float32" in str(exc.value)
 
 
 # ------------------------------------------------------------------------------- CSV
@@ -280,16 +214,6 @@ def test_npz_float32_overflow_names_row_and_column_without_a_warning(tmp_path, c
     assert "o.npz [X]: feature value 1e+300 at row 4, column 3 overflows float32" in err
 
 
-# ------------------------------------------------------------------- small datasets
-def test_cannot_hold_out_names_the_dataset(tmp_path):
-    p = tmp_path / "one.csv"
-    p.write_text("f1,a,b\n1,1,1\n")
-    ds = load_any(str(p), labels_last=2)
-    with pytest.raises(ConfigError) as exc:
-        prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
-    assert str(p) in str(exc.value) and "cannot hold out 20% of 1 examples" in str(exc.value)
-
-
 # ------------------------------------------------------- one label per row (issue 15)
 def _photos(tmp_path, n=30, labels=("cat", "dog", "sofa")):
     d = tmp_path / "photos"
@@ -362,77 +286,62 @@ def test_python_api_label_column_default_and_override(tmp_path):
     assert ds.has_full_labels and len(seen) == 1 and "looks like single-positive data" in seen[0]
 
 
-# ------------------------------------------------------------ Mulan folders by name
-def _mulan(root, name, split=True):
-    d = root / name
-    d.mkdir(parents=True)
-    (d / f"{name}.xml").write_text('<?xml version="1.0"?><labels xmlns="http://mulan.sourceforge.net/labels">'
-                                   '<label name="A"/><label name="B"/></labels>')
-    head = (f"@relation {name}\n@attribute x numeric\n@attribute y numeric\n@attribute A {{0,1}}\n"
-            "@attribute B {0,1}\n@data\n")
-    rows = "".join(f"{i},{i % 3},{i % 2},{int(i % 3 != 0)}\n" for i in range(20))
-    if split:
-        (d / f"{name}-train.arff").write_text(head + rows)
-        (d / f"{name}-test.arff").write_text(head + rows[:40])
-    else:
-        (d / f"{name}.arff").write_text(head + rows)
-    return d
+# Every loader on small fixtures written here, and on ../shared/data where present.
 
 
-def test_any_mulan_folder_under_the_data_root_is_found_by_name(tmp_path, capsys):
-    root = tmp_path / "data"
-    _mulan(root, "enron")
-    _mulan(root, "corel", split=False)
-    ds = load_dataset("enron", data_root=root)
-    assert ds.name == "enron" and set(ds.splits) == {"train", "test"} and ds.label_names == ["A", "B"]
-    assert len(ds.splits["train"]) == 20
-    ds = load_any("corel", data_root=root)
-    assert set(ds.splits) == {"train"} and ds.splits["train"].X.shape == (20, 2)
-    code, out, err = run(capsys, "prepare", "enron", "--data-root", root, "-o", tmp_path / "b")
-    assert code == 0, err
-    assert Bundle(tmp_path / "b").meta["name"] == "enron"
-    code, out, err = run(capsys, "datasets", "--data-root", root)
-    assert code == 0, err
-    rows = {line.split()[0]: line for line in out.splitlines()[1:] if line.strip()}
-    assert "train 20/test 5" in rows["enron"] and "train 20 " in rows["corel"] + " "
+def test_csv_wide_set_and_observed(tmp_path):
+    p = tmp_path / "wide.csv"
+    p.write_text("id,f1,f2,cat,dog\na,1,2,1,0\nb,3,4,1,1\n")
+    s, labels, feats = read_table(p, label_columns=["cat", "dog"], id_column="id")
+    assert labels == ["cat", "dog"] and feats == ["f1", "f2"] and s.Y.tolist() == [[True, False], [True, True]]
+    s2, labels2, _ = read_table(p, labels_last=2, id_column="id")
+    assert labels2 == labels
+    q = tmp_path / "set.tsv"
+    q.write_text("path\tlabels\nimg1.jpg\tcat\nimg2.jpg\tdog;-cat\n")
+    (tmp_path / "img1.jpg").touch(), (tmp_path / "img2.jpg").touch()  # image files must exist
+    s3, names, _ = read_table(q, label_set_column="labels", path_column="path", observed=True)
+    assert names == ["cat", "dog"] and s3.Z.tolist() == [[1, 0], [-1, 1]]
+    assert s3.paths[0] == str(tmp_path / "img1.jpg")
+    with pytest.raises(DataFormatError, match="line 3"):
+        read_table(q, label_set_column="labels", path_column="path")  # '-cat' without --observed
 
 
-def test_unknown_dataset_name_says_a_path_works(tmp_path, capsys):
-    with pytest.raises(UnknownNameError) as exc:
-        load_any("enron", data_root=tmp_path)
-    msg = str(exc.value)
-    assert msg.startswith("unknown dataset 'enron'; expected one of: birds,") and "yeast" in msg
-    assert "file or folder path" in msg and "enron-train.arff" in msg and str(tmp_path) in msg
-    code, out, err = run(capsys, "prepare", "enron", "-o", tmp_path / "b")
-    assert code == 2 and "file or folder path" in err and len(err.strip().splitlines()) == 1
+@pytest.mark.parametrize("content,msg,line", [
+    ("f1,l1\n1,2\n", "expected 0 or 1", 2),
+    ("f1,l1\nx,1\n", "expected a number", 2),
+    ("f1,l1\n1,1,3\n", "row has 3 fields", 2),
+    ("f1,l1\nnan,1\n", "non-finite", 2),
+])
+def test_csv_errors(tmp_path, content, msg, line):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    with pytest.raises(DataFormatError) as exc:
+        read_table(p, label_columns=["l1"])
+    assert msg in str(exc.value) and f"line {line}" in str(exc.value)
 
 
-# --------------------------------------------------------------- dataset statistics
-def _coco(root):
-    import json
-
-    ann = root / "annotations"
-    ann.mkdir(parents=True)
-    for split, n, unannotated in (("train", 4, 1), ("val", 2, 0)):
-        (root / f"{split}2017").mkdir()
-        images = [{"id": i, "file_name": f"{i}.jpg"} for i in range(n)]
-        anns = [{"image_id": i, "category_id": 1 + i % 2, "bbox": [0, 0, 2, 2]} for i in range(n - unannotated)]
-        (ann / f"instances_{split}2017.json").write_text(json.dumps(
-            {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}))
+def test_csv_needs_label_layout(tmp_path):
+    p = tmp_path / "a.csv"
+    p.write_text("f,l\n1,0\n")
+    with pytest.raises(DataFormatError, match="say where the labels are"):
+        read_table(p)
+    with pytest.raises(DataFormatError, match="matches no column"):
+        read_table(p, label_columns=["zz*"])
 
 
-def test_coco_loader_says_what_it_dropped(tmp_path):
-    from spmlkit.data.formats import load_coco_folder
-
-    _coco(tmp_path / "c")
-    ds = load_coco_folder(tmp_path / "c")
-    assert len(ds.splits["train"]) == 3 and len(ds.splits["test"]) == 2
-    assert ds.notes == ["dropped 1 of the 4 train images without annotations (as the SPML papers' preprocessing)"]
-
-
-def test_datasets_statistics_agree_with_the_loader(shared_data, capsys):
-    code, out, err = run(capsys, "datasets", "--data-root", shared_data)
-    assert code == 0, err
-    row = next(line for line in out.splitlines() if line.startswith("tiny-coco "))
-    assert "train 30/test 6" in row and "30 train / 6 test" in row and "32 train /" not in row
-    assert "dropped 2 of the 32 train images without annotations" in row
+def test_npz_single_and_official_split(tmp_path):
+    p = tmp_path / "d.npz"
+    np.savez(p, X=np.ones((4, 3)), Y=np.eye(4, 2), label_names=np.array(["a", "b"]))
+    ds = load_npz(p)
+    assert ds.label_names == ["a", "b"] and ds.splits["train"].Y.shape == (4, 2)
+    q = tmp_path / "s.npz"
+    np.savez(q, X_train=np.ones((4, 3)), Y_train=np.eye(4, 2), X_test=np.ones((2, 3)), Y_test=np.eye(2))
+    assert set(load_npz(q).splits) == {"train", "test"}
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, X=np.ones((4, 3)), Y=np.ones((3, 2)))
+    with pytest.raises(DataFormatError, match="4 rows but its labels have 3"):
+        load_npz(bad)
+    nan = tmp_path / "nan.npz"
+    np.savez(nan, X=np.array([[1.0], [np.inf]]), Y=np.ones((2, 1)))
+    with pytest.raises(DataFormatError, match="row 2"):
+        load_npz(nan)

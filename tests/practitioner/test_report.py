@@ -56,3 +56,30 @@ def test_report_on_observed_labels_says_so(tmp_path):
     assert f"| {default['rule']} (default) | {default['observed_recall']:.2f}% |" in report
     assert "| threshold 0.5 |" in report and "1 / observed recall@1 on" in report
     assert "precision cannot be measured" in report
+
+
+# Issue 15 §3: the default label-set rule without full labels is expected-k with k
+# known or estimated from the observations (1 / observed recall@1), not a fixed 0.5;
+# implausible sets (mean size > 2x away from k, > 50% empty) are warned about in the
+# Python API (LabelSetWarning), in `spml predict --labels` (one stderr line) and in the
+# run report.  Explicit `--threshold-rule threshold --threshold 0.5` stays available and
+# saved models keep their stored rule.
+
+
+def test_run_report_warns_about_implausible_default_sets(tmp_path):
+    from spmlkit.practitioner.report import label_set_quality, run_summary_lines, write_run_report
+
+    rng = np.random.default_rng(0)
+    P = rng.random((50, 6)) * 0.3  # no score reaches 0.5: every set empty under threshold 0.5
+    Z = np.zeros((50, 6), dtype=np.int8)
+    Z[np.arange(50), rng.integers(0, 6, 50)] = 1
+    rule = {"rule": "threshold", "threshold": 0.5, "k": 2.0, "k_estimate": 2.0, "k_source": "given"}
+    rows = label_set_quality(P, Z=Z, spec=rule)
+    assert rows[0]["default"] and rows[0]["empty_sets"] == 100.0
+    record = {"selection": "observed_map", "best_epoch": 1, "epochs_run": 1, "val_score": 1.0, "seconds": 0.0,
+              "label_sets": rule, "label_set_quality": rows}
+    write_run_report(tmp_path, result=record, config={"method": "an"}, bundle_meta={"has_full_labels": False},
+                     label_set_rows=rows, label_rule=rule)
+    report = (tmp_path / "report.md").read_text()
+    assert "> **Warning (threshold 0.5, the default rule, on the test split):** label sets look implausible" in report
+    assert any(line.startswith("warning: label sets look implausible") for line in run_summary_lines(record, tmp_path))

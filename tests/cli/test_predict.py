@@ -1,6 +1,8 @@
 """spml predict --labels / --proba, the threshold rules from the command line, and
 prediction from image files through the images extension's feature extractor."""
+import contextlib
 import csv
+import io
 import json
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 import spmlkit
 from spmlkit.cli import main
-from spmlkit.practitioner.labelsets import label_sets
+from spmlkit.practitioner.labelsets import (label_sets)
 
 NAMES = ["cat", "dog", "sofa"]
 
@@ -201,3 +203,124 @@ def test_id_column_names_the_identifier_column_of_a_features_csv(capsys, trained
                          "-o", tmp_path / "q.csv")
     assert code == 2 and err.count("\n") == 1
     assert "songs.csv" in err and "'track'" in err and not (tmp_path / "q.csv").exists()
+
+
+# Issue 15 §3: the default label-set rule without full labels is expected-k with k
+# known or estimated from the observations (1 / observed recall@1), not a fixed 0.5;
+# implausible sets (mean size > 2x away from k, > 50% empty) are warned about in the
+# Python API (LabelSetWarning), in `spml predict --labels` (one stderr line) and in the
+# run report.  Explicit `--threshold-rule threshold --threshold 0.5` stays available and
+# saved models keep their stored rule.
+
+
+RULE_NAMES = [f"l{i}" for i in range(12)]
+
+
+def single_positive_data(n, seed=0, L=12, D=8):
+    """Features with a learnable multi-label structure, 1-3 true labels per row, one
+    uniformly chosen observed positive per row."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(D, L))
+    X = rng.normal(size=(n, D))
+    S = X @ W + rng.normal(scale=0.5, size=(n, L))
+    sizes = rng.integers(1, 4, n)
+    Y = np.zeros((n, L), dtype=bool)
+    order = np.argsort(-S, axis=1)
+    for i in range(n):
+        Y[i, order[i, :sizes[i]]] = True
+    obs = np.array([rng.choice(np.flatnonzero(r)) for r in Y])
+    return X, Y, obs
+
+
+# ------------------------------------------------------------------- command line
+@pytest.fixture(scope="module")
+def observed_run(tmp_path_factory):
+    """An assume-negative model trained on a single-positive CSV (no full labels anywhere)."""
+    d = tmp_path_factory.mktemp("rule")
+    X, _, obs = single_positive_data(500)
+    Xn, _, _ = single_positive_data(60, seed=2)
+    with open(d / "own.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"f{j}" for j in range(X.shape[1])] + ["label"])
+        for x, o in zip(X, obs):
+            w.writerow([*x, RULE_NAMES[o]])
+    with open(d / "new.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id"] + [f"f{j}" for j in range(X.shape[1])])
+        for i, x in enumerate(Xn):
+            w.writerow([f"n{i}", *x])
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["prepare", str(d / "own.csv"), "--observed", "--label-column", "label", "-o",
+                     str(d / "b")]) == 0
+        assert main(["train", str(d / "b"), "-m", "an", "--lr", "0.01", "--epochs", "10", "--threads", "1",
+                     "-o", str(d / "r")]) == 0
+    return d, Xn
+
+
+def test_train_stores_expected_k_and_report_explains_it(observed_run):
+    d, _ = observed_run
+    meta = json.loads((d / "r" / "model" / "model.json").read_text())
+    assert meta["label_sets"]["rule"] == "expected_k"
+    assert "observed recall@1 on" in meta["label_sets"]["k_source"]
+    report = (d / "r" / "report.md").read_text()
+    assert "Default rule stored with the model: **expected-k (k=" in report
+    assert "Expected labels per example k =" in report and "Warning" not in report
+
+
+def test_predict_default_rule_and_warning_line_on_stderr(observed_run, tmp_path, capsys):
+    d, Xn = observed_run
+    model = spmlkit.load(d / "r")
+    assert main(["predict", str(d / "r"), str(d / "new.csv"), "--labels", "-o", str(tmp_path / "a.csv")]) == 0
+    out, err = capsys.readouterr()
+    assert "rule: expected-k" in out and err == ""
+    # the fixed threshold stays available explicitly; for assume-negative scores it gives empty sets
+    assert main(["predict", str(d / "r"), str(d / "new.csv"), "--labels", "--threshold-rule", "threshold",
+                 "--threshold", "0.5", "-o", str(tmp_path / "b.csv")]) == 0
+    out, err = capsys.readouterr()
+    with open(tmp_path / "b.csv", newline="") as fh:
+        rows = list(csv.reader(fh))[1:]
+    S = label_sets(model.predict_proba(Xn), rule="threshold", threshold=0.5)
+    assert [r[1] for r in rows] == [";".join(model.label_names[j] for j in np.flatnonzero(s)) for s in S]
+    assert err.count("\n") == 1 and err.startswith("spml: warning: label sets look implausible")
+    assert "empty" in err
+
+
+def test_saved_model_keeps_its_stored_rule(observed_run, tmp_path):
+    import shutil
+
+    d, Xn = observed_run
+    shutil.copytree(d / "r" / "model", tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    meta["label_sets"] = {"rule": "threshold", "threshold": 0.5}  # as written before issue 15
+    (tmp_path / "m" / "model.json").write_text(json.dumps(meta))
+    model = spmlkit.load(tmp_path / "m")
+    assert (model.predict(Xn) == (model.predict_proba(Xn) >= 0.5)).all()
+    del meta["label_sets"]  # older still: no stored rule at all -> threshold 0.5 as before
+    (tmp_path / "m" / "model.json").write_text(json.dumps(meta))
+    assert spmlkit.load(tmp_path / "m").label_sets == {"rule": "threshold", "threshold": 0.5}
+
+
+# The CLI end to end on tiny data, and every bad-input path ending in one clear line.
+
+
+@pytest.fixture
+def toy_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 4))
+    Y = (X[:, :3] + rng.normal(scale=0.3, size=(150, 3))) > 0
+    Y[~Y.any(1), 0] = True
+    p = tmp_path / "toy.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["f1", "f2", "f3", "f4", "a", "b", "c"])
+        for x, y in zip(X, Y.astype(int)):
+            w.writerow([*map(float, x), *y])
+    return p
+
+
+def test_shape_mismatch_on_predict(tmp_path, capsys, toy_csv):
+    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
+    run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 1, "-o", tmp_path / "r")
+    np.save(tmp_path / "wrong.npy", np.zeros((2, 7), dtype=np.float32))
+    code, _, err = run(capsys, "predict", tmp_path / "r", tmp_path / "wrong.npy", "-o", tmp_path / "o.csv")
+    assert code == 2 and "this model expects (N, 4)" in err and not (tmp_path / "o.csv").exists()

@@ -1,6 +1,5 @@
-"""PASCAL VOC 2007 in the official VOCdevkit layout (issue 23): the real data's class
-counts, a CI-sized copy of a few real images end to end, and the real-layout errors
-(a missing image, a list naming an unknown image) as one line with exit status 2."""
+"""The Pascal VOC loader (spmlkit.data.formats.voc): image lists and XML, the real
+VOC2007 where present, and missing or duplicated images refused in one line."""
 import shutil
 
 import numpy as np
@@ -121,3 +120,37 @@ def test_list_leaving_out_an_image_and_duplicates_are_refused(tmp_path):
     (main_dir / "dog_train.txt").write_text("000005 -1\n000007 1\n000005 1\n")
     with pytest.raises(DataFormatError, match="dog_train.txt, line 3: image id '000005' listed twice"):
         load_voc(tmp_path / "v")
+
+
+# Every loader on small fixtures written here, and on ../shared/data where present.
+
+
+def _voc(root, with_lists=True):
+    main = root / "VOC2012" / "ImageSets" / "Main"
+    main.mkdir(parents=True)
+    ann = root / "VOC2012" / "Annotations"
+    ann.mkdir()
+    objs = {"a1": [("dog", 0), ("cat", 1)], "a2": [("cat", 0)], "b1": [("dog", 0)]}
+    for i, o in objs.items():
+        ann.joinpath(f"{i}.xml").write_text("<annotation>" + "".join(
+            f"<object><name>{n}</name><difficult>{d}</difficult></object>" for n, d in o) + "</annotation>")
+    if with_lists:
+        main.joinpath("cat_train.txt").write_text("a1  0\na2  1\n")
+        main.joinpath("dog_train.txt").write_text("a1  1\na2 -1\n")
+        main.joinpath("cat_val.txt").write_text("b1 -1\n")
+        main.joinpath("dog_val.txt").write_text("b1  1\n")
+    else:
+        main.joinpath("train.txt").write_text("a1\na2\n")
+        main.joinpath("val.txt").write_text("b1\n")
+
+
+def test_voc_lists_and_xml(tmp_path):
+    _voc(tmp_path / "l")
+    ds = load_voc(tmp_path / "l")
+    assert ds.label_names == ["cat", "dog"]
+    assert ds.splits["train"].Y.tolist() == [[False, True], [True, False]]  # difficult (0) is negative
+    assert ds.splits["test"].Y.tolist() == [[False, True]]
+    assert ds.splits["train"].paths[0].endswith("JPEGImages/a1.jpg")
+    _voc(tmp_path / "x", with_lists=False)
+    dx = load_voc(tmp_path / "x")
+    assert dx.splits["train"].Y[:, dx.label_names.index("cat")].tolist() == [False, True]  # difficult skipped

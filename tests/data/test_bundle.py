@@ -1,9 +1,10 @@
+
 import numpy as np
 import pytest
 
-from tests.helpers.factories import make_toy_dataset
-from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
+from spmlkit.data import Bundle, MultiLabelDataset, Split, load_any, prepare_bundle
 from spmlkit.errors import ConfigError, SpmlError
+from tests.helpers.factories import make_toy_dataset
 
 
 def test_split_rules_and_stored_observations(tmp_path):
@@ -75,3 +76,43 @@ def test_failed_prepare_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         prepare_bundle(make_toy_dataset(), tmp_path / "b", log=lambda m: None)
     assert list(tmp_path.iterdir()) == []  # no bundle and no temporary folder left behind
+
+
+# Biased ("realistic") single positives: the kept positive is the most frequent, the least
+# frequent or the largest-object label of each example (spmlkit.labels), and COCO's
+# largest-instance areas that feed the last one (data/formats/coco.py).
+
+
+def test_bundle_keeps_areas_for_the_largest_regime(tmp_path):
+    """The areas travel with the prepared bundle (subset with the split), so the regime works
+    from ``spml prepare --regime`` and from a training override (``spml bench --regime``)."""
+    from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
+
+    rng = np.random.default_rng(1)
+    Y = rng.random((40, 4)) < 0.5
+    Y[~Y.any(1), 0] = True
+    A = np.where(Y, rng.random((40, 4)) * 100, 0.0)
+    ds = MultiLabelDataset("toy", list("abcd"), {"train": Split(X=rng.normal(size=(40, 3)), Y=Y, areas=A)})
+    b = prepare_bundle(ds, tmp_path / "b", regime="single_positive_largest", seed=0, log=lambda m: None)
+    rows = np.asarray(np.load(b.path / "train" / "index.npy"))
+    assert np.allclose(b.areas("train"), A[rows])
+    Z = b.observations("train")
+    assert b.regime == "single_positive_largest"
+    assert (np.argmax(Z == 1, axis=1) == np.argmax(A[rows], axis=1)).all()
+    b2 = prepare_bundle(ds, tmp_path / "b2", seed=0, log=lambda m: None)  # uniform regime first
+    assert np.array_equal(b2.observations("train", "single_positive_largest"), Z)  # generated on demand
+
+
+# Input readers refuse bad input in one line (issue 14 §3-4) and the new-user traps of
+# issue 15: one label per row read as full labels, Mulan folders not found by name,
+# dataset statistics that disagree with what the loader keeps.
+
+
+# ------------------------------------------------------------------- small datasets
+def test_cannot_hold_out_names_the_dataset(tmp_path):
+    p = tmp_path / "one.csv"
+    p.write_text("f1,a,b\n1,1,1\n")
+    ds = load_any(str(p), labels_last=2)
+    with pytest.raises(ConfigError) as exc:
+        prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    assert str(p) in str(exc.value) and "cannot hold out 20% of 1 examples" in str(exc.value)

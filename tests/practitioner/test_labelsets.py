@@ -1,11 +1,15 @@
 """From probabilities to label sets: every rule on fabricated probabilities, with the
 expected sets worked out by hand."""
+
 import numpy as np
 import pytest
 
+import spmlkit
 from spmlkit.errors import ConfigError, UnknownNameError
-from spmlkit.practitioner.labelsets import (choose_rule, estimate_k, expected_k_sets, format_label_sets, label_sets, observed_set_scores,
-                               round_k, threshold_sets, top_k_sets, tune_label_thresholds)
+from spmlkit.practitioner.labelsets import (choose_rule, default_rule, estimate_k, estimate_k_observed,
+                                            expected_k_sets, format_label_sets, label_set_warning, label_sets,
+                                            observed_set_scores, round_k, threshold_sets, top_k_sets,
+                                            tune_label_thresholds)
 
 P = np.array([[0.90, 0.60, 0.10, 0.50],
               [0.20, 0.30, 0.40, 0.10],
@@ -138,3 +142,55 @@ def test_format_and_observed_scores():
     # observed positives: (0,1) predicted, (1,0) not, (2,3) not -> 1/3; negatives (1,3) no, (2,2) yes -> 1/2
     assert sc["observed_recall"] == pytest.approx(100 / 3) and sc["observed_negative_rate"] == pytest.approx(50.0)
     assert sc["empty_sets"] == pytest.approx(100 / 3) and sc["mean_predicted_labels"] == pytest.approx(2.0)
+
+
+# Issue 15 §3: the default label-set rule without full labels is expected-k with k
+# known or estimated from the observations (1 / observed recall@1), not a fixed 0.5;
+# implausible sets (mean size > 2x away from k, > 50% empty) are warned about in the
+# Python API (LabelSetWarning), in `spml predict --labels` (one stderr line) and in the
+# run report.  Explicit `--threshold-rule threshold --threshold 0.5` stays available and
+# saved models keep their stored rule.
+
+
+# ------------------------------------------------------------------ the estimator of k
+def test_estimate_k_observed_is_the_harmonic_mean_of_set_sizes_under_perfect_ranking():
+    rng = np.random.default_rng(0)
+    N, L = 20000, 10
+    sizes = rng.integers(1, 6, N)
+    Y = np.zeros((N, L), dtype=bool)
+    for i in range(N):
+        Y[i, rng.choice(L, sizes[i], replace=False)] = True
+    P = Y + 0.01 * rng.random((N, L))  # every true label above every false one
+    Z = np.zeros((N, L), dtype=np.int8)
+    Z[np.arange(N), [rng.choice(np.flatnonzero(r)) for r in Y]] = 1
+    k_hat = estimate_k_observed(Z, P)
+    assert k_hat == pytest.approx(1 / np.mean(1 / sizes), rel=0.03)
+    assert k_hat < sizes.mean()  # harmonic <= arithmetic mean
+    # a model that never ranks the observed label first gives the largest k (clipped to L)
+    assert estimate_k_observed(Z, -P) == L
+    with pytest.raises(spmlkit.errors.ConfigError, match="no observed positive"):
+        estimate_k_observed(np.zeros((3, L)), P[:3])
+
+
+def test_default_rule_precedence():
+    Z = np.eye(3, dtype=np.int8)
+    P = np.array([[.9, .1, .2], [.8, .7, .1], [.1, .2, .3]])  # 2 of 3 observed labels on top
+    known = default_rule(k=2.4, k_source="given", Z=Z, P=P)
+    assert known["rule"] == "expected_k" and known["k"] == 2.4 and known["k_source"] == "given"
+    est = default_rule(Z=Z, P=P)
+    assert est["rule"] == "expected_k" and est["k"] == pytest.approx(1.5) and "observed recall@1" in est["k_source"]
+    assert default_rule() == {"rule": "top_k", "k": 1, "k_source": None}  # nothing to estimate from
+
+
+def test_label_set_warning_thresholds():
+    full = np.ones((10, 6), dtype=bool)
+    assert "6.00 labels per example" in label_set_warning(full, k=2.0)   # 3x too many
+    assert label_set_warning(full[:, :4], k=2.0) is None                 # exactly 2x: fine
+    one = np.zeros((10, 6), dtype=bool)
+    one[:, 0] = True
+    assert "more than 2x away" in label_set_warning(one, k=2.5)          # 2.5x too few
+    empty = one.copy()
+    empty[:6] = False
+    assert "60% of the sets are empty" in label_set_warning(empty)       # no k: only the empty check
+    empty[:1] = True
+    assert label_set_warning(empty) is None                              # 50% empty: not "more than half"

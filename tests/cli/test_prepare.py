@@ -152,3 +152,37 @@ def test_observed_npz_and_wide_csv(tmp_path, capsys):
     code, out, err = run(capsys, "prepare", tmp_path / "w.csv", "--observed", "--labels-last", 2, "-o", tmp_path / "c")
     assert code == 0, err
     assert not Bundle(tmp_path / "c").has_full_labels
+
+
+# Biased ("realistic") single positives: the kept positive is the most frequent, the least
+# frequent or the largest-object label of each example (spmlkit.labels), and COCO's
+# largest-instance areas that feed the last one (data/formats/coco.py).
+
+
+def test_prepare_accepts_the_short_names_of_biased_regimes(tmp_path, capsys):
+    import json
+
+    from spmlkit.cli import main
+
+    assert main(["prepare", "yeast", "-o", str(tmp_path / "b"), "--regime", "1p-rare"]) == 0
+    assert json.loads((tmp_path / "b" / "meta.json").read_text())["regime"] == "single_positive_least_frequent"
+    with pytest.raises(SystemExit) as e:
+        main(["prepare", "yeast", "-o", str(tmp_path / "c"), "--regime", "1p-nope"])
+    assert e.value.code == 2 and "unknown observation regime '1p-nope'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+# The CLI end to end on tiny data, and every bad-input path ending in one clear line.
+
+
+@pytest.mark.parametrize("content,msg", [
+    ("f1,a\n1,2\n", "bad.csv, line 2: label column 'a' has value '2'; expected 0 or 1"),
+    ("f1,a\nnan,1\n", "bad.csv, line 2: feature column 'f1' has non-finite value"),
+    ("f1,a\n1\n", "bad.csv, line 2: row has 1 fields; the header has 2"),
+])
+def test_bad_files_give_one_line_errors(tmp_path, capsys, content, msg):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    code, out, err = run(capsys, "prepare", p, "-o", tmp_path / "b", "--labels-last", 1)
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "b").exists()

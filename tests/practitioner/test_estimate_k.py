@@ -4,7 +4,6 @@ import itertools
 import numpy as np
 import pytest
 
-from spmlkit.cli import main
 from spmlkit.errors import ConfigError
 from spmlkit.practitioner.estimate_k import bootstrap_k_intervals, sample_without_replacement
 
@@ -52,19 +51,3 @@ def test_bad_input():
         bootstrap_k_intervals(np.zeros((0, 3)), rng=np.random.default_rng(0))
     with pytest.raises(ConfigError):
         bootstrap_k_intervals(np.ones((4, 3)), (2,), rng=np.random.default_rng(0), trials=0)
-
-
-def test_cli_on_builtin_dataset_and_bundle(capsys, yeast_bundle):
-    assert main(["estimate-k", "yeast", "--trials", "2000", "--m", "5", "25"]) == 0
-    out = capsys.readouterr().out
-    assert "k* = 4.228" in out  # Yeast's 1,500 official training examples
-    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("5 ", "25 "))]
-    assert [r[0] for r in rows] == ["5", "25"]
-    assert main(["estimate-k", str(yeast_bundle.path), "--trials", "1000", "--json"]) == 0
-    import json
-
-    d = json.loads(capsys.readouterr().out)
-    assert [i["m"] for i in d["intervals"]] == [5, 10, 25]
-    assert d["k_star"] == pytest.approx(float(yeast_bundle.labels("train").sum(1).mean()))
-    assert main(["estimate-k", str(yeast_bundle.path), "--m", "100000", "--trials", "10"]) == 2
-    assert "without replacement" in capsys.readouterr().err
