@@ -23,7 +23,7 @@ SHARED_DATA = Path(os.environ.get("SPMLKIT_SHARED_DATA", REPO.parent / "shared" 
 def _cpu_unless_marked_gpu(request, monkeypatch):
     """The ordinary suite runs on the CPU even on a machine with a GPU (issue 28, item 8):
     its equality tests compare with CPU-exact numbers, and ``device="auto"`` would pick
-    CUDA there.  Only tests marked ``gpu`` (tests/test_gpu.py) see CUDA.  In this process
+    CUDA there.  Only tests marked ``gpu`` (tests/devices/test_gpu.py) see CUDA.  In this process
     CUDA is reported absent (what ``device.resolve_device`` and the distributed helpers
     ask); subprocesses started by a test (the CLI, torchrun) inherit
     ``CUDA_VISIBLE_DEVICES=""`` and see no GPU either.  Tests that fake a GPU patch these

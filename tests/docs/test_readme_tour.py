@@ -13,7 +13,6 @@ import pytest
 from tests.helpers import REPO
 
 
-
 def tour_commands() -> list[str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("## A tour of the CLI", 1)[1]

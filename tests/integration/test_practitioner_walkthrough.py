@@ -14,7 +14,6 @@ from spmlkit.cli import main
 from tests.helpers import REPO
 
 
-
 def thumbnails(paths, *, backbone, image_size, **options):
     """Stand-in extractor: a 4x4 RGB thumbnail and an 8-bin grey histogram."""
     from PIL import Image

@@ -23,6 +23,15 @@ import torch
 from spmlkit.config import TrainConfig
 from tests.helpers.training_checks import host_reads_during
 
+
+# ============================================================================ issue 28
+# The GPU path reviewed before any GPU ran it: what only a GPU can show.  (The CPU
+# stand-ins of every item are in tests/devices/test_device_review.py.)
+import os
+import warnings
+
+from tests.helpers.image_fixtures import tiny_digits_bundle
+
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -141,15 +150,6 @@ def test_a_cuda_checkpoint_resumes_and_predicts_on_the_cpu(toy_bundle, tmp_path)
     model = load_model(out / "model")
     P = model.predict_proba(toy_bundle.features("test"))
     assert np.isfinite(P).all()
-
-
-# ============================================================================ issue 28
-# The GPU path reviewed before any GPU ran it: what only a GPU can show.  (The CPU
-# stand-ins of every item are in tests/test_device_review.py.)
-import os
-import warnings
-
-from tests.helpers.image_fixtures import tiny_digits_bundle
 
 
 def test_gpu_tests_see_cuda_while_the_rest_of_the_suite_is_pinned_to_the_cpu():

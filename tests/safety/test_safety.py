@@ -22,7 +22,6 @@ import torch
 from spmlkit.cli import main
 
 
-
 class Payload:
     """Creates ``path`` when unpickled: proves whether a load executed code."""
 

@@ -1,6 +1,6 @@
 """Issue 28: the GPU path reviewed before any GPU runs it.  Every check here runs on the
 CPU with stand-ins for CUDA (the ``meta`` device, a faked ``mem_get_info`` / device count,
-a tensor that reports ``cuda``); the checks only a GPU can make are in tests/test_gpu.py.
+a tensor that reports ``cuda``); the checks only a GPU can make are in tests/devices/test_gpu.py.
 Each test failed on the code before its fix."""
 from __future__ import annotations
 
@@ -451,7 +451,7 @@ def test_a_grid_worker_runs_on_its_own_gpu(monkeypatch):
 def test_extraction_writes_its_progress_marker_every_few_batches(tmp_path, monkeypatch):
     """The progress marker (an fsync'd file) and the flush of the memory map come every
     ``PROGRESS_EVERY`` batches and at the end of a split, not after every batch; a killed
-    extraction still resumes from the last marker (tests/test_feature_cache.py)."""
+    extraction still resumes from the last marker (tests/features/test_extract.py)."""
     import spmlkit.features.extract as ex
     from tests.helpers.image_fixtures import tiny_digits_bundle
 
