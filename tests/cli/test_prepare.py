@@ -7,6 +7,7 @@ import pytest
 
 from spmlkit.cli import main
 from spmlkit.data import Bundle
+from tests.helpers.factories import single_positive
 
 LABELS = ["cat", "dog", "sofa"]
 
@@ -138,8 +139,7 @@ def test_validation_file_with_an_unknown_label(tmp_path, capsys, own):
 def test_observed_npz_and_wide_csv(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
-    Z = np.zeros((60, 4), dtype=np.int8)
-    Z[np.arange(60), rng.integers(0, 4, 60)] = 1
+    Z = single_positive(60, 4, rng)
     Z[::5, 3] = -1  # some observed negatives
     Z[::5, :3] = np.where(Z[::5, :3] == 1, 1, 0)
     np.savez(tmp_path / "own.npz", X=X, Y=Z)

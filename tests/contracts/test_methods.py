@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from spmlkit.methods import METHODS, build_method, get_method_spec
-from spmlkit.methods.base import Batch, TrainContext
+from spmlkit.methods.base import Batch
 from spmlkit.models.heads import build_head
+from tests.helpers.factories import single_positive, train_context
 
 get_method_spec("an")  # discovers every method module
 LINEAR = sorted(n for n, s in METHODS.items() if s.setting != "finetune")
@@ -23,9 +24,7 @@ G, N, B, D, L = 2, 24, 6, 7, 5
 def data(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     X = torch.randn(N, D, generator=g)
-    Z = torch.zeros(N, L, dtype=torch.int8)
-    Z[torch.arange(N), torch.randint(0, L, (N,), generator=g)] = 1
-    return X, Z
+    return X, single_positive(N, L, g)
 
 
 def setup(name: str, seed: int = 0):
@@ -38,9 +37,7 @@ def setup(name: str, seed: int = 0):
     elif spec.regime == "single_positive_all_negatives":
         Z = torch.where(Z == 1, Z, torch.full_like(Z, -1))
     method = build_method(name, **params)
-    ctx = TrainContext(n_train=N, n_labels=L, observed=Z, n_members=G, expected_positives=2.0,
-                       base_lrs=(1e-3, 1e-2), seeds=(0, 1), epochs=3)
-    method.setup(ctx)
+    method.setup(train_context(Z, G=G, expected_positives=2.0, base_lrs=(1e-3, 1e-2), seeds=(0, 1), epochs=3))
     gens = [torch.Generator().manual_seed(seed + i) for i in range(G)]
     model = build_head("linear", D, L, gens)
     return method, model, X, Z

@@ -4,7 +4,7 @@ import pytest
 
 from spmlkit.data import Bundle, MultiLabelDataset, Split, load_any, prepare_bundle
 from spmlkit.errors import ConfigError, SpmlError
-from tests.helpers.factories import make_toy_dataset
+from tests.helpers.factories import make_toy_dataset, single_positive
 
 
 def test_split_rules_and_stored_observations(tmp_path):
@@ -46,8 +46,7 @@ def test_seeded_split(tmp_path):
 
 def test_observed_only_bundle(tmp_path):
     rng = np.random.default_rng(0)
-    Z = np.zeros((50, 4), dtype=np.int8)
-    Z[np.arange(50), rng.integers(0, 4, 50)] = 1
+    Z = single_positive(50, 4, rng)
     ds = MultiLabelDataset("own", list("abcd"), {"train": Split(X=rng.normal(size=(50, 3)), Z=Z)})
     b = prepare_bundle(ds, tmp_path / "o", log=lambda m: None)
     assert not b.has_full_labels and b.regime == "observed" and b.labels("train") is None

@@ -20,6 +20,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from tests.helpers.device_trap import device_trap
 from tests.helpers.training_checks import host_reads_during
+from tests.helpers.factories import train_context
 
 
 def _no_cuda(monkeypatch):
@@ -167,7 +168,6 @@ def test_no_host_synchronisation_on_the_prefetching_path(toy_bundle, monkeypatch
     copied one step ahead): no host synchronisation inside an epoch, and the same
     batches as the direct path."""
     from spmlkit.methods import build_method
-    from spmlkit.methods.base import TrainContext
     from spmlkit.training.linear import FeatureStore, LinearLearner
     from spmlkit.training.loop import train_epoch
 
@@ -182,7 +182,7 @@ def test_no_host_synchronisation_on_the_prefetching_path(toy_bundle, monkeypatch
     for a, b in zip(direct.batches(1), ahead.batches(1)):
         assert torch.equal(a.inputs, b.inputs) and torch.equal(a.index, b.index)
     method = build_method("an")
-    method.setup(TrainContext(n_train=len(Z), n_labels=Z.shape[1], observed=ahead.observed, n_members=2))
+    method.setup(train_context(ahead.observed, G=2))
     (loss_sum, n_steps), calls = host_reads_during(monkeypatch, lambda: train_epoch(ahead, method, 1))
     assert n_steps == 12 and loss_sum.shape == (2,)
     assert calls == [], f"host synchronisation in the training loop: {calls[:5]}"

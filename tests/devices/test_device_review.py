@@ -12,6 +12,7 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
+from tests.helpers.factories import train_context
 
 
 # ------------------------------------------------------------------ item 8: the suite is pinned to the CPU
@@ -25,11 +26,10 @@ def test_the_ordinary_suite_is_pinned_to_the_cpu():
 
 # ------------------------------------------------------------------ item 1: state loaded onto the run's device
 def _ctx(device, G=1, N=6, L=3):
-    from spmlkit.methods.base import TrainContext
 
     obs = torch.zeros(N, L, dtype=torch.int8)
     obs[torch.arange(N), torch.arange(N) % L] = 1
-    return TrainContext(n_train=N, n_labels=L, observed=obs, n_members=G, device=torch.device(device), epochs=4)
+    return train_context(obs, G=G, device=torch.device(device), epochs=4)
 
 
 def test_lac_queue_resumes_on_the_runs_device():
@@ -294,7 +294,6 @@ def test_no_host_synchronisation_in_a_linear_epoch_of_the_stateless_losses(toy_b
     a blocking copy at every step on a GPU."""
     from tests.helpers.cuda_standin import host_syncs_during
     from spmlkit.methods import build_method
-    from spmlkit.methods.base import TrainContext
     from spmlkit.training.linear import FeatureStore, LinearLearner
     from spmlkit.training.loop import train_epoch
 
@@ -305,8 +304,7 @@ def test_no_host_synchronisation_in_a_linear_epoch_of_the_stateless_losses(toy_b
     stores["train"].on_device = False
     learner = LinearLearner(stores, Z, lrs=[1e-2, 1e-3], seeds=[0, 1], batch_size=8, n_labels=Z.shape[1])
     m = build_method(method)
-    m.setup(TrainContext(n_train=len(Z), n_labels=Z.shape[1], observed=learner.observed, n_members=2,
-                         expected_positives=1.5))
+    m.setup(train_context(learner.observed, G=2, expected_positives=1.5))
     (loss_sum, n_steps), calls = host_syncs_during(monkeypatch, lambda: train_epoch(learner, m, 1))
     assert n_steps == 12 and calls == [], f"host synchronisation in the training loop: {calls[:8]}"
 

@@ -31,6 +31,7 @@ import os
 import warnings
 
 from tests.helpers.image_fixtures import tiny_digits_bundle
+from tests.helpers.factories import train_context
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -101,7 +102,6 @@ def test_features_on_the_device_and_from_pinned_host_memory_agree(toy_bundle):
 
 def test_no_host_synchronisation_inside_a_cuda_epoch(toy_bundle, monkeypatch):
     from spmlkit.methods import build_method
-    from spmlkit.methods.base import TrainContext
     from spmlkit.training.linear import FeatureStore, LinearLearner
     from spmlkit.training.loop import train_epoch
 
@@ -110,8 +110,7 @@ def test_no_host_synchronisation_inside_a_cuda_epoch(toy_bundle, monkeypatch):
     stores = {s: FeatureStore(toy_bundle.features(s), device=dev) for s in ("train", "val", "test")}
     learner = LinearLearner(stores, Z, lrs=[1e-2, 1e-3], seeds=[0, 1], batch_size=8, n_labels=Z.shape[1], device=dev)
     method = build_method("an")
-    method.setup(TrainContext(n_train=len(Z), n_labels=Z.shape[1], observed=learner.observed, n_members=2,
-                              device=dev))
+    method.setup(train_context(learner.observed, G=2, device=dev))
     (loss_sum, n_steps), calls = host_reads_during(monkeypatch, lambda: train_epoch(learner, method, 1))
     assert n_steps == 12 and loss_sum.device.type == "cuda"
     assert calls == [], f"host synchronisation in the training loop: {calls[:5]}"
@@ -185,7 +184,6 @@ class _SyncCount:
 
 def _linear_epoch(toy_bundle, method_name, *, on_device=True):
     from spmlkit.methods import build_method
-    from spmlkit.methods.base import TrainContext
     from spmlkit.training.linear import FeatureStore, LinearLearner
 
     dev = torch.device("cuda")
@@ -196,8 +194,8 @@ def _linear_epoch(toy_bundle, method_name, *, on_device=True):
     G = 2 if m.supports_members else 1
     learner = LinearLearner(stores, Z, lrs=[1e-2, 1e-3][:G], seeds=[0, 1][:G], batch_size=8, n_labels=Z.shape[1],
                             device=dev)
-    m.setup(TrainContext(n_train=len(Z), n_labels=Z.shape[1], observed=learner.observed, n_members=G, device=dev,
-                         expected_positives=1.5, base_lrs=(1e-2, 1e-3)[:G], seeds=(0, 1)[:G], epochs=3))
+    m.setup(train_context(learner.observed, G=G, device=dev, expected_positives=1.5, base_lrs=(1e-2, 1e-3)[:G],
+                          seeds=(0, 1)[:G], epochs=3))
     return learner, m
 
 

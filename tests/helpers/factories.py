@@ -41,3 +41,56 @@ def make_presence_only_dataset(n=120, n_background=80, d=6, L=5, seed=0):
     return MultiLabelDataset("toy-po", list(toy.label_names), {"train": Split(X=X, Z=Z),
                                                                 "test": Split(X=te.X, Y=te.Y, mask=mask)},
                              source="toy-po", background=True)
+
+
+# ------------------------------------------------------------------ observations and method parts
+# torch and spmlkit are imported inside the factories: conftest imports this module before
+# it sets OMP_WAIT_POLICY, which must happen before torch loads libgomp.
+def single_positive(n: int, n_labels: int, rng):
+    """Observations ``Z`` (``n × n_labels``, int8): one observed positive per row at a label
+    drawn uniformly by ``rng``, every other entry unobserved (0), Cole et al.'s
+    single-positive regime.  ``rng`` is a ``numpy.random.Generator`` (returns an array) or
+    a ``torch.Generator`` (returns a tensor); the caller may go on drawing from it."""
+    import torch
+
+    if isinstance(rng, torch.Generator):
+        Z = torch.zeros(n, n_labels, dtype=torch.int8)
+        Z[torch.arange(n), torch.randint(0, n_labels, (n,), generator=rng)] = 1
+        return Z
+    Z = np.zeros((n, n_labels), dtype=np.int8)
+    Z[np.arange(n), rng.integers(0, n_labels, n)] = 1
+    return Z
+
+
+def train_context(observed, *, G: int = 1, **fields):
+    """The :class:`~spmlkit.methods.base.TrainContext` a trainer gives a method training on
+    ``observed`` (``N × L``, +1/−1/0, an array or a tensor) with ``G`` stacked members;
+    ``fields`` sets the others (``epochs``, ``expected_positives``, ``device``, ...)."""
+    import torch
+
+    from spmlkit.methods.base import TrainContext
+
+    Z = torch.as_tensor(observed, dtype=torch.int8)
+    return TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, n_members=G, **fields)
+
+
+def setup_method(name: str, observed, G: int = 1, *, epochs: int | None = None, **params):
+    """``build_method(name, **params)`` set up on :func:`train_context` of ``observed``."""
+    from spmlkit.methods import build_method
+
+    method = build_method(name, **params)
+    method.setup(train_context(observed, G=G, **({} if epochs is None else {"epochs": epochs})))
+    return method
+
+
+def batch_of(observed, rows=None, G: int = 1):
+    """A :class:`~spmlkit.methods.base.Batch` without inputs: rows ``rows`` of ``observed``
+    (default: every row, in order) for each of ``G`` members."""
+    import torch
+
+    from spmlkit.methods.base import Batch
+
+    Z = torch.as_tensor(observed, dtype=torch.int8)
+    rows = torch.arange(Z.shape[0]) if rows is None else torch.as_tensor(rows)
+    idx = rows.view(1, -1).expand(G, -1)
+    return Batch(inputs=None, index=idx, observed=Z[idx])

@@ -83,15 +83,15 @@ def test_unknown_keywords_are_rejected():
 
 
 def test_role_without_k_speaks_python_from_python(tmp_path):
+    import torch
+
     from spmlkit.errors import ConfigError
     from spmlkit.methods import build_method
-    from spmlkit.methods.base import TrainContext
-
-    import torch
+    from tests.helpers.factories import train_context
 
     m = build_method("role")
     with pytest.raises(ConfigError, match=r"SPMLClassifier\(expected_positives=") as e:
-        m.setup(TrainContext(n_train=4, n_labels=3, observed=torch.zeros(4, 3, dtype=torch.int8)))
+        m.setup(train_context(torch.zeros(4, 3)))
     assert "TrainConfig(expected_positives=" in str(e.value)
 
 

@@ -8,13 +8,11 @@ from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
 from spmlkit.losses.opml import odds, opml, opml_soft
 from spmlkit.losses.zlpr import zlpr
+from tests.helpers.factories import single_positive
 
 
-def single_positive(B=6, L=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    Z = torch.zeros(B, L, dtype=torch.int8)
-    Z[torch.arange(B), torch.randint(0, L, (B,), generator=g)] = 1
-    return Z
+def single_positive_Z(B=6, L=5, seed=0):
+    return single_positive(B, L, torch.Generator().manual_seed(seed))
 
 
 def test_hand_computed():
@@ -40,7 +38,7 @@ def test_property2_positive_gradient_equals_bce_when_b_is_1(alpha):
     """Property 2: with b = 1 the gradient on the observed positive is BCE's, -(1 - sigmoid(s_p))."""
     torch.manual_seed(0)
     s = (torch.randn(6, 5) * 3).requires_grad_()
-    Z = single_positive()
+    Z = single_positive_Z()
     opml(s, Z, alpha=alpha, beta=0.5).sum().backward()
     pos = Z == 1
     want = -(1 - torch.sigmoid(s.detach()))[pos]
@@ -56,7 +54,7 @@ def test_property3_negative_gradients_bounded_and_share_one_unit(scale):
     (exactly: sum_U e^s / (1 + sum_U e^s); float64 so that 1 - e^-|s| is representable)."""
     torch.manual_seed(1)
     s = (torch.randn(6, 5, dtype=torch.float64) * scale).requires_grad_()
-    Z = single_positive()
+    Z = single_positive_Z()
     opml(s, Z, alpha=0.5, beta=0.3).sum().backward()
     unobs = Z == 0
     g = s.grad
@@ -69,7 +67,7 @@ def test_property4_full_label_form_with_one_positive_is_eq3():
     """Property 4: Eq. 6 with a single observed positive is Eq. 3: log(a + sum_U e^s) + log(b + e^-s_p)."""
     torch.manual_seed(2)
     s = torch.randn(6, 5, dtype=torch.float64)
-    Z = single_positive()
+    Z = single_positive_Z()
     a, b = odds(0.3, "alpha"), odds(0.7, "beta")
     sp = s[Z == 1]
     eq3 = torch.log(a + torch.where(Z == 0, s.exp(), torch.zeros_like(s)).sum(-1)) + torch.log(b + (-sp).exp())
@@ -83,7 +81,7 @@ def test_property5_soft_with_zero_targets_is_opml():
     """Property 5: soft OPML with every soft target 0 equals OPML."""
     torch.manual_seed(3)
     s = torch.randn(2, 6, 5)
-    Z = torch.stack([single_positive(), single_positive(seed=1)])
+    Z = torch.stack([single_positive_Z(), single_positive_Z(seed=1)])
     hard = opml(s, Z, alpha=0.2, beta=0.6)
     assert torch.allclose(opml_soft(s, Z, alpha=0.2, beta=0.6, soft_targets=torch.zeros_like(s)), hard)
     assert torch.allclose(opml_soft(s, Z, alpha=0.2, beta=0.6), hard)
@@ -127,7 +125,7 @@ def test_registered_with_hyperparameters():
 def test_members_are_independent():
     torch.manual_seed(4)
     s = torch.randn(3, 6, 5)
-    Z = torch.stack([single_positive(seed=i) for i in range(3)])
+    Z = torch.stack([single_positive_Z(seed=i) for i in range(3)])
     y = torch.rand(3, 6, 5)
     out = opml_soft(s, Z, alpha=0.3, soft_targets=y)
     assert out.shape == (3, 6, 1)

@@ -8,10 +8,11 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods import Batch, TrainContext, build_method
+from spmlkit.methods import Batch, build_method
 from spmlkit.methods.apl import AsymmetricPseudoLabeler
 from spmlkit.training import train_linear
 from tests.helpers.training_checks import members_and_separate_runs
+from tests.helpers.factories import single_positive, train_context
 
 N, L, G = 60, 4, 2
 T_T, T_W = 8, 3
@@ -19,15 +20,14 @@ T_T, T_W = 8, 3
 
 def observations(seed=0):
     rng = np.random.default_rng(seed)
-    Z = np.zeros((N, L), dtype=np.int8)
-    Z[np.arange(N), rng.integers(0, L, N)] = 1
+    Z = single_positive(N, L, rng)
     Z[(rng.random((N, L)) < 0.1) & (Z == 0)] = -1  # a few observed negatives (partial labels)
     return torch.from_numpy(Z)
 
 
 def make(Z, **kw):
     apl = AsymmetricPseudoLabeler(**kw)
-    apl.setup(TrainContext(n_train=N, n_labels=L, observed=Z, n_members=G, epochs=T_T))
+    apl.setup(train_context(Z, G=G, epochs=T_T))
     return apl
 
 
@@ -87,7 +87,7 @@ def test_members_are_independent():
     apl.on_epoch_end(T_W, lambda: probs)
     assert not torch.equal(apl.kind[0], apl.kind[1])
     solo = AsymmetricPseudoLabeler(warmup=T_W)
-    solo.setup(TrainContext(n_train=N, n_labels=L, observed=Z, n_members=1, epochs=T_T))
+    solo.setup(train_context(Z, epochs=T_T))
     solo.on_epoch_end(T_W, lambda: probs[1:])
     assert torch.equal(solo.kind[0], apl.kind[1]) and torch.equal(solo.target[0], apl.target[1])
 

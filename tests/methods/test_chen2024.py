@@ -5,16 +5,14 @@ import torch
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
-from spmlkit.methods import Batch, TrainContext, build_method
+from spmlkit.methods import Batch, build_method
 from spmlkit.methods.chen2024 import GRSchedule
 from spmlkit.training import train_linear
+from tests.helpers.factories import setup_method
 
 
 def setup(Z, epochs=10, G=1, **params):
-    m = build_method("gr", **params)
-    Z = torch.as_tensor(Z, dtype=torch.int8)
-    m.setup(TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, n_members=G, epochs=epochs))
-    return m
+    return setup_method("gr", Z, G, epochs=epochs, **params)
 
 
 def test_schedule_moves_linearly_from_start_to_end():

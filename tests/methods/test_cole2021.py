@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from spmlkit.config import TrainConfig
-from spmlkit.methods import METHODS, TrainContext, build_method, get_method_spec
+from spmlkit.methods import METHODS, build_method, get_method_spec
 from spmlkit.training import train_linear
+from tests.helpers.factories import train_context
 
 COLE = {"an-ls": "single_positive", "an-ls-asym": "single_positive", "wan": "single_positive",
         "epr": "single_positive", "pr": "single_positive", "role": "single_positive", "bce-ls": "full"}
@@ -26,7 +27,7 @@ def test_registered_with_regimes_and_defaults():
 def test_data_dependent_parameters_resolved_at_setup():
     Z = torch.zeros(10, 5, dtype=torch.int8)
     Z[:, 0] = 1
-    ctx = TrainContext(n_train=10, n_labels=5, observed=Z, expected_positives=1.4)
+    ctx = train_context(Z, expected_positives=1.4)
     wan = build_method("wan")
     wan.setup(ctx)
     assert wan.loss_params["gamma"] == 0.25 and wan.params["gamma"] == 0.25
@@ -36,7 +37,7 @@ def test_data_dependent_parameters_resolved_at_setup():
     epr = build_method("epr")
     epr.setup(ctx)
     assert epr.loss_params["k"] == 1.4
-    epr.setup(TrainContext(n_train=10, n_labels=5, observed=Z, expected_positives=2.0))  # re-setup on other data
+    epr.setup(train_context(Z, expected_positives=2.0))  # re-setup on other data
     assert epr.loss_params["k"] == 2.0
 
 

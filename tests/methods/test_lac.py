@@ -2,8 +2,9 @@ import pytest
 import torch
 
 from spmlkit.methods import build_method
-from spmlkit.methods.base import Batch, TrainContext
+from spmlkit.methods.base import Batch
 from spmlkit.methods.lac import MemoryQueue
+from tests.helpers.factories import train_context
 
 
 def test_queue_is_fifo_and_drops_the_oldest():
@@ -27,14 +28,14 @@ def test_queue_is_fifo_and_drops_the_oldest():
 def test_two_stages_and_thresholds():
     m = build_method("lac", stage1_epochs=2)
     st = m.state
-    m.setup(TrainContext(n_train=4, n_labels=3, observed=torch.zeros(4, 3, dtype=torch.int8), epochs=5))
+    m.setup(train_context(torch.zeros(4, 3), epochs=5))
     seen = []
     for e in range(1, 6):
         m.on_epoch_start(e)
         seen.append((st.stage, st.threshold))
     assert seen == [(1, 0.6), (1, 0.6), (2, 0.9), (2, 0.9), (2, 0.9)]
     default = build_method("lac")
-    default.setup(TrainContext(n_train=4, n_labels=3, observed=torch.zeros(4, 3, dtype=torch.int8), epochs=10))
+    default.setup(train_context(torch.zeros(4, 3), epochs=10))
     assert default.state.stage1_epochs == 5  # half of the fine-tuning epochs
 
 
@@ -62,7 +63,7 @@ def test_loss_terms_by_stage_and_queue_filled_after_the_step():
     torch.manual_seed(0)
     L = 3
     m = build_method("lac", stage1_epochs=1, queue_size=8)
-    m.setup(TrainContext(n_train=4, n_labels=L, observed=torch.zeros(4, L, dtype=torch.int8), epochs=2))
+    m.setup(train_context(torch.zeros(4, L), epochs=2))
     model = _ToyEmbedModel(L)
     obs = torch.tensor([[[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]], dtype=torch.int8)
     batch = Batch(inputs=torch.ones(4, 1), index=torch.arange(4).view(1, -1), observed=obs,

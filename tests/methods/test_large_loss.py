@@ -6,31 +6,17 @@ import torch.nn.functional as F
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
-from spmlkit.methods import Batch, TrainContext, build_method
+from spmlkit.methods import build_method
 from spmlkit.methods.large_loss import LargeLossModification
 from spmlkit.training import train_linear
 from tests.helpers.training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
+from tests.helpers.factories import batch_of, setup_method, single_positive
 
 AN = get_loss("an")
 
 
-def setup_method(name, observed, G=1, **params):
-    m = build_method(name, **params)
-    observed = torch.as_tensor(observed, dtype=torch.int8)
-    m.setup(TrainContext(n_train=observed.shape[0], n_labels=observed.shape[1], observed=observed, n_members=G))
-    return m
-
-
-def make_batch(Z, rows, G=1):
-    idx = torch.as_tensor(rows).view(1, -1).expand(G, -1)
-    return Batch(inputs=None, index=idx, observed=torch.as_tensor(Z, dtype=torch.int8)[idx])
-
-
 def single_positive_Z(N=4, L=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    Z = torch.zeros(N, L, dtype=torch.int8)
-    Z[torch.arange(N), torch.randint(0, L, (N,), generator=g)] = 1
-    return Z
+    return single_positive(N, L, torch.Generator().manual_seed(seed))
 
 
 # ------------------------------------------------------------------ k
@@ -58,7 +44,7 @@ def test_delta_zero_equals_an_loss():
     Z = single_positive_Z()
     m = setup_method("ll-r", Z, delta_rel=0.0)
     logits = torch.randn(1, 4, 5)
-    batch = make_batch(Z, range(4))
+    batch = batch_of(Z, range(4))
     for epoch in (1, 5, 30):
         m.on_epoch_start(epoch)
         assert torch.equal(m.loss_matrix(logits, batch), AN(logits, batch.observed))
@@ -79,7 +65,7 @@ def test_rejects_exactly_k_largest_unobserved_per_member():
     m = setup_method("ll-r", Z, G=G, delta_rel=0.1)
     m.on_epoch_start(3)  # k = ceil(20 * 2 * 0.1) = 4
     logits = torch.randn(G, B, L) * 3
-    batch = make_batch(Z, range(B), G=G)
+    batch = batch_of(Z, range(B), G=G)
     an = AN(logits, batch.observed)
     out = m.loss_matrix(logits, batch)
     for g in range(G):
@@ -99,7 +85,7 @@ def test_more_to_reject_than_unobserved_never_touches_observed():
         m = setup_method(name, Z, delta_rel=0.9)
         m.on_epoch_start(3)  # fraction min(1, 1.8) = 1 -> k = 6 > 3 unobserved
         logits = torch.randn(1, 2, 3)
-        batch = make_batch(Z, [0, 1])
+        batch = batch_of(Z, [0, 1])
         out = m.loss_matrix(logits, batch)
         pos = Z == 1
         assert torch.equal(out[0][pos], AN(logits, batch.observed)[0][pos])
@@ -115,7 +101,7 @@ def test_temporary_correction_is_bce_with_target_one():
     m = setup_method("ll-ct", Z, delta_rel=0.1)
     m.on_epoch_start(2)  # k = 2
     logits = torch.randn(1, 4, 5)
-    batch = make_batch(Z, range(4))
+    batch = batch_of(Z, range(4))
     an = AN(logits, batch.observed)
     out = m.loss_matrix(logits, batch)
     changed = out != an
@@ -126,7 +112,7 @@ def test_temporary_correction_is_bce_with_target_one():
 # ------------------------------------------------------------------ persistence
 def test_permanent_corrections_persist_and_temporary_do_not():
     Z = single_positive_Z(N=4, L=5)
-    batch = make_batch(Z, range(4))
+    batch = batch_of(Z, range(4))
     big = torch.full((1, 4, 5), -3.0)
     big[0, 0, 0 if Z[0, 0] == 0 else 1] = 5.0  # one unobserved entry with a large AN loss
     target = (0, 0 if Z[0, 0] == 0 else 1)
@@ -151,13 +137,13 @@ def test_permanent_state_per_member_and_resume():
     m = setup_method("ll-cp", Z, G=2, delta_rel=0.1)
     m.on_epoch_start(2)
     logits = torch.randn(2, 3, 4) * 4
-    m.loss_matrix(logits, make_batch(Z, [1, 3, 5], G=2))
+    m.loss_matrix(logits, batch_of(Z, [1, 3, 5], G=2))
     corrected = m.components[0].corrected
     assert corrected.shape == (2, 6, 4) and corrected.sum(dim=(1, 2)).tolist() == [2, 2]  # ceil(12 * 0.1) each
     for g in range(2):  # member g equals a separate run on its own logits
         alone = setup_method("ll-cp", Z, G=1, delta_rel=0.1)
         alone.on_epoch_start(2)
-        alone.loss_matrix(logits[g:g + 1], make_batch(Z, [1, 3, 5]))
+        alone.loss_matrix(logits[g:g + 1], batch_of(Z, [1, 3, 5]))
         assert torch.equal(alone.components[0].corrected[0], corrected[g])
     fresh = setup_method("ll-cp", Z, G=2, delta_rel=0.1)
     fresh.load_state_dict(m.state_dict())
@@ -170,11 +156,11 @@ def test_member_rows_are_independent_for_rejection():
     m = setup_method("ll-r", Z, G=3, delta_rel=0.2)
     m.on_epoch_start(2)
     logits = torch.randn(3, 4, 6)
-    out = m.loss_matrix(logits, make_batch(Z, range(4), G=3))
+    out = m.loss_matrix(logits, batch_of(Z, range(4), G=3))
     for g in range(3):
         one = setup_method("ll-r", Z, G=1, delta_rel=0.2)
         one.on_epoch_start(2)
-        assert torch.equal(one.loss_matrix(logits[g:g + 1], make_batch(Z, range(4)))[0], out[g])
+        assert torch.equal(one.loss_matrix(logits[g:g + 1], batch_of(Z, range(4)))[0], out[g])
 
 
 def test_needs_a_per_entry_loss():

@@ -10,18 +10,14 @@ from sklearn.metrics import average_precision_score
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.losses.opml import opml
-from spmlkit.methods import Batch, TrainContext, build_method, get_method_spec
+from spmlkit.methods import Batch, build_method, get_method_spec
 from spmlkit.methods.opml import (APLabelCorrection, APSmoothing, HighRankRegularizer, TrainingAP,
                                   top_n_per_column)
 from spmlkit.training import train_linear
 from tests.helpers.training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
+from tests.helpers.factories import train_context
 
 OPML_METHODS = ["zlpr", "opml", "opml-hr", "opml-soft", "opml-lc", "opml-sp"]
-
-
-def context(observed, G=1):
-    observed = torch.as_tensor(observed, dtype=torch.int8)
-    return TrainContext(n_train=observed.shape[0], n_labels=observed.shape[1], observed=observed, n_members=G)
 
 
 # ----------------------------------------------------------------- high rank
@@ -106,7 +102,7 @@ def test_training_ap_uses_observed_positives_like_sklearn():
     Z[rng.choice(40, 5, replace=False), 1] = 1  # label 2 has no observed positive -> AP 0
     probs = torch.from_numpy(rng.random((2, 40, 3))).float()
     ap = TrainingAP()
-    ap.setup(context(Z, G=2))
+    ap.setup(train_context(Z, G=2))
     got = ap.update(1, lambda: probs)
     for g in range(2):
         for j in range(2):
@@ -119,7 +115,7 @@ def test_training_ap_uses_observed_positives_like_sklearn():
 def test_smoothing_epoch1_is_plain_opml_then_ap_times_probability():
     Z = torch.tensor([[1, 0], [0, 1], [1, 0], [0, 0]], dtype=torch.int8)
     sm = APSmoothing(rho=2.0)
-    sm.setup(context(Z))
+    sm.setup(train_context(Z))
     logits = torch.tensor([[[1.0, -2.0], [0.5, 0.3]]])
     batch = Batch(inputs=None, index=torch.tensor([[0, 1]]), observed=Z[[0, 1]].unsqueeze(0))
     assert torch.equal(sm.batch_inputs(batch, logits)["soft_targets"], torch.zeros_like(logits))
@@ -135,7 +131,7 @@ def test_smoothing_epoch1_is_plain_opml_then_ap_times_probability():
 def test_soft_method_loss_equals_opml_in_epoch_1():
     Z = torch.tensor([[1, 0, 0], [0, 1, 0]], dtype=torch.int8)
     m = build_method("opml-soft", alpha=0.3)
-    m.setup(context(Z))
+    m.setup(train_context(Z))
     m.on_epoch_start(1)
     logits = torch.randn(1, 2, 3)
     batch = Batch(inputs=None, index=torch.tensor([[0, 1]]), observed=Z.unsqueeze(0))
@@ -148,7 +144,7 @@ def test_correction_budget_hand_computed():
     Z[:10, 0] = 1
     Z[:3, 1] = 1
     c = APLabelCorrection(r=0.1, kappa=2.0)
-    c.setup(context(Z))
+    c.setup(train_context(Z))
     # label 0: min(floor(0.1*100*(1-0.75)) = 2, 2*10 = 20) = 2; label 1: min(floor(10*0.9) = 9, 2*3 = 6) = 6
     assert c.budget(torch.tensor([[0.75, 0.1]])).tolist() == [[2, 6]]
 
@@ -165,7 +161,7 @@ def test_property7_low_ap_label_gets_more_corrections():
     probs[0, :20, 1] -= 1.0  # label 1: observed positives ranked last -> low AP
     probs = probs.clamp(0, 1)
     c = APLabelCorrection(r=0.05, kappa=1.0)
-    c.setup(context(Z))
+    c.setup(train_context(Z))
     c.on_epoch_end(1, lambda: probs)
     ap = c.ap.ap[0]
     assert ap[0] > 0.99 and ap[1] < 0.2
@@ -185,7 +181,7 @@ def test_correction_fed_to_loss_and_start_epoch():
     Z[5:10, 1] = 1
     probs = torch.rand(1, 50, 2)
     m = build_method("opml-lc", r=0.5, kappa=1.0, start_epoch=2)
-    m.setup(context(Z))
+    m.setup(train_context(Z))
     comp = m.components[0]
     m.on_epoch_end(1, lambda: probs)
     assert not comp.corrected.any()  # before start_epoch
@@ -209,7 +205,7 @@ def test_correction_recomputed_or_cumulative():
     p2[0, 3:] = p1[0, 3:].flip(0)  # observed positives still ranked last; other unobserved entries on top
     for cumulative in (False, True):
         c = APLabelCorrection(r=1.0, kappa=1.0, cumulative=cumulative)
-        c.setup(context(Z))
+        c.setup(train_context(Z))
         c.on_epoch_end(1, lambda: p1)
         first = c.corrected.clone()
         assert first.sum() == 3  # capped at kappa * N_obs

@@ -8,9 +8,10 @@ import torch
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
-from spmlkit.methods import Batch, TrainContext, build_method
+from spmlkit.methods import Batch, build_method
 from spmlkit.methods.pseudo_scores import load_pseudo_scores, pseudo_labels_from_scores
 from spmlkit.training import train_linear
+from tests.helpers.factories import train_context
 
 
 def teacher_scores(bundle, epochs=300):
@@ -65,7 +66,7 @@ def test_batch_inputs_follow_the_batch_rows(tmp_path):
     Z = torch.tensor([[0, 1], [1, 0], [1, 0]], dtype=torch.int8)
     np.save(tmp_path / "s.npy", S)
     m = build_method("vlpl", pseudo_scores=str(tmp_path / "s.npy"))
-    m.setup(TrainContext(n_train=3, n_labels=2, observed=Z, n_members=2))
+    m.setup(train_context(Z, G=2))
     idx = torch.tensor([[2, 0], [1, 2]])
     inputs = m.components[0].batch_inputs(Batch(inputs=None, index=idx, observed=Z[idx]), torch.zeros(2, 2, 2))
     assert inputs["pseudo_labels"].tolist() == [[[0, 1], [1, 0]], [[0, 1], [0, 1]]]
@@ -100,19 +101,19 @@ def test_scores_from_another_model_help(toy_bundle, tmp_path, name):
 def test_gpr_takes_k_from_the_data_only_when_regularised(tmp_path):
     Z = torch.tensor([[1, 0], [0, 1]], dtype=torch.int8)
     m = build_method("gpr")
-    m.setup(TrainContext(n_train=2, n_labels=2, observed=Z, expected_positives=1.5))
+    m.setup(train_context(Z, expected_positives=1.5))
     assert m.loss_params["k"] == 1.5
     m = build_method("gpr", reg=0.0)
-    m.setup(TrainContext(n_train=2, n_labels=2, observed=Z))
+    m.setup(train_context(Z))
     with pytest.raises(ConfigError, match="needs k"):
-        build_method("gpr").setup(TrainContext(n_train=2, n_labels=2, observed=Z))
+        build_method("gpr").setup(train_context(Z))
 
 
 def test_gpr_loss_matrix_uses_pseudo_labels(tmp_path):
     np.save(tmp_path / "s.npy", np.array([[0.1, 0.9, 0.2]]))
     Z = torch.tensor([[1, 0, 0]], dtype=torch.int8)
     m = build_method("gpr", pseudo_scores=str(tmp_path / "s.npy"), reg=0.0)
-    m.setup(TrainContext(n_train=1, n_labels=3, observed=Z, epochs=4))
+    m.setup(train_context(Z, epochs=4))
     m.on_epoch_start(1)
     s = torch.zeros(1, 1, 3)
     out = m.loss_matrix(s, Batch(inputs=None, index=torch.zeros(1, 1, dtype=torch.long), observed=Z[None]))

@@ -8,20 +8,19 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods import Batch, TrainContext, build_method
+from spmlkit.methods import Batch, build_method
 from spmlkit.methods.label_store import (LOGIT_OBSERVED_NEGATIVE, LOGIT_OBSERVED_POSITIVE, LOGIT_UNOBSERVED_BOUND,
                                          initial_logits, storage_bytes)
 from spmlkit.methods.role import LabelEstimator
 from spmlkit.training import train_linear
 from tests.helpers.training_checks import assert_resume_equals_uninterrupted, members_and_separate_runs
+from tests.helpers.factories import single_positive, train_context
 
 STORAGES = ["float32", "float16", "memmap", "factorised"]
 
 
 def observed_matrix(N=30, L=6, seed=0):
-    rng = np.random.default_rng(seed)
-    Z = np.zeros((N, L), dtype=np.int8)
-    Z[np.arange(N), rng.integers(0, L, N)] = 1
+    Z = single_positive(N, L, np.random.default_rng(seed))
     Z[:3, -1] = -1  # a few observed negatives
     Z[:3, 0] = np.where(Z[:3, -1] == -1, 1, Z[:3, 0])
     return Z
@@ -31,8 +30,7 @@ def make_estimator(Z, *, lrs=(1e-2,), seeds=None, **kw):
     kw.setdefault("adam", "rowwise")  # the row-wise semantics most tests below check; dense has its own tests
     G = len(lrs)
     est = LabelEstimator(**kw)
-    est.setup(TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=torch.from_numpy(Z), n_members=G,
-                           base_lrs=tuple(lrs), seeds=tuple(seeds if seeds is not None else [0] * G)))
+    est.setup(train_context(Z, G=G, base_lrs=tuple(lrs), seeds=tuple(seeds if seeds is not None else [0] * G)))
     return est
 
 
@@ -247,15 +245,15 @@ def test_member_state_and_init_logits(storage, tmp_path):
 # ----------------------------------------------------------------- method and k
 def test_method_needs_k():
     Z = torch.from_numpy(observed_matrix())
-    ctx = TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, expected_positives=None)
+    ctx = train_context(Z, expected_positives=None)
     for name in ("role", "epr"):
         with pytest.raises(ConfigError, match="needs k"):
             build_method(name).setup(ctx)
     m = build_method("role", k=2.0)
-    m.setup(TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, expected_positives=1.3))
+    m.setup(train_context(Z, expected_positives=1.3))
     assert m.loss_params["k"] == 2.0 and m.params["k"] == 2.0  # the factory argument wins
     m = build_method("role")
-    m.setup(TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, expected_positives=1.3))
+    m.setup(train_context(Z, expected_positives=1.3))
     assert m.loss_params["k"] == 1.3 and m.params["k"] == 1.3
     assert m.component(LabelEstimator).lrs.tolist() == [pytest.approx(1e-2)]  # 10 × the default 1e-3
 

@@ -6,25 +6,13 @@ from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
 from spmlkit.losses.robust_mlml import focal_margin_positive
-from spmlkit.methods import Batch, TrainContext, build_method
+from spmlkit.methods import build_method
 from spmlkit.methods.zhang2021 import SelfPacedCorrection
 from spmlkit.training import train_linear
 from tests.helpers.training_checks import assert_resume_equals_uninterrupted
+from tests.helpers.factories import batch_of, setup_method
 
 FM = get_loss("focal-margin")
-
-
-def setup(name, Z, G=1, **params):
-    m = build_method(name, **params)
-    Z = torch.as_tensor(Z, dtype=torch.int8)
-    m.setup(TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, n_members=G))
-    return m
-
-
-def batch_of(Z, G=1):
-    Z = torch.as_tensor(Z, dtype=torch.int8)
-    idx = torch.arange(Z.shape[0]).view(1, -1).expand(G, -1)
-    return Batch(inputs=None, index=idx, observed=Z[idx])
 
 
 def test_splc_switches_negatives_above_tau_after_warmup():
@@ -34,7 +22,7 @@ def test_splc_switches_negatives_above_tau_after_warmup():
     tau = 0.6
     logit = lambda p: torch.logit(torch.tensor(p)).item()  # noqa: E731
     s = torch.tensor([[[2.0, logit(0.9), logit(0.5), logit(0.61)]]])
-    m = setup("splc", Z, tau=tau)
+    m = setup_method("splc", Z, tau=tau)
     b = batch_of(Z)
     m.on_epoch_start(1)
     assert torch.allclose(m.loss_matrix(s, b), FM(s, b.observed))
@@ -50,7 +38,7 @@ def test_splc_switches_negatives_above_tau_after_warmup():
 
 def test_splc_correction_is_self_paced_not_remembered():
     Z = torch.tensor([[1, 0]], dtype=torch.int8)
-    m = setup("splc", Z)
+    m = setup_method("splc", Z)
     m.on_epoch_start(3)
     b = batch_of(Z)
     high = torch.tensor([[[1.0, 3.0]]])
@@ -64,11 +52,11 @@ def test_splc_members_are_independent():
     Z = torch.zeros(4, 5, dtype=torch.int8)
     Z[torch.arange(4), torch.tensor([0, 1, 2, 3])] = 1
     s = torch.randn(3, 4, 5) * 2
-    m = setup("splc", Z, G=3)
+    m = setup_method("splc", Z, G=3)
     m.on_epoch_start(2)
     out = m.loss_matrix(s, batch_of(Z, G=3))
     for g in range(3):
-        one = setup("splc", Z)
+        one = setup_method("splc", Z)
         one.on_epoch_start(2)
         assert torch.allclose(one.loss_matrix(s[g:g + 1], batch_of(Z))[0], out[g])
 
@@ -78,9 +66,9 @@ def test_splc_validation_and_state():
         build_method("splc", tau=1.5)
     with pytest.raises(ConfigError):
         SelfPacedCorrection(0.6, start_epoch=0)
-    m = setup("splc", torch.tensor([[1, 0]]))
+    m = setup_method("splc", torch.tensor([[1, 0]]))
     m.on_epoch_start(5)
-    fresh = setup("splc", torch.tensor([[1, 0]]))
+    fresh = setup_method("splc", torch.tensor([[1, 0]]))
     fresh.load_state_dict(m.state_dict())
     assert fresh.components[0].epoch == 5
 
@@ -88,7 +76,7 @@ def test_splc_validation_and_state():
 def test_hill_method_uses_the_hill_loss():
     Z = torch.tensor([[1, 0, 0]], dtype=torch.int8)
     s = torch.randn(1, 1, 3)
-    m = setup("hill", Z)
+    m = setup_method("hill", Z)
     assert torch.allclose(m.loss_matrix(s, batch_of(Z)), get_loss("hill")(s, Z[None]))
 
 

@@ -8,6 +8,7 @@ from PIL import Image
 from spmlkit.config import TrainConfig
 from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
 from spmlkit.practitioner.run import run_training
+from tests.helpers.factories import single_positive
 
 
 def test_report_and_curves_with_full_labels(toy_bundle, tmp_path):
@@ -71,8 +72,7 @@ def test_run_report_warns_about_implausible_default_sets(tmp_path):
 
     rng = np.random.default_rng(0)
     P = rng.random((50, 6)) * 0.3  # no score reaches 0.5: every set empty under threshold 0.5
-    Z = np.zeros((50, 6), dtype=np.int8)
-    Z[np.arange(50), rng.integers(0, 6, 50)] = 1
+    Z = single_positive(50, 6, rng)
     rule = {"rule": "threshold", "threshold": 0.5, "k": 2.0, "k_estimate": 2.0, "k_source": "given"}
     rows = label_set_quality(P, Z=Z, spec=rule)
     assert rows[0]["default"] and rows[0]["empty_sets"] == 100.0

@@ -9,6 +9,7 @@ import pytest
 from spmlkit.config import TrainConfig
 
 from tests.helpers.image_fixtures import tiny_digits_bundle
+from tests.helpers.factories import single_positive
 
 TINY = dict(setting="finetune", backbone="tiny-random", image_size=32, batch_size=8)
 
@@ -39,8 +40,7 @@ def _observed_only(seed=0, n=60, n_val=30, L=4, d=5):
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)).astype(np.float32)
-    Z = np.zeros((n, L), np.int8)
-    Z[np.arange(n), rng.integers(0, L, n)] = 1
+    Z = single_positive(n, L, rng)
     Y_val = rng.random((n_val, L)) < 0.5
     Y_val[~Y_val.any(1), 0] = True
     return ArrayBundle(X, Z, X_val=rng.normal(size=(n_val, d)).astype(np.float32), Y_val=Y_val), Y_val
