@@ -94,3 +94,59 @@ def batch_of(observed, rows=None, G: int = 1):
     rows = torch.arange(Z.shape[0]) if rows is None else torch.as_tensor(rows)
     idx = rows.view(1, -1).expand(G, -1)
     return Batch(inputs=None, index=idx, observed=Z[idx])
+
+
+class ToyLearner:
+    """The smallest learner :func:`spmlkit.training.loop.fit` drives (its ``Learner``
+    protocol): ``G`` stacked linear heads on fixed features ``X`` with observations ``Z``,
+    plain SGD, batches in a per-epoch seeded order (so a resumed run sees the same
+    batches).  ``splits`` maps split names to features (``"val"``, ``"train"``)."""
+
+    def __init__(self, X, Z, *, G: int = 2, lr: float = 0.5, batch_size: int = 4, seed: int = 0, splits=None):
+        import torch
+
+        from spmlkit.models.heads import build_head
+
+        self.X = torch.as_tensor(X, dtype=torch.float32)
+        self.Z = torch.as_tensor(Z, dtype=torch.int8)
+        self.splits = {"train": self.X, **{k: torch.as_tensor(v, dtype=torch.float32) for k, v in (splits or {}).items()}}
+        self.n_members, self.batch_size, self.seed = G, batch_size, seed
+        self.model = build_head("linear", self.X.shape[1], self.Z.shape[1],
+                                [torch.Generator().manual_seed(seed + g) for g in range(G)])
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
+
+    def batches(self, epoch: int):
+        import torch
+
+        from spmlkit.methods.base import Batch
+
+        order = torch.randperm(len(self.X), generator=torch.Generator().manual_seed(1000 * self.seed + epoch))
+        for rows in order.split(self.batch_size):
+            idx = rows.view(1, -1).expand(self.n_members, -1)
+            yield Batch(inputs=self.X[idx], index=idx, observed=self.Z[idx], distinct=True)
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad()
+
+    def step(self) -> None:
+        self.optimizer.step()
+
+    def scores(self, split: str):
+        return self.model(self.splits[split])
+
+    def member_state(self, g: int) -> dict:
+        return {k: v[g].detach().clone() for k, v in self.model.state_dict().items()}
+
+    def load_member_state(self, g: int, state: dict) -> None:
+        import torch
+
+        with torch.no_grad():
+            for k, v in self.model.state_dict().items():
+                v[g] = state[k]
+
+    def state_dict(self) -> dict:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
