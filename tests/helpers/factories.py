@@ -1,5 +1,10 @@
-"""Factories shared by the tests: small learnable datasets (the ``toy_bundle`` and
-``presence_bundle`` fixtures of ``tests/conftest.py`` prepare them into bundles)."""
+"""Factories shared by the tests (instead of a hand-built copy in each test file):
+
+* small learnable datasets (the ``toy_bundle`` and ``presence_bundle`` fixtures of
+  ``tests/conftest.py`` prepare them into bundles);
+* observations ``Z`` with one observed positive per row (Cole et al.'s single-positive
+  regime), the ``TrainContext`` a trainer gives a method, a set-up method and a batch;
+* :class:`ToyLearner`, the smallest learner :func:`spmlkit.training.loop.fit` drives."""
 from __future__ import annotations
 
 import numpy as np
