@@ -5,7 +5,7 @@ module, with no list to edit).  Every name table of spmlkit is one (issue 26): l
 (:data:`spmlkit.data.DATASETS`), backbones (:data:`spmlkit.features.BACKBONES`), heads
 (:data:`spmlkit.models.heads.HEADS`) and analyses
 (:data:`spmlkit.experiments.analyses.ANALYSES`); each kind has a ``register_<kind>``
-decorator and a contract test (tests/test_registries.py).
+decorator and a contract test (tests/test_registry.py).
 
 >>> r = Registry("colour", package=None)
 >>> r.add("red", 1, owner="a")

@@ -8,7 +8,7 @@ _FAMILY_ORDER = ("recipe", "cole2021", "zhou2022", "kim2022", "li2023", "su2022"
 
 #: methods whose loss is the same function as another's at the default hyper-parameters (same
 #: regime, no component): their bench rows are identical, so they are listed as aliases
-#: (tests/test_practitioner_day.py checks the losses agree)
+#: (tests/integration/test_practitioner_day.py checks the losses agree)
 SAME_AT_DEFAULTS = {"dw": "wan", "ls": "an-ls", "n-ls": "an-ls-asym", "opml": "zlpr"}
 
 

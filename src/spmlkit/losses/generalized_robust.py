@@ -24,7 +24,7 @@ detached prediction (no gradient flows through them) and are inputs of this loss
 and robust to the false negatives among the unobserved labels (Zhang & Sabuncu 2018).
 
 Special cases (Chen §3.2: former losses "seamlessly converted into our framework"),
-tested in ``tests/test_loss_generalized_robust.py``:
+tested in ``tests/losses/test_generalized_robust.py``:
 
 * ``k̂ = 0, v = 1, q₃ → 0``: assume negative (AN, Cole Eq. 8);
 * ``k̂ = 0, v = γ, q₃ → 0``: weak assume negative (WAN, Cole §5.1);

@@ -25,7 +25,7 @@ For negatives (observed or missing) the loss is re-weighted so that confident
 
 i.e. an MSE-like negative term ``p²`` multiplied by the weight ``(λ − p)``, which
 decreases as the model becomes confident that the label is present.  Its stated properties, checked in
-``tests/test_loss_robust_mlml.py``: it is **bounded** (it increases on [0, 1] from 0
+``tests/losses/test_robust_mlml.py``: it is **bounded** (it increases on [0, 1] from 0
 to ``λ − 1 = 0.5`` at p = 1, where BCE is unbounded), and its gradient with respect
 to p, ``2λp − 3p² = 3p(1 − p)`` at λ = 1.5, is **hill-shaped** (not monotone: it peaks
 at p = 0.5 and vanishes at p = 1), so negatives the model is confident are positive

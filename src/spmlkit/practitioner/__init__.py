@@ -3,4 +3,4 @@ run folders (:mod:`.run`), saved models (:mod:`.saved`), label sets (:mod:`.labe
 evaluation without full labels (:mod:`.evaluation`), k estimates (:mod:`.estimate_k`),
 prediction input/output (:mod:`.inference`), reports (:mod:`.report`) and the
 scikit-learn estimator (:mod:`.estimator`).  It builds on the core packages; nothing in
-the core imports it (tests/test_layers.py)."""
+the core imports it (tests/contracts/test_layers.py)."""

@@ -74,7 +74,7 @@ components are correct across ranks without any communication of their own:
   gather the rank's embeddings with :func:`all_gather_cat` (dim of the batch) so
   every rank's queue stays identical.
 
-Checked (tests/test_distributed.py): ``role``, ``em-apl``, ``ll-r``, ``epr``,
+Checked (tests/training/test_distributed.py): ``role``, ``em-apl``, ``ll-r``, ``epr``,
 ``opml-sp`` and ``l2r`` trained as stacked grids by 2 processes with uneven shards match
 one process to ~1e-7 in the weights and exactly in the validation history.
 

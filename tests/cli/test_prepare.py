@@ -1,0 +1,188 @@
+"""Observed-only input: a CSV of image paths with one label each, a fully labelled
+validation file, and the errors a practitioner's file can produce (one line each)."""
+import csv
+
+import numpy as np
+import pytest
+
+from spmlkit.cli import main
+from spmlkit.data import Bundle
+from tests.helpers.factories import single_positive
+
+LABELS = ["cat", "dog", "sofa"]
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def make_images(folder, n):
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(folder / f"im{i}.png")
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+@pytest.fixture
+def own(tmp_path):
+    """data/own.csv: 40 images (relative paths), one label each."""
+    data = tmp_path / "data"
+    make_images(data / "imgs", 50)
+    write_csv(data / "own.csv", ["path", "label"], [(f"imgs/im{i}.png", LABELS[i % 3]) for i in range(40)])
+    return data
+
+
+def test_prepare_csv_of_paths_with_one_label_each(tmp_path, capsys, own, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative paths are read from the CSV's folder, not the working directory
+    code, out, err = run(capsys, "prepare", "data/own.csv", "--observed", "--path-column", "path",
+                         "--label-column", "label", "-o", "b")
+    assert code == 0, err
+    assert "observed labels only" in out
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.regime == "observed" and b.kind == "images"
+    assert b.label_names == LABELS and b.meta["full_label_splits"] == []
+    assert not list(b.path.rglob("Y.npy"))  # no full labels anywhere
+    Z = b.observations("train")
+    assert ((Z == 1).sum(1) == 1).all() and not (Z == -1).any()
+    paths = b.paths("train") + b.paths("val") + b.paths("test")
+    assert len(paths) == 40 and all(p.startswith(str(own / "imgs")) for p in paths)
+    # the stored observation is the CSV's label of that image
+    for split in ("train", "val", "test"):
+        for p, z in zip(b.paths(split), b.observations(split)):
+            i = int(p.rsplit("im", 1)[1].split(".")[0])
+            assert LABELS[int(np.argmax(z))] == LABELS[i % 3]
+
+
+def test_a_label_set_column_with_single_names_works_too(tmp_path, capsys, own):
+    code, out, err = run(capsys, "prepare", own / "own.csv", "--observed", "--path-column", "path",
+                         "--label-set-column", "label", "-o", tmp_path / "b")
+    assert code == 0, err
+    assert Bundle(tmp_path / "b").label_names == LABELS
+
+
+def test_rows_naming_the_same_image_are_merged(tmp_path, capsys, own):
+    rows = [(f"imgs/im{i}.png", LABELS[i % 3]) for i in range(40)] + [("imgs/im0.png", "sofa"), ("imgs/im3.png", "dog")]
+    write_csv(own / "rep.csv", ["path", "label"], rows)
+    code, out, err = run(capsys, "prepare", own / "rep.csv", "--observed", "--path-column", "path",
+                         "--label-column", "label", "-o", tmp_path / "b", "--val-fraction", "0.1")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    sizes = sum(b.size(s) for s in ("train", "val", "test"))
+    assert sizes == 40
+    for split in ("train", "val", "test"):
+        for p, z in zip(b.paths(split), b.observations(split)):
+            if p.endswith("/im0.png"):
+                assert z.tolist() == [1, 0, 1]  # cat + sofa
+            if p.endswith("/im3.png"):
+                assert z.tolist() == [1, 1, 0]  # cat + dog
+
+
+@pytest.mark.parametrize("rows,extra,msg", [
+    ([("imgs/im0.png", "cat"), ("imgs/im1.png", "bird")], ["--label-names", "cat,dog,sofa"],
+     "own.csv, line 3: unknown label 'bird' in column 'label'; known labels: cat, dog, sofa"),
+    ([("imgs/im0.png", "cat"), ("", "dog")], [], "own.csv, line 3: empty image path in column 'path'"),
+    ([("imgs/im0.png", "cat"), ("imgs/nope.png", "dog")], [], "own.csv, line 3: image file 'imgs/nope.png' not found"),
+    ([("imgs/im0.png", "cat"), ("imgs/im1.png", "")], [], "own.csv, line 3: empty label in column 'label'"),
+    ([("imgs/im0.png", "cat"), ("imgs/im0.png", "-cat")], [],
+     "own.csv, line 3: label 'cat' of"),
+])
+def test_errors_name_the_line(tmp_path, capsys, own, rows, extra, msg):
+    write_csv(own / "own.csv", ["path", "label"], rows)
+    code, out, err = run(capsys, "prepare", own / "own.csv", "--observed", "--path-column", "path",
+                         "--label-column", "label", "-o", tmp_path / "b", *extra)
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "b").exists()
+
+
+def test_label_names_file_fixes_vocabulary_and_order(tmp_path, capsys, own):
+    (tmp_path / "names.txt").write_text("sofa\ncat\ndog\nbird\n")
+    code, out, err = run(capsys, "prepare", own / "own.csv", "--observed", "--path-column", "path",
+                         "--label-column", "label", "--label-names", tmp_path / "names.txt", "-o", tmp_path / "b")
+    assert code == 0, err
+    assert Bundle(tmp_path / "b").label_names == ["sofa", "cat", "dog", "bird"]
+
+
+def test_fully_labelled_validation_file(tmp_path, capsys, own):
+    # same format as the training file; an image listed once per label has all those labels
+    write_csv(own / "val.csv", ["path", "label"],
+              [("imgs/im40.png", "cat"), ("imgs/im40.png", "dog"), ("imgs/im41.png", "sofa"),
+               ("imgs/im42.png", "cat;sofa"), ("imgs/im43.png", "dog")])
+    code, out, err = run(capsys, "prepare", own / "own.csv", "--observed", "--path-column", "path",
+                         "--label-column", "label", "--val-file", own / "val.csv", "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.meta["full_label_splits"] == ["val"]
+    assert b.labels("val").astype(int).tolist() == [[1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 0]]
+    assert b.labels("train") is None and b.labels("test") is None
+    assert b.size("train") + b.size("test") == 40  # nothing of the training file held out for validation
+    assert "full labels in: val" in out
+
+
+def test_validation_file_with_an_unknown_label(tmp_path, capsys, own):
+    write_csv(own / "val.csv", ["path", "label"], [("imgs/im40.png", "cat"), ("imgs/im41.png", "zebra")])
+    code, out, err = run(capsys, "prepare", own / "own.csv", "--observed", "--path-column", "path",
+                         "--label-column", "label", "--val-file", own / "val.csv", "-o", tmp_path / "b")
+    assert code == 2 and "val.csv, line 3: unknown label 'zebra'" in err
+
+
+def test_observed_npz_and_wide_csv(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    Z = single_positive(60, 4, rng)
+    Z[::5, 3] = -1  # some observed negatives
+    Z[::5, :3] = np.where(Z[::5, :3] == 1, 1, 0)
+    np.savez(tmp_path / "own.npz", X=X, Y=Z)
+    code, out, err = run(capsys, "prepare", tmp_path / "own.npz", "--observed", "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.observations("train").min() == -1
+    write_csv(tmp_path / "w.csv", ["f1", "f2", "a", "b"],
+              [(float(x[0]), float(x[1]), "1" if i % 2 else "", "-1" if i % 2 else "1") for i, x in enumerate(X)])
+    code, out, err = run(capsys, "prepare", tmp_path / "w.csv", "--observed", "--labels-last", 2, "-o", tmp_path / "c")
+    assert code == 0, err
+    assert not Bundle(tmp_path / "c").has_full_labels
+
+
+# Biased ("realistic") single positives: the kept positive is the most frequent, the least
+# frequent or the largest-object label of each example (spmlkit.labels), and COCO's
+# largest-instance areas that feed the last one (data/formats/coco.py).
+
+
+def test_prepare_accepts_the_short_names_of_biased_regimes(tmp_path, capsys):
+    import json
+
+    from spmlkit.cli import main
+
+    assert main(["prepare", "yeast", "-o", str(tmp_path / "b"), "--regime", "1p-rare"]) == 0
+    assert json.loads((tmp_path / "b" / "meta.json").read_text())["regime"] == "single_positive_least_frequent"
+    with pytest.raises(SystemExit) as e:
+        main(["prepare", "yeast", "-o", str(tmp_path / "c"), "--regime", "1p-nope"])
+    assert e.value.code == 2 and "unknown observation regime '1p-nope'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+# The CLI end to end on tiny data, and every bad-input path ending in one clear line.
+
+
+@pytest.mark.parametrize("content,msg", [
+    ("f1,a\n1,2\n", "bad.csv, line 2: label column 'a' has value '2'; expected 0 or 1"),
+    ("f1,a\nnan,1\n", "bad.csv, line 2: feature column 'f1' has non-finite value"),
+    ("f1,a\n1\n", "bad.csv, line 2: row has 1 fields; the header has 2"),
+])
+def test_bad_files_give_one_line_errors(tmp_path, capsys, content, msg):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    code, out, err = run(capsys, "prepare", p, "-o", tmp_path / "b", "--labels-last", 1)
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "b").exists()

@@ -1,0 +1,347 @@
+"""CSV and NPZ tables (spmlkit.data.formats.tabular): label layouts, official splits,
+bad input refused in one line (issue 14 §3-4), and one label per row read as
+observed single positives unless told otherwise (issue 15)."""
+import csv
+import time
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+
+from spmlkit.cli import main
+from spmlkit.data import Bundle, load_any
+from spmlkit.data.formats import load_npz, read_table
+from spmlkit.errors import DataFormatError
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(capsys, *argv) -> str:
+    """Runs the CLI with every warning turned into an error: bad input must end in exit
+    status 2 and exactly one line on stderr (no traceback, no RuntimeWarning first)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+# ------------------------------------------------------------------------------- CSV
+def test_csv_quoted_newline_in_a_numeric_feature_is_refused(tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_bytes(b'f1,l1\n"1\n2",1\n')
+    with pytest.raises(DataFormatError) as exc:
+        read_table(p, label_columns=["l1"])
+    assert "q.csv, line 2: feature column 'f1' has value '1\\n2'; expected a number" in str(exc.value)
+
+
+def test_csv_quoted_fields_spanning_lines_keep_file_line_numbers(tmp_path):
+    p = tmp_path / "ids.csv"
+    p.write_bytes(b'id,f1,l1\n"a\nb",1.5,1\nc,2,0\n"d\r\ne\nf",3,1\ng,x,1\n')
+    with pytest.raises(DataFormatError, match=r"ids\.csv, line 8: feature column 'f1' has value 'x'"):
+        read_table(p, label_columns=["l1"], id_column="id")
+    p.write_bytes(b'id,f1,l1\n"a\nb",1.5,1\nc,2,0\r\n"d\r\ne\nf",3,1\n')
+    s, names, feats = read_table(p, label_columns=["l1"], id_column="id")
+    assert s.ids == ["a\nb", "c", "d\r\ne\nf"] and s.X[:, 0].tolist() == [1.5, 2.0, 3.0]
+    assert s.Y[:, 0].tolist() == [True, False, True]
+
+
+def test_csv_unclosed_quote_is_named(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_text('f1,l1,l2\n1,1,0\n"2,1,1\n3,0,1\n')
+    with pytest.raises(DataFormatError, match=r"u\.csv, line 3: row has 1 fields; the header has 3; a quoted field "
+                                              r"of this row runs over several lines — is a closing quote missing\?"):
+        read_table(p, labels_last=2)
+
+
+def test_csv_label_name_with_a_line_break_is_refused(tmp_path):
+    p = tmp_path / "n.csv"
+    p.write_bytes(b'f1,label\n1,cat\n2,"dog\nsofa"\n')
+    with pytest.raises(DataFormatError, match=r"n\.csv, line 3: label 'dog\\nsofa' .* contains a line break"):
+        read_table(p, label_column="label", observed=True)
+
+
+@pytest.mark.parametrize("content,line", [
+    (b"f\xe91,l1\n1,1\n", 1),  # a Latin-1 header
+    (b"f1,l1\n1,1\n2,1\n\xff\xfe,0\n", 4),
+])
+def test_csv_not_utf8_is_refused_with_the_line(tmp_path, content, line):
+    p = tmp_path / "enc.csv"
+    p.write_bytes(content)
+    with pytest.raises(DataFormatError) as exc:
+        read_table(p, label_columns=["l1"])
+    assert f"enc.csv, line {line}: byte 0x" in str(exc.value) and "expected a UTF-8 encoded file" in str(exc.value)
+
+
+def test_csv_byte_order_mark_and_crlf_still_read(tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbff1,l1\r\n1,1\r\n2,0\r\n")
+    s, names, feats = read_table(p, label_columns=["l1"])
+    assert feats == ["f1"] and names == ["l1"] and s.X[:, 0].tolist() == [1.0, 2.0]
+
+
+def test_csv_float32_overflow_names_line_and_column_without_a_warning(tmp_path, capsys):
+    p = tmp_path / "big.csv"
+    p.write_text("f1,f2,l1\n1,2,1\n3,-4e38,0\n")
+    err = one_line_error(capsys, "prepare", p, "--labels-last", 1, "-o", tmp_path / "b")
+    assert "big.csv, line 3: feature column 'f2' has value -4e+38, which overflows float32" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_feature_table_for_prediction_uses_file_lines(tmp_path):
+    from spmlkit.data.formats.tabular import read_feature_table
+
+    p = tmp_path / "new.csv"
+    p.write_bytes(b'id,f1\n"x\ny",1\nz,1e39\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DataFormatError, match=r"new\.csv, line 4: feature column 'f1' has value 1e\+39"):
+            read_feature_table(p)
+
+
+def test_many_label_columns_are_linear(tmp_path):
+    """20,000 label columns, named one by one (as --label-columns a,b,...) and by a glob:
+    the column matching was quadratic (about 20 s here for the named case)."""
+    L = 20_000
+    names = [f"label_{j}" for j in range(L)]
+    p = tmp_path / "wide.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["f1", *names])
+        for i in range(3):
+            w.writerow([i, *(1 if j == i else 0 for j in range(L))])
+    for label_columns in (names, ["label_*"]):
+        t = time.perf_counter()
+        s, labels, feats = read_table(p, label_columns=label_columns)
+        elapsed = time.perf_counter() - t
+        assert labels == names and feats == ["f1"] and s.Y.shape == (3, L) and s.Y.sum() == 3
+        assert elapsed < 8, f"{elapsed:.1f} s for {L} label columns"
+
+
+def test_label_columns_keep_pattern_then_header_order_once(tmp_path):
+    p = tmp_path / "o.csv"
+    p.write_text("f,b1,a1,b2,a2\n1,0,1,1,0\n")
+    s, labels, _ = read_table(p, label_columns=["a*", "b2", "a1", "b*"])
+    assert labels == ["a1", "a2", "b2", "b1"]
+
+
+# ------------------------------------------------------------------------------- NPZ
+def test_npz_complex_features_are_refused(tmp_path):
+    p = tmp_path / "c.npz"
+    np.savez(p, X=np.ones((4, 2)) * (1 + 2j), Y=np.eye(4, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ComplexWarning used to be the only sign
+        with pytest.raises(DataFormatError, match=r"c\.npz \[X\]: features are complex numbers"):
+            load_npz(p)
+
+
+def test_npz_complex_labels_are_refused(tmp_path):
+    p = tmp_path / "cy.npz"
+    np.savez(p, X=np.ones((4, 2)), Y=np.eye(4, 2).astype(complex))
+    with pytest.raises(DataFormatError, match=r"cy\.npz: \[Y\] labels are complex numbers"):
+        load_npz(p)
+
+
+@pytest.mark.parametrize("arrays,msg", [
+    (dict(X=np.ones((4, 0)), Y=np.eye(4, 2)), "no feature columns"),
+    (dict(X=np.ones((4, 3)), Y=np.ones((4, 0))), "[Y] has no label columns"),
+    (dict(X=np.ones((0, 3)), Y=np.ones((0, 2))), "[X] has no rows"),
+    (dict(X_train=np.ones((4, 3)), Y_train=np.eye(4, 2), X_test=np.ones((0, 3)), Y_test=np.ones((0, 2))),
+     "[X_test] has no rows"),
+    (dict(X=np.ones((4, 3)), Y=np.array(1.0)), "[Y] labels must be a 2-D"),
+    (dict(X=np.ones((4, 3)), Y=np.eye(4, 2), label_names=np.array(["a", "b", "c"])), "[label_names] has shape (3,)"),
+])
+def test_npz_empty_or_misshapen_arrays_are_refused_at_load_time(tmp_path, arrays, msg):
+    p = tmp_path / "e.npz"
+    np.savez(p, **arrays)
+    with pytest.raises(DataFormatError) as exc:
+        load_npz(p)
+    assert msg in str(exc.value) and "e.npz" in str(exc.value)
+
+
+def test_npz_without_feature_columns_fails_in_prepare_not_in_train(tmp_path, capsys):
+    p = tmp_path / "z.npz"
+    np.savez(p, X=np.ones((40, 0)), Y=np.eye(40, 3))
+    err = one_line_error(capsys, "prepare", p, "-o", tmp_path / "b")
+    assert "z.npz [X]: no feature columns" in err and not (tmp_path / "b").exists()
+
+
+def test_npz_object_arrays_are_one_line_and_never_unpickled(tmp_path, capsys):
+    p = tmp_path / "obj.npz"
+    np.savez(p, X=np.array([[1.0, "a"], [2.0, "b"]], dtype=object), Y=np.eye(2))
+    with pytest.raises(DataFormatError, match=r"obj\.npz: array 'X' holds Python objects"):
+        load_npz(p)
+    err = one_line_error(capsys, "prepare", p, "-o", tmp_path / "b")
+    assert "spml: error:" in err and "obj.npz" in err and "object array" in err
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt_member", "npy", "text"])
+def test_npz_damaged_files_are_one_line(tmp_path, capsys, damage):
+    good = tmp_path / "good.npz"
+    np.savez(good, X=np.arange(400.0).reshape(100, 4), Y=np.eye(100, 3))
+    p = tmp_path / "bad.npz"
+    raw = good.read_bytes()
+    if damage == "truncate":
+        p.write_bytes(raw[: len(raw) // 2])
+    elif damage == "corrupt_member":  # the zip directory is intact, a member's bytes are not
+        with zipfile.ZipFile(good) as z:
+            info = z.getinfo("X.npy")
+        start = info.header_offset + 30 + len(info.filename) + 200
+        p.write_bytes(raw[:start] + bytes(b ^ 0xFF for b in raw[start:start + 64]) + raw[start + 64:])
+    elif damage == "npy":
+        np.save(tmp_path / "a.npy", np.ones((3, 2)))
+        p.write_bytes((tmp_path / "a.npy").read_bytes())
+    else:
+        p.write_text("X,Y\n1,2\n")
+    with pytest.raises(DataFormatError) as exc:
+        load_npz(p)
+    assert str(exc.value).startswith(str(p))
+    err = one_line_error(capsys, "prepare", p, "-o", tmp_path / "b")
+    assert "bad.npz" in err
+
+
+def test_npz_float32_overflow_names_row_and_column_without_a_warning(tmp_path, capsys):
+    p = tmp_path / "o.npz"
+    X = np.ones((5, 3))
+    X[3, 2] = 1e300
+    np.savez(p, X=X, Y=np.eye(5, 2))
+    err = one_line_error(capsys, "prepare", p, "-o", tmp_path / "b")
+    assert "o.npz [X]: feature value 1e+300 at row 4, column 3 overflows float32" in err
+
+
+# ------------------------------------------------------- one label per row (issue 15)
+def _photos(tmp_path, n=30, labels=("cat", "dog", "sofa")):
+    d = tmp_path / "photos"
+    d.mkdir()
+    with open(d / "photos.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["path", "label"])
+        for i in range(n):
+            (d / f"im{i}.png").touch()
+            w.writerow([f"im{i}.png", labels[i % len(labels)]])
+    return d / "photos.csv"
+
+
+def test_label_column_is_read_as_observed_single_positives_by_default(tmp_path, capsys):
+    p = _photos(tmp_path)
+    code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label",
+                         "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.regime == "observed"
+    Z = b.observations("train")
+    assert ((Z == 1).sum(1) == 1).all()
+    notes = [line for line in err.splitlines() if "one label per row" in line]
+    assert len(notes) == 1 and "observed single positives" in notes[0] and "--full-labels" in notes[0]
+    assert "test mAP (full labels)" not in out
+
+
+def test_full_labels_flag_keeps_a_multiclass_table_full_and_warns(tmp_path, capsys):
+    p = _photos(tmp_path)
+    code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label", "--full-labels",
+                         "-o", tmp_path / "b")
+    assert code == 0, err
+    assert Bundle(tmp_path / "b").has_full_labels
+    warn = [line for line in err.splitlines() if "looks like single-positive data" in line]
+    assert len(warn) == 1 and "--observed" in warn[0] and "cardinality 1.00" in warn[0]
+    code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label", "--full-labels",
+                         "--observed", "-o", tmp_path / "c")
+    assert code == 2 and "contradict" in err and not (tmp_path / "c").exists()
+
+
+def test_wide_full_table_with_one_positive_per_row_warns(tmp_path, capsys):
+    p = tmp_path / "w.csv"
+    rng = np.random.default_rng(0)
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["f1", "a", "b", "c"])
+        for i in range(30):
+            w.writerow([float(rng.normal()), *(int(j == i % 3) for j in range(3))])
+    code, out, err = run(capsys, "prepare", p, "--labels-last", 3, "-o", tmp_path / "b")
+    assert code == 0 and "looks like single-positive data" in err and "--observed" in err
+    assert Bundle(tmp_path / "b").has_full_labels  # still full labels: only a warning
+    with pytest.warns(UserWarning, match="looks like single-positive data"):
+        load_any(str(p), labels_last=3)
+    # a genuinely multi-label table says nothing; --observed says nothing either
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = load_any(str(p), labels_last=3, observed=True)
+        assert not ds.has_full_labels
+        p.write_text("f1,a,b\n1,1,1\n2,0,1\n")
+        load_any(str(p), labels_last=2)
+
+
+def test_python_api_label_column_default_and_override(tmp_path):
+    p = _photos(tmp_path)
+    seen = []
+    ds = load_any(str(p), path_column="path", label_column="label", log=seen.append)
+    assert not ds.has_full_labels and len(seen) == 1 and any("one label per row" in n for n in ds.notes)
+    seen.clear()
+    ds = load_any(str(p), path_column="path", label_column="label", observed=False, log=seen.append)
+    assert ds.has_full_labels and len(seen) == 1 and "looks like single-positive data" in seen[0]
+
+
+# Every loader on small fixtures written here, and on ../shared/data where present.
+
+
+def test_csv_wide_set_and_observed(tmp_path):
+    p = tmp_path / "wide.csv"
+    p.write_text("id,f1,f2,cat,dog\na,1,2,1,0\nb,3,4,1,1\n")
+    s, labels, feats = read_table(p, label_columns=["cat", "dog"], id_column="id")
+    assert labels == ["cat", "dog"] and feats == ["f1", "f2"] and s.Y.tolist() == [[True, False], [True, True]]
+    s2, labels2, _ = read_table(p, labels_last=2, id_column="id")
+    assert labels2 == labels
+    q = tmp_path / "set.tsv"
+    q.write_text("path\tlabels\nimg1.jpg\tcat\nimg2.jpg\tdog;-cat\n")
+    (tmp_path / "img1.jpg").touch(), (tmp_path / "img2.jpg").touch()  # image files must exist
+    s3, names, _ = read_table(q, label_set_column="labels", path_column="path", observed=True)
+    assert names == ["cat", "dog"] and s3.Z.tolist() == [[1, 0], [-1, 1]]
+    assert s3.paths[0] == str(tmp_path / "img1.jpg")
+    with pytest.raises(DataFormatError, match="line 3"):
+        read_table(q, label_set_column="labels", path_column="path")  # '-cat' without --observed
+
+
+@pytest.mark.parametrize("content,msg,line", [
+    ("f1,l1\n1,2\n", "expected 0 or 1", 2),
+    ("f1,l1\nx,1\n", "expected a number", 2),
+    ("f1,l1\n1,1,3\n", "row has 3 fields", 2),
+    ("f1,l1\nnan,1\n", "non-finite", 2),
+])
+def test_csv_errors(tmp_path, content, msg, line):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    with pytest.raises(DataFormatError) as exc:
+        read_table(p, label_columns=["l1"])
+    assert msg in str(exc.value) and f"line {line}" in str(exc.value)
+
+
+def test_csv_needs_label_layout(tmp_path):
+    p = tmp_path / "a.csv"
+    p.write_text("f,l\n1,0\n")
+    with pytest.raises(DataFormatError, match="say where the labels are"):
+        read_table(p)
+    with pytest.raises(DataFormatError, match="matches no column"):
+        read_table(p, label_columns=["zz*"])
+
+
+def test_npz_single_and_official_split(tmp_path):
+    p = tmp_path / "d.npz"
+    np.savez(p, X=np.ones((4, 3)), Y=np.eye(4, 2), label_names=np.array(["a", "b"]))
+    ds = load_npz(p)
+    assert ds.label_names == ["a", "b"] and ds.splits["train"].Y.shape == (4, 2)
+    q = tmp_path / "s.npz"
+    np.savez(q, X_train=np.ones((4, 3)), Y_train=np.eye(4, 2), X_test=np.ones((2, 3)), Y_test=np.eye(2))
+    assert set(load_npz(q).splits) == {"train", "test"}
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, X=np.ones((4, 3)), Y=np.ones((3, 2)))
+    with pytest.raises(DataFormatError, match="4 rows but its labels have 3"):
+        load_npz(bad)
+    nan = tmp_path / "nan.npz"
+    np.savez(nan, X=np.array([[1.0], [np.inf]]), Y=np.ones((2, 1)))
+    with pytest.raises(DataFormatError, match="row 2"):
+        load_npz(nan)

@@ -1,0 +1,117 @@
+
+import numpy as np
+import pytest
+
+from spmlkit.data import Bundle, MultiLabelDataset, Split, load_any, prepare_bundle
+from spmlkit.errors import ConfigError, SpmlError
+from tests.helpers.factories import make_toy_dataset, single_positive
+
+
+def test_split_rules_and_stored_observations(tmp_path):
+    ds = make_toy_dataset(n=100)
+    ds.splits["train"].Y[:5] = False  # five training examples without a positive
+    b = prepare_bundle(ds, tmp_path / "b", seed=3, log=lambda m: None)
+    # official test split kept whole; 20% of the training file held out for validation
+    assert b.size("test") == 50 and b.size("val") == 20
+    n_dropped = b.meta["dropped_train_without_positive"]
+    assert b.size("train") == 80 - n_dropped and 0 < n_dropped <= 5
+    assert b.labels("val").shape == (20, 5) and b.labels("test").shape == (50, 5)  # full labels kept
+    Z = b.observations("train")
+    Y = b.labels("train")
+    assert ((Z == 1).sum(1) == 1).all() and ((Z == 1) <= Y).all()
+    # train / val rows are disjoint and come from the training file
+    tr, va = np.load(b.path / "train/index.npy"), np.load(b.path / "val/index.npy")
+    assert not set(tr) & set(va)
+    # another regime shares the positive, is cached, and is reproducible from the seed
+    Za = b.observations("train", regime="single_positive_all_negatives")
+    assert ((Za == 1) == (Z == 1)).all() and (b.path / "observed/single_positive_all_negatives.npy").exists()
+    assert (Bundle(b.path).observations("train", "single_positive_all_negatives") == Za).all()
+
+
+def test_no_official_test_split_holds_out_test(tmp_path):
+    ds = make_toy_dataset(n=100, with_test=False)
+    b = prepare_bundle(ds, tmp_path / "b", test_fraction=0.25, log=lambda m: None)
+    assert b.size("test") == 25 and b.size("val") == 15
+    assert any("no official test split" in n for n in b.meta["notes"])
+
+
+def test_seeded_split(tmp_path):
+    ds = make_toy_dataset()
+    a = prepare_bundle(ds, tmp_path / "a", seed=1, log=lambda m: None)
+    b = prepare_bundle(ds, tmp_path / "b", seed=1, log=lambda m: None)
+    c = prepare_bundle(ds, tmp_path / "c", seed=2, log=lambda m: None)
+    ia, ib, ic = (np.load(x.path / "val/index.npy") for x in (a, b, c))
+    assert (ia == ib).all() and not (ia == ic).all()
+
+
+def test_observed_only_bundle(tmp_path):
+    rng = np.random.default_rng(0)
+    Z = single_positive(50, 4, rng)
+    ds = MultiLabelDataset("own", list("abcd"), {"train": Split(X=rng.normal(size=(50, 3)), Z=Z)})
+    b = prepare_bundle(ds, tmp_path / "o", log=lambda m: None)
+    assert not b.has_full_labels and b.regime == "observed" and b.labels("train") is None
+    assert b.observations("val").shape == (8, 4) and b.observations("test").shape == (10, 4)
+    with pytest.raises(SpmlError, match="cannot be simulated"):
+        b.observations("train", regime="full")
+
+
+def test_existing_and_incomplete_bundles(tmp_path):
+    ds = make_toy_dataset()
+    prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    with pytest.raises(ConfigError, match="already exists"):
+        prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    (tmp_path / "half").mkdir()
+    with pytest.raises(SpmlError, match="not a complete bundle"):
+        Bundle(tmp_path / "half")
+
+
+def test_failed_prepare_leaves_nothing(tmp_path, monkeypatch):
+    import spmlkit.data.bundle as bmod
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(bmod, "write_json", boom)
+    with pytest.raises(RuntimeError):
+        prepare_bundle(make_toy_dataset(), tmp_path / "b", log=lambda m: None)
+    assert list(tmp_path.iterdir()) == []  # no bundle and no temporary folder left behind
+
+
+# Biased ("realistic") single positives: the kept positive is the most frequent, the least
+# frequent or the largest-object label of each example (spmlkit.labels), and COCO's
+# largest-instance areas that feed the last one (data/formats/coco.py).
+
+
+def test_bundle_keeps_areas_for_the_largest_regime(tmp_path):
+    """The areas travel with the prepared bundle (subset with the split), so the regime works
+    from ``spml prepare --regime`` and from a training override (``spml bench --regime``)."""
+    from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
+
+    rng = np.random.default_rng(1)
+    Y = rng.random((40, 4)) < 0.5
+    Y[~Y.any(1), 0] = True
+    A = np.where(Y, rng.random((40, 4)) * 100, 0.0)
+    ds = MultiLabelDataset("toy", list("abcd"), {"train": Split(X=rng.normal(size=(40, 3)), Y=Y, areas=A)})
+    b = prepare_bundle(ds, tmp_path / "b", regime="single_positive_largest", seed=0, log=lambda m: None)
+    rows = np.asarray(np.load(b.path / "train" / "index.npy"))
+    assert np.allclose(b.areas("train"), A[rows])
+    Z = b.observations("train")
+    assert b.regime == "single_positive_largest"
+    assert (np.argmax(Z == 1, axis=1) == np.argmax(A[rows], axis=1)).all()
+    b2 = prepare_bundle(ds, tmp_path / "b2", seed=0, log=lambda m: None)  # uniform regime first
+    assert np.array_equal(b2.observations("train", "single_positive_largest"), Z)  # generated on demand
+
+
+# Input readers refuse bad input in one line (issue 14 §3-4) and the new-user traps of
+# issue 15: one label per row read as full labels, Mulan folders not found by name,
+# dataset statistics that disagree with what the loader keeps.
+
+
+# ------------------------------------------------------------------- small datasets
+def test_cannot_hold_out_names_the_dataset(tmp_path):
+    p = tmp_path / "one.csv"
+    p.write_text("f1,a,b\n1,1,1\n")
+    ds = load_any(str(p), labels_last=2)
+    with pytest.raises(ConfigError) as exc:
+        prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    assert str(p) in str(exc.value) and "cannot hold out 20% of 1 examples" in str(exc.value)

@@ -1,0 +1,108 @@
+"""Datasets by name (spmlkit.data.registry): built-ins, Mulan folders under the data
+root, ../shared/data where present, and the error for an unknown name."""
+
+import numpy as np
+import pytest
+
+from spmlkit.cli import main
+from spmlkit.data import Bundle, load_any, load_dataset
+from spmlkit.errors import ConfigError, UnknownNameError
+
+
+# Every loader on small fixtures written here, and on ../shared/data where present.
+
+
+def test_builtin_yeast_and_unknown_names():
+    ds = load_dataset("yeast")
+    assert ds.splits["train"].X.shape == (1500, 103) and ds.splits["test"].Y.shape == (917, 14)
+    with pytest.raises(UnknownNameError, match="unknown dataset 'nope'"):
+        load_dataset("nope")
+    with pytest.raises(ConfigError, match="--data-root"):
+        load_dataset("scene", data_root="/nonexistent")
+
+
+# ------------------------------------------------------------------ shared data
+@pytest.mark.shared_data
+def test_shared_mulan_sets(shared_data):
+    expected = {"scene": (1211, 1196, 6, 294), "emotions": (391, 202, 6, 72), "yeast-arff": (1500, 917, 14, 103),
+                "medical": (333, 645, 45, 1449), "birds": (322, 323, 19, 260), "flags": (129, 65, 7, 19)}
+    for name, (ntr, nte, L, D) in expected.items():
+        ds = load_dataset(name, data_root=shared_data)
+        assert (len(ds.splits["train"]), len(ds.splits["test"]), ds.n_labels, ds.splits["train"].X.shape[1]) == \
+               (ntr, nte, L, D), name
+    # the built-in river copy of yeast is the Mulan set, split for split
+    river, mulan = load_dataset("yeast"), load_dataset("yeast-arff", data_root=shared_data)
+    for s in ("train", "test"):
+        assert np.allclose(river.splits[s].X, mulan.splits[s].X, atol=1e-6)
+        assert (river.splits[s].Y == mulan.splits[s].Y).all()
+    birds = load_dataset("birds", data_root=shared_data)
+    assert "Swainson's Thrush" in birds.label_names  # escaped quote in the ARFF header
+
+
+@pytest.mark.shared_data
+def test_shared_coco_subsets(shared_data):
+    ds = load_dataset("coco-tiny", data_root=shared_data)
+    tr = ds.splits["train"]
+    assert len(tr) == 80 and ds.n_labels == 80
+    assert abs(tr.Y.sum(1).mean() - 3.775) < 1e-3  # cardinality stated in PROVENANCE.md
+    from pathlib import Path
+
+    assert all(Path(p).exists() for p in tr.paths)
+    tiny = load_dataset("tiny-coco", data_root=shared_data)
+    assert len(tiny.splits["train"]) == 30  # 32 images, 2 without annotations dropped
+
+
+# Input readers refuse bad input in one line (issue 14 §3-4) and the new-user traps of
+# issue 15: one label per row read as full labels, Mulan folders not found by name,
+# dataset statistics that disagree with what the loader keeps.
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ------------------------------------------------------------ Mulan folders by name
+def _mulan(root, name, split=True):
+    d = root / name
+    d.mkdir(parents=True)
+    (d / f"{name}.xml").write_text('<?xml version="1.0"?><labels xmlns="http://mulan.sourceforge.net/labels">'
+                                   '<label name="A"/><label name="B"/></labels>')
+    head = (f"@relation {name}\n@attribute x numeric\n@attribute y numeric\n@attribute A {{0,1}}\n"
+            "@attribute B {0,1}\n@data\n")
+    rows = "".join(f"{i},{i % 3},{i % 2},{int(i % 3 != 0)}\n" for i in range(20))
+    if split:
+        (d / f"{name}-train.arff").write_text(head + rows)
+        (d / f"{name}-test.arff").write_text(head + rows[:40])
+    else:
+        (d / f"{name}.arff").write_text(head + rows)
+    return d
+
+
+def test_any_mulan_folder_under_the_data_root_is_found_by_name(tmp_path, capsys):
+    root = tmp_path / "data"
+    _mulan(root, "enron")
+    _mulan(root, "corel", split=False)
+    ds = load_dataset("enron", data_root=root)
+    assert ds.name == "enron" and set(ds.splits) == {"train", "test"} and ds.label_names == ["A", "B"]
+    assert len(ds.splits["train"]) == 20
+    ds = load_any("corel", data_root=root)
+    assert set(ds.splits) == {"train"} and ds.splits["train"].X.shape == (20, 2)
+    code, out, err = run(capsys, "prepare", "enron", "--data-root", root, "-o", tmp_path / "b")
+    assert code == 0, err
+    assert Bundle(tmp_path / "b").meta["name"] == "enron"
+    code, out, err = run(capsys, "datasets", "--data-root", root)
+    assert code == 0, err
+    rows = {line.split()[0]: line for line in out.splitlines()[1:] if line.strip()}
+    assert "train 20/test 5" in rows["enron"] and "train 20 " in rows["corel"] + " "
+
+
+def test_unknown_dataset_name_says_a_path_works(tmp_path, capsys):
+    with pytest.raises(UnknownNameError) as exc:
+        load_any("enron", data_root=tmp_path)
+    msg = str(exc.value)
+    assert msg.startswith("unknown dataset 'enron'; expected one of: birds,") and "yeast" in msg
+    assert "file or folder path" in msg and "enron-train.arff" in msg and str(tmp_path) in msg
+    code, out, err = run(capsys, "prepare", "enron", "-o", tmp_path / "b")
+    assert code == 2 and "file or folder path" in err and len(err.strip().splitlines()) == 1

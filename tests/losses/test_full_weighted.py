@@ -1,0 +1,35 @@
+"""Zbinden et al.'s full-weighted presence-only loss (spmlkit.losses.full_weighted):
+hand-computed value and limits."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from spmlkit.losses import get_loss
+
+S = torch.tensor([[1.5, -0.5, 0.25]])
+R = torch.tensor([[-1.0, 2.0, 0.5]])
+Z = torch.tensor([[1, 0, 0]], dtype=torch.int8)
+
+
+def nlog(p):
+    return -math.log(p)
+
+
+def sig(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def test_full_weighted_hand_value_and_limits():
+    q = torch.tensor([0.2, 0.5, 0.25])
+    out = get_loss("full-weighted")(S, Z, background_logits=R, label_frequency=q)  # λ1 = 1, λ2 = 0.8
+    want = (5 * nlog(sig(1.5)) + 0.8 * 2 * nlog(1 - sig(-0.5)) + 0.8 * (4 / 3) * nlog(1 - sig(0.25))
+            + 0.2 * sum(nlog(1 - sig(r)) for r in (-1.0, 2.0, 0.5)))
+    assert out.sum().item() == pytest.approx(want, rel=1e-6)
+    # λ2 = 1: no background term at all; λ2 = 0: background only besides the presences
+    r_free = get_loss("full-weighted")(S, Z, background_logits=R + 50, label_frequency=q, lambda2=1.0)
+    assert torch.allclose(r_free, get_loss("full-weighted")(S, Z, background_logits=R, label_frequency=q, lambda2=1.0))
+    only_bg = get_loss("full-weighted")(S, Z, background_logits=R, label_frequency=q, lambda2=0.0)
+    assert only_bg[0, 1].item() == pytest.approx(nlog(1 - sig(2.0)), rel=1e-6)

@@ -1,0 +1,82 @@
+"""Reading what to predict from and writing the predictions (spmlkit.practitioner.inference):
+image lists from folders, text files and CSVs; feature files matched to the model by
+column name; probabilities and label sets as CSV.  Prediction end to end through
+``spml predict`` is tested in tests/cli/test_predict.py."""
+import csv
+
+import numpy as np
+import pytest
+
+from spmlkit.errors import DataFormatError
+from spmlkit.practitioner.inference import (list_images, read_features, read_prediction_input, write_label_sets,
+                                            write_probabilities)
+
+
+def _images(folder, names):
+    from PIL import Image
+
+    for n in names:
+        (folder / n).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (4, 4)).save(folder / n)
+
+
+def test_images_from_a_folder_a_text_list_or_a_csv(tmp_path):
+    _images(tmp_path / "imgs", ["b.png", "a.jpg", "sub/c.png"])
+    (tmp_path / "imgs" / "notes.txt").write_text("not an image")
+    paths, ids = list_images(tmp_path / "imgs")
+    assert ids == ["a.jpg", "b.png", "sub/c.png"] and paths[0] == str((tmp_path / "imgs" / "a.jpg").resolve())
+    (tmp_path / "list.txt").write_text("imgs/b.png\n\nimgs/a.jpg\n")
+    assert list_images(tmp_path / "list.txt") == ([str(tmp_path / "imgs/b.png"), str(tmp_path / "imgs/a.jpg")],
+                                                  ["imgs/b.png", "imgs/a.jpg"])
+    (tmp_path / "t.csv").write_text("name,file\nfirst,imgs/b.png\nsecond,imgs/sub/c.png\n")
+    paths, ids = list_images(tmp_path / "t.csv", path_column="file", id_column="name")
+    assert ids == ["first", "second"] and paths[1] == str(tmp_path / "imgs" / "sub" / "c.png")
+
+
+def test_image_list_errors_name_the_file_and_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataFormatError, match="no image files"):
+        list_images(tmp_path / "empty")
+    (tmp_path / "t.csv").write_text("path\nmissing.png\n")
+    with pytest.raises(DataFormatError, match=r"t.csv, line 2: image file 'missing.png' not found"):
+        list_images(tmp_path / "t.csv")
+    with pytest.raises(DataFormatError, match=r"t.csv, line 1: no image path column 'file'"):
+        list_images(tmp_path / "t.csv", path_column="file")
+    with pytest.raises(DataFormatError, match="file or folder not found"):
+        list_images(tmp_path / "nothing.txt")
+
+
+def test_feature_files(tmp_path):
+    X = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.save(tmp_path / "x.npy", X)
+    np.savez(tmp_path / "x.npz", features=X)
+    for f in ("x.npy", "x.npz"):
+        got, ids = read_features(tmp_path / f)
+        assert np.array_equal(got, X) and ids is None
+    np.savez(tmp_path / "y.npz", Y=X)
+    with pytest.raises(DataFormatError, match=r"no 'X' array; found \['Y'\]"):
+        read_features(tmp_path / "y.npz")
+    (tmp_path / "x.csv").write_text("id,b,a\nr1,1,10\nr2,2,20\n")
+    got, ids = read_features(tmp_path / "x.csv", columns=["a", "b"])  # the model's order, matched by name
+    assert got.tolist() == [[10, 1], [20, 2]] and ids == ["r1", "r2"]
+
+
+def test_a_model_without_feature_names_takes_columns_by_position_with_a_note(tmp_path):
+    class Model:
+        input = {}
+        info = {}
+        image = None
+
+    (tmp_path / "x.csv").write_text("b,a\n1,10\n2,20\n")
+    notes = []
+    X, ids = read_prediction_input(Model(), tmp_path / "x.csv", log=notes.append)
+    assert X.tolist() == [[1, 10], [2, 20]] and ids == ["0", "1"]
+    assert len(notes) == 1 and notes[0].startswith("note: the model records no feature names")
+
+
+def test_outputs(tmp_path):
+    write_probabilities(tmp_path / "p.csv", ["x", "y"], ["cat", "dog"], np.array([[0.5, 1 / 3], [1.0, 0.0]]))
+    assert list(csv.reader(open(tmp_path / "p.csv"))) == [["id", "cat", "dog"], ["x", "0.5", "0.333333"],
+                                                           ["y", "1", "0"]]
+    write_label_sets(tmp_path / "s.csv", ["x", "y"], ["cat", "dog"], np.array([[1, 1], [0, 0]], dtype=bool))
+    assert list(csv.reader(open(tmp_path / "s.csv"))) == [["id", "labels"], ["x", "cat;dog"], ["y", ""]]

@@ -1,0 +1,90 @@
+"""The training loop shared by every setting (spmlkit.training.loop): hooks in order, the
+best epoch per member, metrics.jsonl, and a run killed after any epoch resuming to the
+same end as an uninterrupted one."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from spmlkit.errors import CorruptFileError
+from spmlkit.methods import build_method
+from spmlkit.metrics import mean_average_precision_members
+from spmlkit.progress import on_steps
+from spmlkit.training.loop import fit, train_epoch
+from tests.helpers.factories import ToyLearner, train_context
+
+
+def _problem(seed=0, n=24, n_val=12, d=5, L=3):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(d, L))
+    X, X_val = rng.normal(size=(n, d)), rng.normal(size=(n_val, d))
+    Y_val = X_val @ W > 0
+    Y_val[~Y_val.any(1), 0] = True
+    Z = np.zeros((n, L), np.int8)
+    Z[np.arange(n), (X @ W).argmax(1)] = 1  # the most confident true label, observed
+    return X, Z, X_val, Y_val
+
+
+def _learner_and_method(G=2, **kw):
+    X, Z, X_val, Y_val = _problem()
+    learner = ToyLearner(X, Z, G=G, splits={"val": X_val}, **kw)
+    method = build_method("an")
+    method.setup(train_context(Z, G=G))
+    return learner, method, Y_val
+
+
+def _evaluate(Y_val):
+    return lambda logits: [float(v) for v in mean_average_precision_members(Y_val, logits)]
+
+
+def test_one_epoch_returns_the_loss_sum_per_member_and_the_steps():
+    learner, method, _ = _learner_and_method()
+    steps = []
+    with on_steps(lambda lrn, epoch, step: steps.append((epoch, step))):
+        loss_sum, n_steps = train_epoch(learner, method, 1)
+    assert n_steps == 6 and steps == [(1, s) for s in range(1, 7)]  # 24 rows in batches of 4
+    assert loss_sum.shape == (2,) and torch.isfinite(loss_sum).all() and not loss_sum.requires_grad
+
+
+def test_fit_keeps_each_members_best_epoch_and_writes_metrics(tmp_path):
+    learner, method, Y_val = _learner_and_method()
+    seen = []
+    tracker = fit(learner, method, epochs=4, evaluate=_evaluate(Y_val), run_dir=tmp_path,
+                  on_epoch=lambda info: seen.append((info["epoch"], len(info["rows"]))),
+                  member_info=[{"lr": 0.5}, {"lr": 0.5}])
+    assert seen == [(e, 2) for e in range(1, 5)]
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["epoch"], r["member"]) for r in rows] == [(e, g) for e in range(1, 5) for g in range(2)]
+    assert all(r["lr"] == 0.5 and np.isfinite(r["train_loss"]) for r in rows)
+    for g, m in enumerate(tracker.members):
+        scores = [r["val_score"] for r in rows if r["member"] == g]
+        assert m.best_score == max(scores) and m.best_epoch == 1 + scores.index(max(scores))
+        assert set(m.snapshot) == {"learner", "method"}
+    assert (tmp_path / "last.pt").exists() and tracker.active == [0, 1]
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
+    learner, method, Y_val = _learner_and_method()
+    full = fit(learner, method, epochs=4, evaluate=_evaluate(Y_val), run_dir=tmp_path / "full")
+    part = tmp_path / "part"
+    first, m1, _ = _learner_and_method()
+    fit(first, m1, epochs=2, evaluate=_evaluate(Y_val), run_dir=part)  # "killed" after epoch 2
+    again, m2, _ = _learner_and_method()
+    resumed = fit(again, m2, epochs=4, evaluate=_evaluate(Y_val), run_dir=part)
+    assert [m.history for m in resumed.members] == [m.history for m in full.members]
+    assert all(torch.equal(a, b) for a, b in zip(again.model.parameters(), learner.model.parameters()))
+
+    def rows(run):  # the metrics without the timings
+        return [(r["epoch"], r["member"], r["train_loss"], r["val_score"])
+                for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())]
+
+    assert rows(part) == rows(tmp_path / "full") and len(rows(part)) == 8
+
+
+def test_a_checkpoint_of_another_run_is_one_clear_error(tmp_path):
+    learner, method, Y_val = _learner_and_method(G=2)
+    fit(learner, method, epochs=1, evaluate=_evaluate(Y_val), run_dir=tmp_path)
+    other, m, _ = _learner_and_method(G=3)
+    with pytest.raises(CorruptFileError, match=r"last.pt: does not fit this run \("):
+        fit(other, m, epochs=2, evaluate=_evaluate(Y_val), run_dir=tmp_path)

@@ -1,0 +1,219 @@
+"""The ``auto`` recipe (issue 16): registered, usable from the CLI, SPMLClassifier and
+bench, chooses with observed labels only, and combines exactly what it says."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from spmlkit.config import TrainConfig
+from spmlkit.errors import ConfigError
+from spmlkit.methods.base import build_method
+from spmlkit.metrics import observed_positive_map
+from spmlkit.training.run import train
+from spmlkit.training.recipe import mean_probability_logits
+
+
+FAST = dict(epochs=3, batch_size=16)
+SMALL = dict(members="an,l1r", lrs="1e-2,1e-3")
+
+
+def _member_runs(bundle, name, lrs, seeds, **cfg):
+    c = TrainConfig(method=name, selection="observed_map", **{**FAST, **cfg})
+    return train(bundle, c, lrs=[lr for lr in lrs for _ in seeds], seeds=[s for _ in lrs for s in seeds],
+                        keep_state=True)
+
+
+def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
+    """Per seed: each member's lr is the one with the best observed-label validation mAP
+    (simulated single positives, never the full labels), and the recipe's scores are the
+    logit of the mean of those runs' probabilities."""
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    res = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
+    Z_val = toy_bundle.selection_observations("val", "single_positive")
+    assert ((Z_val == 1).sum(1) <= 1).all() and (Z_val == 1).any()  # single positives, not the full labels
+    for r in res:
+        chosen = []
+        for name in ("an", "l1r"):
+            runs = [x for x in _member_runs(toy_bundle, name, (1e-2, 1e-3), (0, 1)) if x.seed == r.seed]
+            best = max(runs, key=lambda x: x.val_score)
+            assert best.val_score == pytest.approx(observed_positive_map(Z_val, best.state["val_logits"]))
+            chosen.append(best)
+        assert [(m["method"], m["lr"]) for m in r.notes["members"]] == [("an", chosen[0].lr), ("l1r", chosen[1].lr)]
+        expected = mean_probability_logits(torch.stack([torch.as_tensor(c.state["val_logits"]) for c in chosen]))
+        np.testing.assert_allclose(r.state["val_logits"], expected.numpy(), rtol=1e-5, atol=1e-5)
+        assert r.selection == "observed_map" and r.state["members"] == 2
+        assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
+        assert r.test_map is not None and 0 < r.test_map <= 100
+
+
+def test_select_keeps_the_one_best_member(toy_bundle):
+    cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    assert r.state["members"] == 1 and len(r.notes["members"]) == 1
+
+
+def _reported_scores(monkeypatch, scores):
+    """The members' runs keep their own weights and logits but report the validation
+    scores ``scores[(method, lr)]``, so the recipe's choice is known in advance (on the
+    toy data an and l1r score alike, which hid a recipe that kept the first run)."""
+    import spmlkit.training.recipe as recipe
+
+    real = recipe.train_linear
+
+    def reporting(bundle, cfg, **kw):
+        runs = real(bundle, cfg, **kw)
+        for r in runs:
+            r.val_score = scores[(cfg.method, r.lr)]
+        return runs
+
+    monkeypatch.setattr(recipe, "train_linear", reporting)
+
+
+@pytest.mark.parametrize("scores, want", [
+    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.9, ("l1r", 1e-3): 0.4}, ("l1r", 1e-2)),
+    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.8, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.6}, ("an", 1e-3)),
+    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.1, ("l1r", 1e-3): 0.7}, ("l1r", 1e-3)),
+])
+def test_select_keeps_the_best_run_not_the_first(toy_bundle, monkeypatch, scores, want):
+    _reported_scores(monkeypatch, scores)
+    cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    assert [(m["method"], m["lr"]) for m in r.notes["members"]] == [want]
+    assert r.notes["members"][0]["val_observed_map"] == max(scores.values())
+
+
+@pytest.mark.parametrize("combine", ["mean_probability", "select"])
+def test_a_run_without_a_valid_score_never_wins(toy_bundle, monkeypatch, combine):
+    """A NaN validation score (no epoch ever scored) loses to any number, whichever comes
+    first: within a member method (its lrs) and, with ``select``, between members."""
+    nan = float("nan")
+    _reported_scores(monkeypatch, {("l1r", 1e-2): nan, ("l1r", 1e-3): nan, ("an", 1e-2): nan, ("an", 1e-3): 0.1})
+    cfg = TrainConfig(method="auto", params={"members": "l1r,an", "lrs": "1e-2,1e-3", "combine": combine}, **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    chosen = {m["method"]: m["lr"] for m in r.notes["members"]}
+    assert chosen["an"] == 1e-3
+    if combine == "select":
+        assert list(chosen) == ["an"]
+    assert np.isfinite(r.val_score)
+
+
+def test_seeds_are_independent_of_grouping(toy_bundle):
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    both = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])
+    (one,) = train(toy_bundle, cfg, seeds=[1])
+    assert both[1].test_map == pytest.approx(one.test_map, abs=1e-9)
+    assert both[1].notes == one.notes
+
+
+def test_refusals(toy_bundle):
+    from spmlkit.data.memory import ArrayBundle
+
+    b = toy_bundle
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    none = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")))
+    with pytest.raises(ConfigError, match="validation"):
+        train(none, cfg)
+    with pytest.raises(ConfigError, match="observed_map only"):
+        train(b, cfg.replace(selection="map"))
+    with pytest.raises(ConfigError, match="linear setting"):
+        from spmlkit.training.recipe import train_recipe
+
+        train_recipe(b, cfg.replace(setting="finetune"), build_method("auto", **SMALL), lrs=[1e-3], seeds=[0])
+
+
+def test_cli_train_predict_saved_ensemble(toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r,wan", "--param",
+                 "lrs=1e-2,1e-3", "--epochs", "3", "-o", str(out)]) == 0
+    model = load_model(out)
+    assert model.members == 3 and model.method == "auto"
+    assert json.loads((out / "model" / "model.json").read_text())["members"] == 3
+    result = json.loads((out / "result.json").read_text())
+    assert [m["method"] for m in result["notes"]["members"]] == ["an", "l1r", "wan"]
+    X = np.asarray(toy_bundle.features("test"))
+    from spmlkit.metrics import mean_average_precision
+
+    assert mean_average_precision(toy_bundle.labels("test"), model.decision_function(X)).map == \
+        pytest.approx(result["test_map"], abs=1e-3)
+    # the saved ensemble predicts the mean of its members' probabilities
+    P = model.predict_proba(X)
+    heads = [{k: v[g] for k, v in model.state.items()} for g in range(3)]
+    Xs = (torch.from_numpy(X) - torch.from_numpy(model.mean)) / torch.from_numpy(model.std)
+    probs = [torch.sigmoid(Xs @ h["weight"] + h["bias"]) for h in heads]
+    np.testing.assert_allclose(P, torch.stack(probs).mean(0).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_cli_says_that_lr_is_not_used(toy_bundle, tmp_path, capsys):
+    from spmlkit.cli import main
+
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an", "--param", "lrs=1e-3",
+                 "--lr", "0.5", "--epochs", "1", "-o", str(tmp_path / "run")]) == 0
+    assert "--lr is not used" in capsys.readouterr().err
+
+
+def test_damaged_members_field_is_refused(toy_bundle, tmp_path):
+    from spmlkit.cli import main
+    from spmlkit.errors import CorruptFileError
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r", "--param",
+                 "lrs=1e-3", "--epochs", "2", "-o", str(out)]) == 0
+    meta = json.loads((out / "model" / "model.json").read_text())
+    meta["members"] = "two"
+    (out / "model" / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(CorruptFileError, match="members"):
+        load_model(out)
+
+
+def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):
+    from spmlkit.experiments.bench import BenchSpec, run_bench
+
+    spec = BenchSpec(datasets=[str(toy_bundle.path)], methods=["an", "auto"], lrs=(1e-2, 1e-3), batch_sizes=(16,),
+                     seeds=(0, 1), epochs=2, params={"auto": dict(SMALL)}, histograms=False)
+    run_bench(spec, tmp_path / "bench", figures=False)
+    runs = json.loads((tmp_path / "bench" / "runs.json").read_text())["runs"]
+    auto = [r for r in runs if r["method"] == "auto"]
+    assert sorted(r["seed"] for r in auto) == [0, 1] and {r["selection"] for r in auto} == {"observed_map"}
+    assert len([r for r in runs if r["method"] == "an"]) == 4
+    table = (tmp_path / "bench" / "table.md").read_text()
+    assert "own lr per member on observed labels (an " in table  # not the bench lr it did not use
+
+
+def test_selection_observations_simulate_the_training_regime(toy_bundle):
+    Y = np.asarray(toy_bundle.labels("val"), dtype=bool)
+    Z = toy_bundle.selection_observations("val", "single_positive")
+    assert ((Z == 1) <= Y).all() and ((Z == 1).sum(1) == Y.any(1)).all() and not (Z == -1).any()
+    np.testing.assert_array_equal(Z, toy_bundle.selection_observations("val", "single_positive"))  # seeded
+    most = toy_bundle.selection_observations("val", "single_positive_most_frequent")
+    freq = Y.sum(0)
+    for row, y in zip(most, Y):
+        if y.any():
+            assert freq[np.flatnonzero(row == 1)[0]] == freq[y].max()
+    full = toy_bundle.selection_observations("val", "full")
+    assert ((full == 1) == Y).all()
+
+
+def test_observed_map_selection_works_on_fully_labelled_bundles(toy_bundle):
+    """--selection observed_map used to need an observed-only bundle; it now scores the
+    simulated single positives of the validation split."""
+    (r,) = train(toy_bundle, TrainConfig(method="an", selection="observed_map", **FAST), keep_state=True)
+    Z_val = toy_bundle.selection_observations("val", "single_positive")
+    assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
+
+
+def test_a_stopped_recipe_resumes_each_member(toy_bundle, tmp_path):
+    """Each member method checkpoints in RUN/members/NAME/: a run stopped after one epoch
+    and started again with 3 epochs gives the uninterrupted run's result."""
+    cfg = TrainConfig(method="auto", params=SMALL, batch_size=16, epochs=3)
+    train(toy_bundle, cfg.replace(epochs=1), run_dir=tmp_path / "run")
+    assert sorted(p.name for p in (tmp_path / "run" / "members").iterdir()) == ["an", "l1r"]
+    (resumed,) = train(toy_bundle, cfg, run_dir=tmp_path / "run")
+    (fresh,) = train(toy_bundle, cfg)
+    assert resumed.test_map == pytest.approx(fresh.test_map, abs=1e-9) and resumed.notes == fresh.notes

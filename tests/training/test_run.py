@@ -1,0 +1,26 @@
+"""The one training entry point (spmlkit.training.run) chooses the trainer."""
+from __future__ import annotations
+
+import pytest
+
+from spmlkit.config import TrainConfig
+
+
+
+def test_one_entry_point_chooses_the_trainer(toy_bundle):
+    """``train`` chooses linear / fine-tuning / recipe once; the linear trainer no longer
+    hands a recipe on (it was linear -> recipe -> linear), it refuses it."""
+    from spmlkit.errors import ConfigError
+    from spmlkit.methods import build_method
+    from spmlkit.training.linear import train_linear
+    from spmlkit.training.run import planned_epochs, train, trainer_kind
+
+    auto = TrainConfig(method="auto", epochs=2, batch_size=16, params={"lrs": "0.01"})
+    assert trainer_kind(auto, build_method("auto")) == "recipe"
+    assert trainer_kind(TrainConfig(method="an", setting="finetune"), build_method("an")) == "finetune"
+    assert trainer_kind(TrainConfig(method="an"), build_method("an")) == "linear"
+    assert planned_epochs(auto, build_method("auto", lrs="0.01")) == 2 * len(build_method("auto").candidates)
+    with pytest.raises(ConfigError, match="recipe"):
+        train_linear(toy_bundle, auto)
+    (r,) = train(toy_bundle, auto)
+    assert r.method == "auto" and r.notes["members"]
