@@ -3,8 +3,10 @@ tests that need it skip cleanly when it is absent (override with SPMLKIT_SHARED_
 from __future__ import annotations
 
 import os
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import REPO
@@ -65,3 +67,56 @@ def toy_bundle(tmp_path):
     from spmlkit.data import prepare_bundle
 
     return prepare_bundle(make_toy_dataset(), tmp_path / "toy", log=lambda m: None)
+
+
+@pytest.fixture
+def small_registry(monkeypatch):
+    """A dataset registry of one built-in set, one data-root set and one that fails to load
+    (``spml datasets`` and ``data.registry.dataset_rows``)."""
+    from spmlkit.data import registry as R
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.errors import ConfigError
+    from spmlkit.registry import Registry
+
+    def builtin(data_root=None):
+        Y = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 1], [1, 0, 0]], dtype=bool)
+        return MultiLabelDataset("tiny", ["a", "b", "c"], {"train": Split(X=np.zeros((4, 5)), Y=Y),
+                                                           "test": Split(X=np.zeros((2, 5)), Y=Y[:2])},
+                                 notes=["official split", "dropped 1 row without labels"])
+
+    def broken(data_root=None):
+        raise ConfigError("dataset 'gone' is not built in; looked for gone/ under " + "x" * 80)
+
+    reg = Registry("dataset", package=None)
+    reg.add("tiny", R.DatasetSpec("tiny", builtin, "features", True, "a tiny set"), owner=builtin)
+    reg.add("gone", R.DatasetSpec("gone", broken, "images", False, "a data-root set"), owner=broken)
+    monkeypatch.setattr(R, "DATASETS", reg)
+    monkeypatch.delenv("SPMLKIT_DATA", raising=False)
+    return R
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """A model trained on a toy bundle with full labels, and one on observed labels only
+    (the tests of tests/practitioner read them and change nothing, so they are trained once;
+    tests/cli/test_evaluate.py and test_predict.py have a ``trained`` run folder of their own)."""
+    from spmlkit.config import TrainConfig
+    from spmlkit.data import prepare_bundle
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.saved import load_model
+
+    tmp = tmp_path_factory.mktemp("below")
+    full = prepare_bundle(make_toy_dataset(), tmp / "full", log=lambda m: None)
+    run_training(full, TrainConfig(method="an", epochs=2, threads=1), tmp / "run-full", log=lambda m: None)
+    ds = make_toy_dataset(seed=1)
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, s in ds.splits.items():  # one observed positive per row, no full labels
+        Z = np.zeros(s.Y.shape, dtype=np.int8)
+        Z[np.arange(len(Z)), [rng.choice(np.flatnonzero(y)) for y in s.Y]] = 1
+        splits[name] = Split(X=s.X, Z=Z)
+    own = prepare_bundle(MultiLabelDataset("own", ds.label_names, splits), tmp / "own", log=lambda m: None)
+    run_training(own, TrainConfig(method="an", epochs=2, threads=1), tmp / "run-own", log=lambda m: None)
+    return types.SimpleNamespace(full=full, own=own, model_full=load_model(tmp / "run-full"),
+                                 model_own=load_model(tmp / "run-own"))

@@ -113,3 +113,13 @@ def test_a_second_writer_of_a_folder_is_refused(tmp_path):
 
 def test_safe_filename():
     assert io.safe_filename("coco/2014 val:x.y-z") == "coco_2014_val_x.y-z"
+
+
+def test_check_input_paths(tmp_path):
+    from spmlkit.io import check_input_paths
+
+    f = tmp_path / "data.csv"
+    f.write_text("x\n")
+    check_input_paths([None, f, tmp_path, tmp_path / "not-yet"])  # files, folders, absent paths: fine
+    with pytest.raises(ConfigError, match=r"^/dev/null: not a regular file or folder \(a device"):
+        check_input_paths([f, "/dev/null"])

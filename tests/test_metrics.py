@@ -12,8 +12,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from spmlkit.metrics import (average_precision, class_ap_change, evaluate_scores, label_set_scores, mean_auc,
                              mean_average_precision, mean_average_precision_members, observed_positive_recall_at_k,
-                             presence_background_auc, pseudo_label_precision, pseudo_label_precision_by_epoch, roc_auc,
-                             share_above_diagonal, unobserved_wasserstein)
+                             presence_background_auc, presence_target_group_auc, pseudo_label_precision,
+                             pseudo_label_precision_by_epoch, roc_auc, share_above_diagonal, unobserved_wasserstein)
 
 
 @pytest.mark.parametrize("ties", [False, True])
@@ -214,3 +214,47 @@ def test_share_above_and_ap_change():
     assert share == pytest.approx(float((want[:3] > 0).mean()))
     d, share = class_ap_change(Y[:, :3], Y[:, :3] + 0.01 * a[:, :3], b[:, :3])  # perfect scores improve all
     assert share == 1.0 and (d > 0).all()
+
+
+# ------------------------------------------------------------ target_group_auc
+# Presence records of a label against the records of the other labels (Phillips et al.
+# 2009's target-group background).
+def test_equals_the_per_label_auc_of_presences_against_other_labels_records():
+    rng = np.random.default_rng(0)
+    n, L = 60, 3
+    Z = np.zeros((n + 20, L), np.int8)
+    Z[np.arange(n), rng.integers(0, L, n)] = 1  # 20 background rows at the end
+    S = rng.normal(size=Z.shape)
+    want = []
+    for c in range(L):
+        rows = (Z == 1).any(1)  # background rows left out
+        want.append(roc_auc_score(Z[rows, c] == 1, S[rows, c]))
+    assert presence_target_group_auc(Z, S) == pytest.approx(100 * np.mean(want))
+    S2 = S.copy()
+    S2[n:] = rng.normal(size=(20, L)) * 100  # background scores do not matter
+    assert presence_target_group_auc(Z, S2) == presence_target_group_auc(Z, S)
+
+
+def test_a_model_of_sampling_effort_scores_fifty_while_background_auc_rewards_it():
+    """Records sit where observers go (high 'effort'); background rows are spread uniformly.
+    A model that scores every label by effort alone separates presences from background
+    (background AUC well above 50) but not one species' records from another's (50)."""
+    rng = np.random.default_rng(1)
+    n, nb, L = 400, 400, 4
+    effort_rec = rng.uniform(0.5, 1.0, n)
+    effort_bg = rng.uniform(0.0, 1.0, nb)
+    Z = np.zeros((n + nb, L), np.int8)
+    Z[np.arange(n), rng.integers(0, L, n)] = 1
+    S = np.repeat(np.concatenate([effort_rec, effort_bg])[:, None], L, axis=1)
+    assert presence_background_auc(Z, S) > 70
+    assert presence_target_group_auc(Z, S) == pytest.approx(50.0, abs=3)
+    # a model that knows the species ranks its own records first: near 100
+    S_good = S + 2.0 * (Z == 1)
+    assert presence_target_group_auc(Z, S_good) > 99
+
+
+def test_labels_without_presence_or_target_group_are_left_out():
+    Z = np.array([[1, 0, 0], [1, 0, 0], [0, 0, 0]])
+    assert np.isnan(presence_target_group_auc(Z, np.zeros((3, 3))))  # one label only: no target group
+    Z = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]])
+    assert presence_target_group_auc(Z, np.array([[1., 0, 0], [0, 1, 0], [5, 5, 5]])) == 100.0

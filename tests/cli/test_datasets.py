@@ -30,3 +30,15 @@ def test_datasets_statistics_agree_with_the_loader(shared_data, capsys):
 def test_datasets_lists_builtins(capsys):
     code, out, err = run(capsys, "datasets")
     assert code == 0 and "yeast" in out and "built-in" in out
+
+
+def test_datasets_command_prints_the_rows(small_registry, tmp_path, capsys):
+    from spmlkit.cli import main
+
+    assert main(["datasets", "--data-root", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "kind", "where", "splits", "labels", "features", "description"]
+    assert lines[1].split()[:7] == ["tiny", "features", "built-in", "train", "4/test", "2", "3"]
+    assert lines[1].endswith("train cardinality 1.75; a tiny set; dropped 1 row without labels")
+    why = ("dataset 'gone' is not built in; looked for gone/ under " + "x" * 80)[:60]  # cut at 60 characters
+    assert lines[2].startswith("gone ") and lines[2].endswith("  " + why)

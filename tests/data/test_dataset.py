@@ -61,3 +61,26 @@ def test_check_features():
 def test_resolve_path(tmp_path):
     assert resolve_path(tmp_path, "imgs/a.png") == str(tmp_path / "imgs" / "a.png")
     assert resolve_path(tmp_path, "/abs/a.png") == "/abs/a.png"
+
+
+def _observed_dataset(names_per_row, labels):
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+
+    Z = np.zeros((len(names_per_row), len(labels)), dtype=np.int8)
+    for i, n in enumerate(names_per_row):
+        Z[i, labels.index(n)] = 1
+    return MultiLabelDataset("own", labels, {"train": Split(X=np.zeros((len(Z), 2)), Z=Z)})
+
+
+def test_single_use_labels():
+    from spmlkit.data.dataset import MultiLabelDataset, Split, single_use_labels
+
+    labels = ["cat", "dog", "dgo", "sofa", "sfoa"]
+    ds = _observed_dataset(["cat", "cat", "dog", "dog", "dgo", "sofa", "sofa", "sfoa"], labels)
+    assert single_use_labels(ds) == ["dgo", "sfoa"]
+    assert single_use_labels(_observed_dataset(["cat", "dog"], ["cat", "dog"])) == []  # all once: none stands out
+    # full labels count too, over every split
+    Y = np.array([[1, 0, 1], [1, 1, 0]], dtype=bool)
+    ds = MultiLabelDataset("t", ["a", "b", "c"], {"train": Split(X=np.zeros((2, 1)), Y=Y),
+                                                  "test": Split(X=np.zeros((1, 1)), Y=[[0, 0, 1]])})
+    assert single_use_labels(ds) == ["b"]

@@ -1,6 +1,8 @@
 """Datasets by name (spmlkit.data.registry): built-ins, Mulan folders under the data
 root, ../shared/data where present, and the error for an unknown name."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,36 @@ def test_unknown_dataset_name_says_a_path_works(tmp_path, capsys):
     assert "file or folder path" in msg and "enron-train.arff" in msg and str(tmp_path) in msg
     code, out, err = run(capsys, "prepare", "enron", "-o", tmp_path / "b")
     assert code == 2 and "file or folder path" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ dataset_rows (spml datasets)
+def _mulan_one_file(root: Path, name: str) -> None:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / f"{name}.xml").write_text('<labels xmlns="http://mulan.sourceforge.net/labels"><label name="A"/>'
+                                   '<label name="B"/></labels>')
+    (d / f"{name}.arff").write_text(f"@relation {name}\n@attribute x numeric\n@attribute A {{0,1}}\n"
+                                    "@attribute B {0,1}\n@data\n" + "".join(f"{i},{i % 2},1\n" for i in range(6)))
+
+
+def test_dataset_rows_without_a_data_root(small_registry):
+    rows = small_registry.dataset_rows(None, stats=True)
+    assert [(r.name, r.where) for r in rows] == [("tiny", "built-in"), ("gone", "needs --data-root")]
+    tiny, gone = rows
+    assert tiny.sizes == {"train": 4, "test": 2} and tiny.n_labels == 3 and tiny.n_features == 5
+    assert tiny.cardinality == pytest.approx(7 / 4)  # positives per training example (Cole Eq. A1)
+    assert tiny.notes == ("dropped 1 row without labels",) and tiny.description == "a tiny set"
+    assert gone.sizes is None and gone.description == "a data-root set"
+
+
+def test_dataset_rows_with_a_data_root_finds_mulan_folders_and_reports_failures(small_registry, tmp_path):
+    _mulan_one_file(tmp_path, "enron")
+    rows = {r.name: r for r in small_registry.dataset_rows(tmp_path, stats=True)}
+    assert list(rows) == ["tiny", "enron", "gone"]  # built-in first, then by name
+    assert rows["enron"].where == "data root" and rows["enron"].sizes == {"train": 6}
+    assert rows["enron"].n_labels == 2 and rows["enron"].cardinality == pytest.approx(1.5)
+    assert rows["gone"].where == "not found" and rows["gone"].sizes is None
+    assert rows["gone"].description.startswith("dataset 'gone' is not built in")
+    no_stats = small_registry.dataset_rows(tmp_path, stats=False)
+    assert [(r.name, r.where, r.sizes) for r in no_stats] == [("tiny", "built-in", None), ("enron", "data root", None),
+                                                              ("gone", "data root", None)]

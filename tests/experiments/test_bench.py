@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spmlkit.config import TrainConfig
-from spmlkit.errors import ConfigError, UnknownNameError
+from spmlkit.errors import ConfigError, SpmlError, UnknownNameError
 from spmlkit.experiments import bench as B
 from spmlkit.experiments.tables import strip_run_block
 
@@ -526,3 +526,17 @@ def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, mon
                           progress=False, figures=False, log=lambda m: None)
     with pytest.raises(ConfigError, match="mixes image and feature"):
         fresh._cache_image_features([ds, tab])
+
+
+def test_bench_spec_params_and_device_options():
+    from spmlkit.experiments.bench import BenchSpec, check_device_options, with_method_params
+
+    spec = with_method_params(BenchSpec(datasets=["yeast"], methods=["an", "epr"]), ["epr:k=2", "k=3"])
+    assert spec.params == {"epr": {"k": 3}}  # NAME=VALUE: every benchmarked method that has it
+    default = with_method_params(BenchSpec(datasets=["yeast"]), ["storage=float16"])
+    assert default.methods is None and set(default.params) == {"role"}  # the default rows with that parameter
+    with pytest.raises(ConfigError, match="no benchmarked method has a hyper-parameter 'nope'"):
+        with_method_params(BenchSpec(datasets=["yeast"], methods=["an"]), ["nope=1"])
+    check_device_options({"device": "cpu", "head": "mlp"})  # other fields are not its business
+    with pytest.raises(SpmlError, match="CUDA is not available"):
+        check_device_options({"device": "cuda"})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spmlkit.errors import ConfigError
+from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.experiments import bench as B
 from spmlkit.experiments import executors as E
 from spmlkit.experiments.tables import strip_run_block
@@ -208,6 +208,40 @@ def test_group_resources(toy_bundle):
     assert r["num_cpus"] == 2 and r["num_gpus"] == 0 and r["memory"] >= feats + (256 << 20)
     cuda = B.validate_spec(_spec(toy_bundle, config={"device": "cuda"}))
     assert E.group_resources(cuda, g, toy_bundle, threads=1)["num_gpus"] == 1
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(shard="1/2", jobs=2), "--shard 1/2 with --jobs: a shard is one process"),
+    (dict(shard="1/2", executor="ray"), "--shard 1/2 with --executor ray"),
+    (dict(shard="1/2", table_only=True), "--shard 1/2 with --table-only"),
+    (dict(shard="3/2"), "--shard 3/2: K must be between 1 and N"),
+    (dict(address="h:1"), "--address is the Ray cluster of --executor ray"),
+    (dict(table_only=True, jobs=2), "--table-only trains nothing"),
+    (dict(table_only=True, executor="ray"), "--table-only trains nothing"),
+    (dict(executor="ray", address="h:1", jobs=2), "--jobs with --executor ray sets the CPUs"),
+    (dict(jobs=3, device="cuda"), "CUDA"),
+])
+def test_check_engine_options_refuses(options, words):
+    from spmlkit.experiments.executors import check_engine_options
+
+    with pytest.raises(SpmlError) as exc:
+        check_engine_options(**options)
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_check_engine_options_accepts_and_make_executor_chooses():
+    from spmlkit.experiments.executors import RayExecutor, TableOnly, check_engine_options, make_executor
+
+    for ok in (dict(), dict(shard="2/2"), dict(jobs=4, device="cpu"), dict(executor="ray", address="h:1"),
+               dict(executor="ray", jobs=2), dict(table_only=True)):
+        check_engine_options(**ok)
+    assert make_executor() is None
+    assert isinstance(make_executor(table_only=True), TableOnly)
+    ray = make_executor(executor="ray", address="h:1", jobs=3, threads=2)
+    assert isinstance(ray, RayExecutor) and (ray.address, ray.num_cpus, ray.threads) == ("h:1", 3, 2)
+    assert ray.ray is None  # nothing imported before connect()
+    with pytest.raises(ConfigError, match="unknown executor 'dask'"):
+        make_executor(executor="dask")
 
 
 # --------------------------------------------------------------------------- Ray

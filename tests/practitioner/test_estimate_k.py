@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from spmlkit.errors import ConfigError
+from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.practitioner.estimate_k import bootstrap_k_intervals, sample_without_replacement
 
 
@@ -51,3 +51,15 @@ def test_bad_input():
         bootstrap_k_intervals(np.zeros((0, 3)), rng=np.random.default_rng(0))
     with pytest.raises(ConfigError):
         bootstrap_k_intervals(np.ones((4, 3)), (2,), rng=np.random.default_rng(0), trials=0)
+
+
+def test_training_labels(trained):
+    from spmlkit.practitioner.estimate_k import training_labels
+
+    Y, name = training_labels(str(trained.full.path))
+    assert np.array_equal(Y, trained.full.labels("train"))
+    assert name == f"toy (bundle {trained.full.path}, training split)"
+    Y, name = training_labels("yeast")
+    assert Y.shape == (1500, 14) and name == "yeast (training split)"
+    with pytest.raises(SpmlError, match="has no full training labels; k needs fully labelled examples"):
+        training_labels(str(trained.own.path))

@@ -8,7 +8,7 @@ import pytest
 from spmlkit.cli import main
 from spmlkit.config import TrainConfig
 from spmlkit.data.memory import ArrayBundle
-from spmlkit.errors import ConfigError
+from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.labels import observe
 from spmlkit.metrics import mean_average_precision, observed_positive_map, observed_positive_recall_at_k
 from spmlkit.training import train_linear
@@ -135,3 +135,44 @@ def test_observed_criteria_order_models_like_the_true_map():
     true_recall = 100 * np.mean((hit & Y).sum(1) / Y.sum(1))
     draws = [observed_positive_recall_at_k(observe(Y, "single_positive", seed=s), good, 2) for s in range(20)]
     assert np.mean(draws) == pytest.approx(true_recall, abs=0.5)
+
+
+# ------------------------------------------------------------ evaluate_model (spml evaluate)
+def test_evaluate_model_with_full_labels(trained):
+    from spmlkit.metrics import mean_average_precision, roc_auc
+    from spmlkit.practitioner.evaluation import evaluate_model
+
+    m, b = trained.model_full, trained.full
+    ev = evaluate_model(m, b, "test")
+    scores = m.decision_function(b.features("test"))
+    assert ev["split"] == "test" and ev["map"] == pytest.approx(mean_average_precision(b.labels("test"), scores).map)
+    assert list(ev["ap"]) == m.label_names and list(ev["auc"]) == m.label_names
+    auc = roc_auc(b.labels("test"), scores)
+    assert [ev["auc"][n] for n in m.label_names] == pytest.approx(list(auc))
+    assert ev["auc_mean"] == pytest.approx(float(np.mean(auc))) and ev["masked"] is False
+    assert "labels" not in ev and ev["empty_classes"] == "exclude"
+    val = evaluate_model(m, b, "val", empty="zero")
+    assert val["split"] == "val" and val["empty_classes"] == "zero"
+
+
+def test_evaluate_model_on_observed_labels_is_never_a_full_label_map(trained):
+    from spmlkit.metrics import observed_positive_map
+    from spmlkit.practitioner.evaluation import evaluate_model
+
+    m, b = trained.model_own, trained.own
+    ev = evaluate_model(m, b, "test")
+    assert ev["labels"] == "observed" and "map" not in ev and ev["split"] == "test"
+    scores = m.decision_function(b.features("test"))
+    assert ev["observed_map"] == pytest.approx(observed_positive_map(b.observations("test"), scores))
+    assert ev["label_sets"]["labels"] == "observed"
+
+
+def test_evaluate_model_refuses_other_labels(trained, tmp_path):
+    from spmlkit.data import prepare_bundle
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.practitioner.evaluation import evaluate_model
+
+    other = prepare_bundle(MultiLabelDataset("o", ["x", "y"], {"train": Split(X=np.zeros((10, 6)), Y=np.eye(2)[
+        np.arange(10) % 2])}), tmp_path / "o", log=lambda m: None)
+    with pytest.raises(SpmlError, match=r"^the model's labels differ from the bundle's \(5 vs 2\)$"):
+        evaluate_model(trained.model_full, other, "train")

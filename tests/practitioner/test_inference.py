@@ -80,3 +80,16 @@ def test_outputs(tmp_path):
                                                            ["y", "1", "0"]]
     write_label_sets(tmp_path / "s.csv", ["x", "y"], ["cat", "dog"], np.array([[1, 1], [0, 0]], dtype=bool))
     assert list(csv.reader(open(tmp_path / "s.csv"))) == [["id", "labels"], ["x", "cat;dog"], ["y", ""]]
+
+
+def test_predicted_label_sets(trained):
+    from spmlkit.practitioner.inference import predicted_label_sets
+
+    m = trained.model_full
+    P = m.predict_proba(trained.full.features("test"))
+    S, used, warning = predicted_label_sets(m, P)
+    assert np.array_equal(S, m.label_sets_from_proba(P)) and used == m.label_sets
+    S, used, _ = predicted_label_sets(m, P, rule="top_k", k=2)
+    assert (S.sum(1) == 2).all() and used["rule"] == "top_k" and used["k"] == 2
+    S, used, warning = predicted_label_sets(m, P, rule="threshold", threshold=1.0)
+    assert not S.any() and used["threshold"] == 1.0 and "empty" in warning  # every set empty: said

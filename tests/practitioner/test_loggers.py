@@ -2,6 +2,8 @@
 trackers accept, the numbers of a result worth a chart, and loggers that only forward.
 End-to-end logging to TensorBoard and MLflow is tested in
 tests/integration/test_practitioner_day.py."""
+import types
+
 import pytest
 
 from spmlkit.errors import ConfigError
@@ -68,3 +70,18 @@ def test_tensorboard_logger_writes_event_files(tmp_path):
     loggers.scalars({"train_loss": 0.5}, 1)
     loggers.finish({"test_map": 50.0}, [])
     assert list((tmp_path / "tb").rglob("events.out.tfevents.*"))
+
+
+def test_bench_group_logger(monkeypatch, tmp_path):
+    from spmlkit.practitioner import loggers
+
+    g = types.SimpleNamespace(dataset="yeast", method="an", fraction=0.5, hide_prob=None, batch_size=8,
+                              hash="0123456789abcdef", key={"method": "an"})
+    assert loggers.bench_group_label(g) == "yeast-an-frac0.5-bs8-01234567"
+    assert loggers.bench_group_label(types.SimpleNamespace(**{**vars(g), "fraction": 1.0, "hide_prob": 0.3})) == \
+        "yeast-an-hide0.3-bs8-01234567"
+    assert loggers.bench_group_label(types.SimpleNamespace(**{**vars(g), "fraction": 1.0})) == "yeast-an-bs8-01234567"
+    calls = []
+    monkeypatch.setattr(loggers, "log_bench_group", lambda *a: calls.append(a))
+    loggers.bench_group_logger(["tensorboard"], str(tmp_path))(g, {"runs": []})
+    assert calls == [(["tensorboard"], tmp_path, "yeast-an-frac0.5-bs8-01234567", {"method": "an"}, {"runs": []})]

@@ -2,7 +2,9 @@
 recognised (same configuration and bundle content, any device), and a schema-checked
 result.json.  Killing and resuming runs is tested in tests/training/test_checkpoint.py."""
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from spmlkit.config import TrainConfig
@@ -55,3 +57,19 @@ def test_input_description_names_the_feature_columns(toy_bundle):
     assert desc["kind"] == "features"
     names = toy_bundle.meta.get("feature_names")
     assert desc.get("feature_names") == (list(names) if isinstance(names, list) else None)
+
+
+def test_default_method_and_run_folder(trained, tmp_path):
+    from spmlkit.data import prepare_bundle
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.practitioner.run import default_method, default_run_folder
+
+    assert default_method(TrainConfig(), trained.full) == ("auto", None)
+    name, why = default_method(TrainConfig(setting="finetune"), trained.full)
+    assert name == "an" and why.startswith("no -m given: fine-tuning trains 'an'")
+    no_val = prepare_bundle(MultiLabelDataset("n", ["x", "y"], {"train": Split(X=np.zeros((10, 2)), Y=np.eye(2)[
+        np.arange(10) % 2])}), tmp_path / "n", val_fraction=0.0, log=lambda m: None)
+    name, why = default_method(TrainConfig(), no_val)
+    assert name == "an" and "no validation split" in why
+    assert default_run_folder(tmp_path / "my-data", TrainConfig(method="an", lr=1e-2, seed=3)) == \
+        Path("runs") / "my-data-an-lr0.01-s3"

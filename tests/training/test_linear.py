@@ -249,3 +249,13 @@ def test_feature_store_reads_only_bounded_chunks(tmp_path):
     assert torch.equal(torch.cat(list(disk.chunks())), mem.tensor)
     assert disk.peak_buffer_bytes == 64 * 64 * 4  # one chunk at a time
     assert torch.equal(torch.cat(list(disk.chunks(start=10, stop=300))), mem.tensor[10:300])
+
+
+def test_training_on_presence_only_data_selects_by_it(presence_bundle):
+    from spmlkit.training.linear import train_linear
+
+    cfg = TrainConfig(method="an-full", epochs=3, batch_size=32, selection="target_group_auc", threads=1)
+    (res,) = train_linear(presence_bundle, cfg, lrs=[1e-2], seeds=[0])
+    assert res.selection == "target_group_auc"
+    assert 0 <= res.val_score <= 100 and res.val_score == max(res.val_history)
+    assert res.val_history[res.best_epoch - 1] == res.val_score

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from spmlkit.config import TrainConfig
+from spmlkit.errors import ConfigError
+from spmlkit.training.prepare import make_evaluator
 
 from tests.helpers.image_fixtures import tiny_digits_bundle
 from tests.helpers.factories import single_positive
@@ -103,3 +105,24 @@ def test_cli_train_builds_the_method_and_resolves_the_device_once(toy_bundle, tm
     calls.update(build=0, device=0, finished=0)
     assert main(args) == 0 and "already finished" in capsys.readouterr().out
     assert calls["finished"] == 1, calls  # recognised once, before the folder is locked
+
+
+# ------------------------------------------------------------ the target_group_auc criterion
+def test_evaluator_and_config_accept_the_criterion():
+    TrainConfig(selection="target_group_auc")  # a known criterion
+    Z = np.array([[1, 0], [0, 1], [1, 0], [0, 1], [0, 0]])
+    name, ev = make_evaluator("target_group_auc", Y_val=None, Z_val=Z)
+    import torch
+
+    logits = torch.tensor(np.stack([Z * 2.0 - 1, -(Z * 2.0 - 1)]), dtype=torch.float32)
+    assert name == "target_group_auc" and ev(logits) == [100.0, 0.0]
+    with pytest.raises(ConfigError, match="at least two labels"):
+        make_evaluator("target_group_auc", Y_val=None, Z_val=np.array([[1, 0], [1, 0], [0, 0]]))
+
+
+def test_auto_picks_it_on_presence_only_data_and_background_auc_with_one_species():
+    Z = np.array([[1, 0], [0, 1], [1, 0], [0, 0], [0, 0]])
+    assert make_evaluator("auto", Y_val=None, Z_val=Z, background=True)[0] == "target_group_auc"
+    one = np.array([[1, 0], [1, 0], [0, 0]])
+    assert make_evaluator("auto", Y_val=None, Z_val=one, background=True)[0] == "background_auc"
+    assert make_evaluator("auto", Y_val=None, Z_val=Z, background=False)[0] == "observed_map"

@@ -24,3 +24,18 @@ def test_one_entry_point_chooses_the_trainer(toy_bundle):
         train_linear(toy_bundle, auto)
     (r,) = train(toy_bundle, auto)
     assert r.method == "auto" and r.notes["members"]
+
+
+def test_progress_plan():
+    from spmlkit.methods import build_method
+    from spmlkit.training.run import planned_epochs, progress_plan
+
+    cfg = TrainConfig(method="an", epochs=7)
+    assert progress_plan(cfg, build_method("an"), 100) == (7, 1, 7, "epoch")
+    auto = build_method("auto")
+    plan = progress_plan(TrainConfig(method="auto", epochs=3), auto, 100)
+    assert (plan.per_member, plan.total) == (3, 3 * len(auto.candidates)) == (3, planned_epochs(
+        TrainConfig(method="auto", epochs=3), auto))
+    ft = progress_plan(TrainConfig(method="an", setting="finetune", finetune_epochs=4, batch_size=8), build_method("an"),
+                       100)
+    assert ft == (4, 13, 52, "step")  # ceil(100 / 8) optimizer steps per epoch
