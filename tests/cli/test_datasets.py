@@ -2,18 +2,11 @@
 with what the loader keeps."""
 
 
-from spmlkit.cli import main
-
+from tests.helpers.cli import run_cli as run
 
 # Input readers refuse bad input in one line (issue 14 §3-4) and the new-user traps of
 # issue 15: one label per row read as full labels, Mulan folders not found by name,
 # dataset statistics that disagree with what the loader keeps.
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_datasets_statistics_agree_with_the_loader(shared_data, capsys):

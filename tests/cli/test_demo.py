@@ -2,13 +2,7 @@
 
 import pytest
 
-from spmlkit.cli import main
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.helpers.cli import run_cli as run
 
 
 @pytest.mark.slow

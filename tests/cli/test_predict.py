@@ -10,15 +10,10 @@ import pytest
 
 import spmlkit
 from spmlkit.cli import main
-from spmlkit.practitioner.labelsets import (label_sets)
+from spmlkit.practitioner.labelsets import label_sets
+from tests.helpers.cli import run_cli as run
 
 NAMES = ["cat", "dog", "sofa"]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def read_rows(path):
@@ -233,7 +228,6 @@ def test_predict_replaces_only_its_own_output(capsys, trained, tmp_path):
         assert data.read_bytes() == (d / "new.csv").read_bytes()
 
 
-
 # Issue 15 §3: the default label-set rule without full labels is expected-k with k
 # known or estimated from the observations (1 / observed recall@1), not a fixed 0.5;
 # implausible sets (mean size > 2x away from k, > 50% empty) are warned about in the
@@ -330,21 +324,6 @@ def test_saved_model_keeps_its_stored_rule(observed_run, tmp_path):
 
 
 # The CLI end to end on tiny data, and every bad-input path ending in one clear line.
-
-
-@pytest.fixture
-def toy_csv(tmp_path):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(150, 4))
-    Y = (X[:, :3] + rng.normal(scale=0.3, size=(150, 3))) > 0
-    Y[~Y.any(1), 0] = True
-    p = tmp_path / "toy.csv"
-    with open(p, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["f1", "f2", "f3", "f4", "a", "b", "c"])
-        for x, y in zip(X, Y.astype(int)):
-            w.writerow([*map(float, x), *y])
-    return p
 
 
 def test_shape_mismatch_on_predict(tmp_path, capsys, toy_csv):

@@ -1,31 +1,7 @@
 """``spml train`` (spmlkit.cli.train): a damaged checkpoint is detected."""
-import csv
-
-import numpy as np
-import pytest
-
-from spmlkit.cli import main
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def toy_csv(tmp_path):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(150, 4))
-    Y = (X[:, :3] + rng.normal(scale=0.3, size=(150, 3))) > 0
-    Y[~Y.any(1), 0] = True
-    p = tmp_path / "toy.csv"
-    with open(p, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["f1", "f2", "f3", "f4", "a", "b", "c"])
-        for x, y in zip(X, Y.astype(int)):
-            w.writerow([*map(float, x), *y])
-    return p
+from tests.helpers.cli import run_cli as run
 
 
 def test_corrupted_checkpoint_is_detected(tmp_path, capsys, toy_csv):

@@ -6,10 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spmlkit.cli import main
 from spmlkit.data import Bundle, load_any, load_dataset
 from spmlkit.errors import ConfigError, UnknownNameError
-
+from tests.helpers.cli import run_cli as run
 
 # Every loader on small fixtures written here, and on ../shared/data where present.
 
@@ -57,12 +56,6 @@ def test_shared_coco_subsets(shared_data):
 # Input readers refuse bad input in one line (issue 14 §3-4) and the new-user traps of
 # issue 15: one label per row read as full labels, Mulan folders not found by name,
 # dataset statistics that disagree with what the loader keeps.
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ------------------------------------------------------------ Mulan folders by name

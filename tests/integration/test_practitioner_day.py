@@ -8,14 +8,9 @@ import pytest
 from spmlkit.cli import main
 from spmlkit.data import Bundle
 from tests.helpers import REPO
+from tests.helpers.cli import run_cli as run
 
 LABELS = ["cat", "dog", "sofa", "tree"]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -91,8 +86,8 @@ def test_train_defaults_to_auto(tmp_path, capsys, own_bundle):
     assert res["method"] == "auto" and [m["method"] for m in res["notes"]["members"]] == ["l1r", "em-apl", "wan",
                                                                                          "ll-ct"]
     # fine-tuning names one method: the default there is an, and the note says so
-    from spmlkit.practitioner.run import default_method as _default_method
     from spmlkit.config import TrainConfig
+    from spmlkit.practitioner.run import default_method as _default_method
 
     name, why = _default_method(TrainConfig(setting="finetune"), Bundle(own_bundle))
     assert name == "an" and "fine-tuning trains 'an'" in why
@@ -172,10 +167,9 @@ def test_bench_into_a_log_prints_lines_per_group(tmp_path, capsys, monkeypatch, 
 
 @pytest.mark.slow
 def test_finetune_progress_inside_epochs_and_epochs_honoured(tmp_path, capsys, monkeypatch):
-    from tests.helpers.image_fixtures import tiny_digits
-
     from spmlkit.data import prepare_bundle
     from spmlkit.io import read_json
+    from tests.helpers.image_fixtures import tiny_digits
 
     b = prepare_bundle(tiny_digits(tmp_path / "cache", n_train=40, n_val=8, n_test=8), tmp_path / "b",
                        log=lambda m: None)

@@ -5,21 +5,19 @@ import json
 import numpy as np
 import pytest
 
-from spmlkit.cli import main
 from spmlkit.config import TrainConfig
 from spmlkit.data.memory import ArrayBundle
 from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.labels import observe
-from spmlkit.metrics import mean_average_precision, observed_positive_map, observed_positive_recall_at_k
+from spmlkit.metrics import (
+    mean_average_precision,
+    observed_positive_map,
+    observed_positive_recall_at_k,
+)
 from spmlkit.training import train_linear
+from tests.helpers.cli import run_cli as run
 
 NAMES = ["cat", "dog", "sofa", "tv"]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def toy(n=300, d=6, L=4, seed=0):

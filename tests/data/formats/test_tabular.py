@@ -9,16 +9,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from spmlkit.cli import main
 from spmlkit.data import Bundle, load_any
 from spmlkit.data.formats import load_npz, read_table
 from spmlkit.errors import DataFormatError
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.helpers.cli import run_cli as run
 
 
 def one_line_error(capsys, *argv) -> str:

@@ -5,18 +5,12 @@ import shutil
 import numpy as np
 import pytest
 
-from spmlkit.cli import main
 from spmlkit.data import load_dataset
 from spmlkit.data.formats import load_voc
 from spmlkit.errors import DataFormatError
+from tests.helpers.cli import run_cli as run
 
 VOC = ("voc2007", "VOCdevkit", "VOC2007")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _real(shared_data):
