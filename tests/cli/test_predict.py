@@ -12,6 +12,7 @@ import spmlkit
 from spmlkit.cli import main
 from spmlkit.practitioner.labelsets import label_sets
 from tests.helpers.cli import run_cli as run
+from tests.helpers.factories import RULE_NAMES, single_positive_data
 
 NAMES = ["cat", "dog", "sofa"]
 
@@ -236,23 +237,6 @@ def test_predict_replaces_only_its_own_output(capsys, trained, tmp_path):
 # saved models keep their stored rule.
 
 
-RULE_NAMES = [f"l{i}" for i in range(12)]
-
-
-def single_positive_data(n, seed=0, L=12, D=8):
-    """Features with a learnable multi-label structure, 1-3 true labels per row, one
-    uniformly chosen observed positive per row."""
-    rng = np.random.default_rng(seed)
-    W = rng.normal(size=(D, L))
-    X = rng.normal(size=(n, D))
-    S = X @ W + rng.normal(scale=0.5, size=(n, L))
-    sizes = rng.integers(1, 4, n)
-    Y = np.zeros((n, L), dtype=bool)
-    order = np.argsort(-S, axis=1)
-    for i in range(n):
-        Y[i, order[i, :sizes[i]]] = True
-    obs = np.array([rng.choice(np.flatnonzero(r)) for r in Y])
-    return X, Y, obs
 
 
 # ------------------------------------------------------------------- command line

@@ -155,3 +155,23 @@ class ToyLearner:
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+
+
+#: label names of single_positive_data
+RULE_NAMES = [f"l{i}" for i in range(12)]
+
+
+def single_positive_data(n, seed=0, L=12, D=8):
+    """Features with a learnable multi-label structure, 1-3 true labels per row, one
+    uniformly chosen observed positive per row."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(D, L))
+    X = rng.normal(size=(n, D))
+    S = X @ W + rng.normal(scale=0.5, size=(n, L))
+    sizes = rng.integers(1, 4, n)
+    Y = np.zeros((n, L), dtype=bool)
+    order = np.argsort(-S, axis=1)
+    for i in range(n):
+        Y[i, order[i, :sizes[i]]] = True
+    obs = np.array([rng.choice(np.flatnonzero(r)) for r in Y])
+    return X, Y, obs

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+
 from tests.helpers import REPO
 
 

@@ -16,9 +16,13 @@ import spmlkit
 from spmlkit import SPMLClassifier
 from spmlkit.errors import ConfigError
 from spmlkit.labels import observe
-from spmlkit.practitioner.estimator import EXPECTED_FAILED_CHECKS, observed_map_scorer, observed_recall_scorer
+from spmlkit.practitioner.estimator import (
+    EXPECTED_FAILED_CHECKS,
+    observed_map_scorer,
+    observed_recall_scorer,
+)
 from spmlkit.practitioner.labelsets import LabelSetWarning
-from tests.helpers.factories import make_toy_dataset
+from tests.helpers.factories import RULE_NAMES, make_toy_dataset, single_positive_data
 
 
 def data(n=200, d=5, L=4, seed=0):
@@ -276,23 +280,6 @@ def test_verbose_prints_one_line_per_epoch_to_stderr(capsys):
 # saved models keep their stored rule.
 
 
-RULE_NAMES = [f"l{i}" for i in range(12)]
-
-
-def single_positive_data(n, seed=0, L=12, D=8):
-    """Features with a learnable multi-label structure, 1-3 true labels per row, one
-    uniformly chosen observed positive per row."""
-    rng = np.random.default_rng(seed)
-    W = rng.normal(size=(D, L))
-    X = rng.normal(size=(n, D))
-    S = X @ W + rng.normal(scale=0.5, size=(n, L))
-    sizes = rng.integers(1, 4, n)
-    Y = np.zeros((n, L), dtype=bool)
-    order = np.argsort(-S, axis=1)
-    for i in range(n):
-        Y[i, order[i, :sizes[i]]] = True
-    obs = np.array([rng.choice(np.flatnonzero(r)) for r in Y])
-    return X, Y, obs
 
 
 # ------------------------------------------------------------------------ Python API

@@ -2,23 +2,15 @@
 estimator and the k sensitivity, on tiny data, checking the numbers."""
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
 import pytest
 
-from spmlkit.experiments.analyses import linear_setup, quiet, run_analysis
+from spmlkit.experiments.analyses import linear_setup
 from spmlkit.experiments.analyses.cole import estimator_precision_recall, k_budget
-
-
-def _csv(path):
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _run(name, **kw):
-    return run_analysis(name, kw, log=quiet)
+from tests.helpers.analyses import read_csv as _csv
+from tests.helpers.analyses import run_quiet as _run
 
 
 # --------------------------------------------------------------------------- Cole

@@ -2,32 +2,15 @@
 attention and LAC's sensitivity sweep, on tiny data."""
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
 import torch
 
-from tests.helpers.image_fixtures import tiny_digits_bundle
-from spmlkit.experiments.analyses import quiet, run_analysis
+from spmlkit.experiments.analyses import quiet
 from spmlkit.experiments.analyses.xie import decoder_attention
-
-
-def _csv(path):
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _run(name, **kw):
-    return run_analysis(name, kw, log=quiet)
-
-
-@pytest.fixture(scope="module")
-def image_bundle(tmp_path_factory):
-    return tiny_digits_bundle(tmp_path_factory.mktemp("img"))
-
-
-IMG = dict(backbone="tiny-random", image_size=64, batch_size=8, threads=1)
+from tests.helpers.analyses import IMG
+from tests.helpers.analyses import read_csv as _csv
+from tests.helpers.analyses import run_quiet as _run
 
 
 # ----------------------------------------------------------------------------- Xie

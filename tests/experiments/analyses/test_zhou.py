@@ -2,24 +2,20 @@
 positives' loss and the loss landscape, on tiny data, checking the numbers."""
 from __future__ import annotations
 
-import csv
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from spmlkit.experiments.analyses import linear_setup, quiet, run_analysis
-from spmlkit.experiments.analyses.zhou import filter_normalized_direction, landscape_slices, observed_positive_loss
-
-
-def _csv(path):
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _run(name, **kw):
-    return run_analysis(name, kw, log=quiet)
+from spmlkit.experiments.analyses import linear_setup
+from spmlkit.experiments.analyses.zhou import (
+    filter_normalized_direction,
+    landscape_slices,
+    observed_positive_loss,
+)
+from tests.helpers.analyses import read_csv as _csv
+from tests.helpers.analyses import run_quiet as _run
 
 
 # --------------------------------------------------------------------------- Zhou
