@@ -167,7 +167,7 @@ def main(argv=None) -> int:
             f"Command: `python benchmarks/selection_without_full_labels.py {' '.join(argv or sys.argv[1:])}`  ",
             f"Date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}  ",
             f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}  ",
-            f"Device: {describe(device_info(resolve_device(None)))}  ",
+            f"Device: {describe(device_info(resolve_device('cpu')))} (LinearLearner's default device)  ",
             f"Wall time: {time.perf_counter() - t_start:.0f} s  ",
             "",
             "Training observations: single positive per example (seeded).  Validation split: the same regime",
