@@ -4,7 +4,9 @@ For each dataset and method: one stacked run over lr ∈ {1e-2, 1e-3, 1e-4} (see
 25 epochs, standardised features), the learning rate chosen on validation mAP, and the
 test mAP at its best-validation epoch.  Not the paper's protocol (that is ``spml bench``:
 2 batch sizes × 4 learning rates × 3 seeds) and defaults are not tuned to these sets.
-ROLE also runs with ``adam=dense`` and with the other estimator storages.
+ROLE also runs with ``adam=dense`` (its default since c5ee570, so that row repeats the
+``role`` row), ``adam=rowwise`` (the default before) and the other estimator storages.
+``--datasets`` and ``--only`` re-run a few rows, e.g. ``--datasets scene --only pr role``.
 
     PYTHONPATH=src python benchmarks/cole2021_quick.py --datasets yeast scene emotions \\
         --data-root ../shared/data --out benchmarks/results/cole2021_quick.md
@@ -25,10 +27,12 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.data import load_dataset, prepare_bundle
+from spmlkit.device import describe, device_info, resolve_device
 from spmlkit.training import train_linear
 
 METHODS = [("bce", {}), ("bce-ls", {}), ("an", {}), ("an-ls", {}), ("an-ls-asym", {}), ("wan", {}), ("epr", {}),
-           ("pr", {}), ("role", {}), ("role", {"adam": "dense"}), ("role", {"storage": "float16"}),
+           ("pr", {}), ("role", {}), ("role", {"adam": "dense"}), ("role", {"adam": "rowwise"}),
+           ("role", {"storage": "float16"}),
            ("role", {"storage": "memmap"}), ("role", {"storage": "factorised", "rank": 4})]
 
 
@@ -38,22 +42,29 @@ def main(argv=None) -> int:
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--epochs", type=int, default=25)
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[8], help="batch sizes of the grid (default 8)")
-    ap.add_argument("--only", nargs="+", help="run only these method rows, e.g. role role:adam=dense")
+    ap.add_argument("--only", nargs="+", help="run only these method rows, e.g. pr role role:adam=rowwise "
+                                              "role:storage=factorised:rank=4")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     torch.set_num_threads(args.threads)
     lrs = [1e-2, 1e-3, 1e-4]
     methods = METHODS
     if args.only:
         def label(m, p):
             return m + "".join(f":{a}={b}" for a, b in p.items())
+        unknown = sorted(set(args.only) - {label(m, p) for m, p in METHODS})
+        if unknown:
+            ap.error(f"--only {' '.join(unknown)}: no such row; rows: {' '.join(label(m, p) for m, p in METHODS)}")
         methods = [(m, p) for m, p in METHODS if label(m, p) in args.only]
     lines = ["# Cole et al. (2021) methods: quick linear runs", "",
              f"- command: `{' '.join(['python', *sys.argv])}`",
-             f"- date: {dt.datetime.now().isoformat(timespec='seconds')}",
+             f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
              f"- machine: {platform.machine()} {os.cpu_count()} CPUs, torch {torch.__version__}, {args.threads} "
              f"thread(s), load average {os.getloadavg()[0]:.1f} (shared machine: times are noisy)",
+             f"- device: {describe(device_info(resolve_device(None)))}",
+             "- wall time: (filled in at the end)",
              f"- protocol: lr ∈ {lrs} stacked in one run, seed 0, batch {args.batch_sizes}, {args.epochs} epochs, "
              "bundle seed 0 (official test split, 20% of training held out for validation); (lr, batch) chosen "
              "on validation mAP; "
@@ -80,6 +91,9 @@ def main(argv=None) -> int:
                          f"{best.test_map:.2f} | {best.best_epoch} | {time.perf_counter() - t0:.1f} |")
             print(lines[-1], file=sys.stderr, flush=True)
         lines.append("")
+    wall = time.perf_counter() - t_start
+    lines[lines.index("- wall time: (filled in at the end)")] = (
+        f"- wall time: {wall:.0f} s (the whole command: data preparation and every row's training)")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

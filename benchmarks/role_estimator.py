@@ -135,6 +135,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     ap.add_argument("--out", help="also write the report to this Markdown file")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     torch.set_num_threads(args.threads)
     Z = single_positive(COCO_N, COCO_L, np.random.default_rng(0))
     lines = ["# ROLE label-estimator storages and estimate-k (Cole et al. 2021; issue 7 item 5)", "",
@@ -143,7 +144,9 @@ def main(argv=None) -> int:
              f"- machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, "
              f"{platform.system()} {platform.release()}, Python {platform.python_version()}, torch {torch.__version__},"
              f" {args.threads} torch thread(s); load average at start {os.getloadavg()[0]:.1f} (shared machine: "
-             "timings are noisy)", "",
+             "timings are noisy)",
+             "- device: cpu (the estimator's tables are CPU tensors here, whatever GPU the machine has)",
+             "- wall time: (filled in at the end)", "",
              "## Memory of the estimator (table or factors + Adam moments + per-row step counts), one member", ""]
     lines += memory_section(Z)
     lines += ["", "## Factorised initialisation vs the §6.1 table (synthetic COCO-sized single positives)", ""]
@@ -152,6 +155,7 @@ def main(argv=None) -> int:
     lines += speed_section(Z, args.batch_size, args.steps)
     lines += ["", "## estimate-k", ""]
     lines += estimate_k_section(Z)
+    lines[lines.index("- wall time: (filled in at the end)")] = f"- wall time: {time.perf_counter() - t_start:.0f} s"
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

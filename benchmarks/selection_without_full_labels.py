@@ -19,6 +19,7 @@ best epoch), next to the choice made with full labels.
 
     python benchmarks/selection_without_full_labels.py            # yeast (+ scene if found)
     python benchmarks/selection_without_full_labels.py --write    # also writes the results table
+    python benchmarks/selection_without_full_labels.py --out /tmp/sel.md   # ... to another file
 
 Timings are noisy on a shared machine; only the selection quality is reported.
 """
@@ -30,6 +31,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +96,10 @@ def main(argv=None) -> int:
     ap.add_argument("--data-root", default=os.environ.get("SPMLKIT_DATA", str(Path(__file__).resolve().parents[2]
                                                                                / "shared" / "data")))
     ap.add_argument("--write", action="store_true", help="write benchmarks/results/selection_without_full_labels.md")
+    ap.add_argument("--out", help="write the results table here instead (implies --write), e.g. a temporary file "
+                                  "to compare with the committed one")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
 
     from spmlkit.data import load_dataset, prepare_bundle
     from spmlkit.errors import SpmlError
@@ -144,15 +149,20 @@ def main(argv=None) -> int:
             lines.append(f"| `{c}` | {d[:, 1].mean():.3f} | {d[:, 0].mean():+.2f} | {d[:, 0].min():+.2f} |")
         lines.append("")
         print("\n".join(lines[-(len(CRITERIA) + 4):]))
-    if args.write and lines:
-        out = Path(__file__).resolve().parent / "results" / "selection_without_full_labels.md"
+    if (args.write or args.out) and lines:
+        from spmlkit.device import describe, device_info, resolve_device
+
+        out = Path(args.out) if args.out else \
+            Path(__file__).resolve().parent / "results" / "selection_without_full_labels.md"
         out.parent.mkdir(parents=True, exist_ok=True)
         head = [
             "# Model selection without full labels",
             "",
             f"Command: `python benchmarks/selection_without_full_labels.py {' '.join(argv or sys.argv[1:])}`  ",
             f"Date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}  ",
-            f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}  ",
+            f"Device: {describe(device_info(resolve_device('cpu')))} (LinearLearner's default device)  ",
+            f"Wall time: {time.perf_counter() - t_start:.0f} s  ",
             "",
             "Training observations: single positive per example (seeded).  Validation split: the same regime",
             "(single positives drawn from its full labels) for the observed criteria; its full labels for `map`.",

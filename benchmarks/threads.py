@@ -8,7 +8,8 @@ Times, in one run, with and without a CPU burner on every core:
   number of cores (torch's own default before the change).
 
 Each command runs in a fresh process with the user's environment (no OMP_* variables are
-set).  Writes ``benchmarks/results/threads.md`` with the command, date and machine.
+set).  Writes ``benchmarks/results/threads.md`` with the command, date, machine, device
+and wall time.
 
     python benchmarks/threads.py [--repeats 2] [--skip-demo]
 """
@@ -44,6 +45,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--skip-demo", action="store_true")
     args = ap.parse_args()
+    t_start = time.perf_counter()
     cores = os.cpu_count() or 1
     spml = [sys.executable, "-m", "spmlkit"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,12 +76,16 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     import torch
 
+    from spmlkit.device import describe, device_info, resolve_device
+
     lines = ["# Thread defaults, quiet and loaded CPU", "",
              f"- command: `python benchmarks/threads.py --repeats {args.repeats}"
              f"{' --skip-demo' if args.skip_demo else ''}`",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
              f"- machine: {platform.system()} {platform.machine()}, {cores} cores, python "
-             f"{platform.python_version()}, torch {torch.__version__}, no GPU; load average at the end {load:.1f}",
+             f"{platform.python_version()}, torch {torch.__version__}; load average at the end {load:.1f}",
+             f"- device: {describe(device_info(resolve_device(None)))} (the commands' default device, auto)",
+             f"- wall time of this benchmark: {time.perf_counter() - t_start:.0f} s",
              f"- loaded = one busy-loop process per core (`python -c '{BURN}'`) running beside the command",
              "- wall time of the whole command in a fresh process (import, data, training), best and worst of "
              f"{args.repeats}", "",
