@@ -251,7 +251,9 @@ def write_table(args) -> None:
     cmds = [c for R in regions for c in data[R].get("commands", [])]
     wall = sum(c["wall_s"] for c in cmds)
     lines += ["```",
-              "commands: " + " ; ".join(sorted({c["command"] for c in cmds})) + " ; python benchmarks/disdat.py --table-only",
+              "commands: " + " ; ".join(sorted({c["command"] for c in cmds})) + " ; python "
+              + (" ".join(shlex.quote(a) for a in ["benchmarks/disdat.py", *sys.argv[1:]]) if args.table_only
+                 else "benchmarks/disdat.py --table-only"),
               f"dates: {min(c['date'] for c in cmds) if cmds else '-'} .. {max(c['date'] for c in cmds) if cmds else '-'}",
               f"machine: {machine_info(setting='linear')}",
               "device: cpu (torch threads 1)",
