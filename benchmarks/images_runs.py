@@ -56,6 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default="/tmp/spmlkit-images-runs")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "images_runs.md"))
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
 
     from spmlkit.config import TrainConfig
     from spmlkit.data import Bundle, load_dataset, prepare_bundle
@@ -108,11 +109,16 @@ def main(argv=None) -> int:
     uname = subprocess.run(["uname", "-a"], capture_output=True, text=True).stdout.strip()
     import torch
 
+    from spmlkit.device import describe, device_info, resolve_device
+
     lines = ["# Image runs: test mAP and wall time (EfficientNet-Lite0, one seed)", "",
              f"- command: `{cmd.strip()}`",
              f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
              f"- machine: `{uname}`; torch {torch.__version__}, torch threads: {torch.get_num_threads()}; load average now "
              f"{os.getloadavg()[0]:.1f} (2 cores shared with other jobs: wall times are noisy upper bounds)",
+             f"- device: {describe(device_info(resolve_device(None)))} (the trainers' default device, auto)",
+             f"- wall time of this invocation: {time.perf_counter() - t_start:.0f} s (runs an earlier invocation "
+             "finished under --work are read back with their own wall times, not re-run)",
              f"- images resized to {args.image_size} x {args.image_size}, batch {args.batch_size}, seed 0, "
              "single-positive training labels, full-label validation (model selection) and test",
              "- linear: 25 epochs, Adam lr 1e-3, raw features; fine-tune AN: 10 epochs, Adam lr 1e-4; "

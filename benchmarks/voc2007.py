@@ -275,7 +275,17 @@ def write_finetune_summary(argv, wall) -> None:
 
 
 # --------------------------------------------------------------------------- table
+def _render_header(t_start: float) -> list[str]:
+    """Machine, device and wall time of a step that only reads runs (table, analyse)."""
+    from spmlkit.experiments.machine import machine_info
+
+    return [f"- machine: {machine_info(device='cpu')}",
+            "- device: none used (reads the parts' runs, trains nothing)",
+            f"- wall time: {time.perf_counter() - t_start:.0f} s"]
+
+
 def cmd_table(args, argv) -> None:
+    t_start = time.perf_counter()
     sys.path.insert(0, str(REPO / "benchmarks"))
     from learning_quality import cells, load_runs
 
@@ -316,6 +326,8 @@ def cmd_table(args, argv) -> None:
         row += [f"{cm:.1f}" if cm else "", f"{(cm - COLE_VOC12_LINEAR['an']) / cole_gap * 100:.0f}%"
                 if cm and m not in ("bce", "an") else ""]
         lines.append("| " + " | ".join(row) + " |")
+    at = lines.index(next(x for x in lines if x.startswith("- data: ")))
+    lines[at:at] = _render_header(t_start)
     notes = OUT / "investigation.md"
     if notes.exists():
         lines += ["", "Why the ranking differs from Cole et al.'s: see `investigation.md`."]
@@ -361,6 +373,7 @@ def analyse_part(folder: Path, fraction: float = 1.0) -> dict:
 
 def cmd_analyse(args, argv) -> None:
     """Print (and write ``OUT/<folder>/analysis.md`` for) a part or experiment folder."""
+    t_start = time.perf_counter()
     folder = Path(args.folder)
     sys.path.insert(0, str(REPO / "benchmarks"))
     from learning_quality import load_runs
@@ -369,6 +382,7 @@ def cmd_analyse(args, argv) -> None:
     lines = [f"# Analysis of `{folder.relative_to(REPO) if folder.is_relative_to(REPO) else folder}`", "",
              f"- command: `python benchmarks/voc2007.py {' '.join(shlex.quote(a) for a in argv)}` (reads the "
              "runs, trains nothing)",
+             f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
              "- gap closed per draw: (method − AN) / (BCE − AN) × 100 on each draw (seed) at the selected "
              "configuration; oracle: the best (lr, batch) chosen on **test** (mean over draws), a bound on what "
              "selection can reach", ""]
@@ -377,6 +391,8 @@ def cmd_analyse(args, argv) -> None:
         if len(fractions) > 1:
             lines += [f"## {fraction:.0%} of the training images (Cole Fig. 1's subsets: `--train-fractions`)", ""]
         lines += _analysis_rows(res) + [""]
+    at = lines.index(next(x for x in lines if x.startswith("- gap closed per draw")))
+    lines[at:at] = _render_header(t_start)
     (folder / "analysis.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
