@@ -442,9 +442,13 @@ def _train_members(bundle, config, lrs, seeds, *, run_dir, resume, on_epoch, kee
 def evaluate_initial(learner: ImageLearner, method: Method, evaluate) -> tuple[float, dict]:
     """Epoch 0: the validation score of the model as fine-tuning receives it (after
     LinearInit: the linear model, same scores as its best linear epoch) and a snapshot of it
-    (model and method state), so a fine-tuning run that only gets worse keeps it."""
+    (model and method state), so a fine-tuning run that only gets worse keeps it.
+
+    It leaves the global random state as it found it: iterating the validation loader draws
+    a seed from torch's CPU generator, and that draw would shift every later draw of the
+    run (shuffling, augmentation), so scoring epoch 0 would change the fine-tuned epochs."""
     ctx = distributed.context()
-    with torch.no_grad():
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):  # CPU generator saved and restored
         val_logits = learner._logits(learner.model, "val")  # the raw model (an EMA equals it now)
     own = evaluate(val_logits) if ctx.is_main else None
     score = float(distributed.broadcast_object(own)[0])
