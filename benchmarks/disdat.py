@@ -250,18 +250,19 @@ def write_table(args) -> None:
     lines = ["# Presence-only species data (disdat): spmlkit's methods and MaxEnt side by side", ""]
     cmds = [c for R in regions for c in data[R].get("commands", [])]
     wall = sum(c["wall_s"] for c in cmds)
-    # the command that writes this table from the region records: its --out and --maxent-from too
-    table_cmd = ["python", "benchmarks/disdat.py", "--table-only"]
-    if Path(args.out).resolve() != Path(OUT).resolve():
-        table_cmd += ["--out", str(args.out)]
-    if args.maxent_from:
-        table_cmd += ["--maxent-from", str(args.maxent_from)]
-    if args.selection != "background_auc":
-        table_cmd += ["--selection", args.selection]
-    if args.criteria_figure:
-        table_cmd += ["--criteria-figure", str(args.criteria_figure)]
-    if args.table_only:  # the command as it was given
+    # the command that writes this table from the region records: as given when it is this one
+    if args.table_only:
         table_cmd = ["python", "benchmarks/disdat.py", *sys.argv[1:]]
+    else:
+        table_cmd = ["python", "benchmarks/disdat.py", "--table-only"]
+        if Path(args.out).resolve() != Path(OUT).resolve():
+            table_cmd += ["--out", str(args.out)]
+        if args.maxent_from:
+            table_cmd += ["--maxent-from", str(args.maxent_from)]
+        if args.selection != "background_auc":
+            table_cmd += ["--selection", args.selection]
+        if args.criteria_figure:
+            table_cmd += ["--criteria-figure", str(args.criteria_figure)]
     lines += ["```",
               "commands: " + " ; ".join(sorted({c["command"] for c in cmds})) + " ; " + shlex.join(table_cmd),
               f"dates: {min(c['date'] for c in cmds) if cmds else '-'} .. {max(c['date'] for c in cmds) if cmds else '-'}",

@@ -434,12 +434,20 @@ def presence_background_auc(Z, scores) -> float:
     if not bg.any():
         raise ConfigError("presence_background_auc needs background rows (examples with no observed label) "
                           "in the validation split")
+    return _presence_contrast_auc(Z, s, lambda pos: bg)
+
+
+def _presence_contrast_auc(Z: np.ndarray, s: np.ndarray, negatives) -> float:
+    """Per label with a presence and a contrast row, the AUC of its presences
+    (``Z == +1``) against the rows ``negatives(presences)`` selects; mean ×100 (NaN when
+    no label has both)."""
     auc = []
     for c in range(Z.shape[1]):
         pos = Z[:, c] == 1
-        if not pos.any():
+        neg = negatives(pos)
+        if not pos.any() or not neg.any():
             continue
-        rows = pos | bg
+        rows = pos | neg
         auc.append(roc_auc(pos[rows, None], s[rows, c:c + 1])[0])
     return 100.0 * float(np.mean(auc)) if auc else float("nan")
 
@@ -465,15 +473,6 @@ def presence_target_group_auc(Z, scores) -> float:
     100.0
     """
     Z = np.asarray(Z)
-    s = np.asarray(scores)
     observed = (Z == 1).any(axis=1)
-    auc = []
-    for c in range(Z.shape[1]):
-        pos = Z[:, c] == 1
-        neg = observed & ~pos
-        if not pos.any() or not neg.any():
-            continue
-        rows = pos | neg
-        auc.append(roc_auc(pos[rows, None], s[rows, c:c + 1])[0])
-    return 100.0 * float(np.mean(auc)) if auc else float("nan")
+    return _presence_contrast_auc(Z, np.asarray(scores), lambda pos: observed & ~pos)
 

@@ -37,6 +37,11 @@ from ..metrics import (mean_average_precision, mean_average_precision_members, o
 
 
 # ---------------------------------------------------------------------- evaluation
+def _has_target_group(Z: np.ndarray) -> bool:
+    """Presences of at least two labels: each label's records have the others' as contrast."""
+    return int((np.asarray(Z) == 1).any(axis=0).sum()) >= 2
+
+
 def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarray | None,
                    empty: str = "exclude", background: bool = False) -> tuple[str, Callable[[torch.Tensor], list[float]]]:
     """Validation criterion: ``map`` needs full validation labels; ``observed_map`` and
@@ -50,8 +55,7 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
         if background and selection == "observed_map":  # presence-only data (issue 24)
             # the other species' records as the contrast cancels the observers' sampling bias
             # (Phillips et al. 2009); with presences of one label only there is no target group
-            two = (np.asarray(Z_val) == 1).any(axis=0).sum() >= 2
-            selection = "target_group_auc" if two else "background_auc"
+            selection = "target_group_auc" if _has_target_group(Z_val) else "background_auc"
     if selection == "last":
         return selection, lambda logits: [math.nan] * logits.shape[0]
     no_positive = ("the validation split has no positive label, so selection {!r} cannot score any epoch (it "
@@ -84,7 +88,7 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
     if selection == "target_group_auc":
         from ..metrics import presence_target_group_auc
 
-        if (np.asarray(Z_val) == 1).any(axis=0).sum() < 2:
+        if not _has_target_group(Z_val):
             raise ConfigError("selection 'target_group_auc' needs validation presences of at least two labels")
         return selection, lambda logits: [presence_target_group_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "observed_map":

@@ -30,19 +30,16 @@ from ..models.heads import build_head
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
-#: the recipe's selection criterion: observed labels only (no full label is ever read)
-RECIPE_SELECTION = "observed_map"
-
-
-def recipe_selection(bundle, method, Z_val: np.ndarray) -> tuple[str, tuple[str, ...]]:
-    """The recipe's criterion and members for ``bundle``: ``observed_map`` and
-    ``method.candidates``; on presence-only data (background rows) ``target_group_auc``
-    (``background_auc`` when validation holds one species only) and
-    ``method.presence_candidates`` when the recipe declares them."""
+def recipe_selection(bundle, method, Z_val: np.ndarray):
+    """The recipe's criterion, its evaluator on ``Z_val`` and its members for ``bundle``:
+    ``observed_map`` and ``method.candidates`` (observed labels only: no full label is ever
+    read); on presence-only data (background rows) ``target_group_auc`` (``background_auc``
+    when validation holds one species only) and ``method.presence_candidates`` when the
+    recipe declares them."""
     background = n_background(bundle) > 0
-    selection, _ = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
+    selection, evaluate = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
     members = getattr(method, "presence_candidates", ()) if background else ()
-    return selection, tuple(members) or tuple(method.candidates)
+    return selection, evaluate, tuple(members) or tuple(method.candidates)
 
 
 def mean_probability_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -105,11 +102,10 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
-    selection, candidates = recipe_selection(bundle, method, Z_val)
+    selection, evaluate, candidates = recipe_selection(bundle, method, Z_val)
     if config.selection not in ("auto", selection):
         raise ConfigError(f"method {method.name!r} selects with {selection} only (observed labels) on this data; "
                           f"--selection {config.selection} is not used by it — leave --selection at auto")
-    _, evaluate = make_evaluator(selection, Y_val=None, Z_val=Z_val)
     # the splits the combined runs are scored on, as every run assembles them (training/prepare.py)
     parts = prepare_run(bundle, config.replace(selection=selection), method=method, device=device)
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
