@@ -50,7 +50,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 OUT = REPO / "benchmarks" / "results" / "disdat"
-REGIONS = ["NZ", "SWI", "CAN", "AWT"]
+REGIONS = ["NZ", "SWI", "CAN", "AWT"]  # the regions in ../shared/data/disdat (the table's default)
+#: the categorical covariates of every region of the R package ``disdat`` (Elith et al. 2020), as
+#: its documentation types them (``man/<R>.Rd``, column "Type"); used when the data folder has no
+#: ``docs/<R>.Rd`` of its own.  NSW's ``disturb`` (1-3) and ``soilfert`` (1-5) are documented as
+#: continuous, and its ``vegsys`` (9 vegetation types) as categorical: the reader's fallback rule
+#: (integers with at most 6 levels) would get all three wrong.
+KNOWN_CATEGORICAL = {"AWT": [], "CAN": ["ontveg"], "NSW": ["vegsys"], "NZ": ["age", "toxicats"], "SA": [],
+                     "SWI": ["calc"]}
 NEW = ["an-full", "an-full-me", "an-ssdl", "an-ssdl-me", "an-slds", "an-slds-me", "full-weighted"]
 ANCHORS = {"MaxEnt, random background (published, elapid)": {"mean": 0.707, "AWT": 0.674, "CAN": 0.586,
                                                                "NZ": 0.727, "SWI": 0.798},
@@ -73,6 +80,46 @@ def linear_methods() -> list[str]:
     METHODS.discover()
     names += [n for n, s in sorted(METHODS.items()) if n not in names and s.setting in ("any", "linear")]
     return [n for n in names if n not in NOT_APPLICABLE and METHODS[n].regime == "single_positive"]
+
+
+def data_regions(folder) -> list[str]:
+    """The regions of a folder in the disdat layout (``<R>train_po.csv``): the four shared
+    ones first, then the others in name order."""
+    found = [p.name[:-len("train_po.csv")] for p in Path(folder).glob("*train_po.csv")]
+    return [R for R in REGIONS if R in found] + sorted(R for R in found if R not in REGIONS)
+
+
+def parse_categorical(items) -> dict:
+    """``--categorical R=a,b`` (repeatable; ``R=`` declares none) -> ``{R: [a, b]}``."""
+    out = {}
+    for item in items or []:
+        region, sep, names = item.partition("=")
+        if not sep or not region.strip():
+            raise SystemExit(f"disdat.py: --categorical {item!r}: expected REGION=COL1,COL2 (or REGION= for none)")
+        out[region.strip()] = [c.strip() for c in names.split(",") if c.strip()]
+    return out
+
+
+def region_categorical(region: str, args, log=print) -> list[str] | None:
+    """The categorical covariates of ``region``: declared (``--categorical``), else documented
+    in the data folder (``docs/<R>.Rd``), else the ``disdat`` package's documentation of its
+    regions (:data:`KNOWN_CATEGORICAL`); None (the reader's detection rule) for a region none of
+    them knows, which is said."""
+    from spmlkit.data.formats.presence_only import documented_categorical
+
+    declared = parse_categorical(args.categorical)
+    if region in declared:
+        return declared[region]
+    documented = documented_categorical(args.data, region)
+    if documented is not None:
+        return documented
+    if region in KNOWN_CATEGORICAL:
+        return KNOWN_CATEGORICAL[region]
+    log(f"note: region {region} is not a region of the disdat package and {args.data} has no docs/{region}.Rd: "
+        "its categorical covariates are detected by the reader's rule (integer columns with at most 6 levels), "
+        f"which one-hot encodes ordinal codes and misses categories with more levels; declare them with "
+        f"--categorical {region}=COL1,COL2 (or {region}= for none)")
+    return None
 
 
 def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
@@ -115,7 +162,8 @@ def run_maxent(region: str, args) -> dict:
     from spmlkit.metrics import mean_auc, mean_average_precision
 
     f = region_files(args.data, region)
-    T = read_presence_only(f["records"], background=f["background"], tests=f["tests"])
+    T = read_presence_only(f["records"], background=f["background"], tests=f["tests"],
+                           categorical=region_categorical(region, args, log=lambda m: None))
     cat = [T.covariates.index(c) for c in T.categorical]
     L = len(T.label_names)
     scores = np.zeros((len(T.test), L))
@@ -146,7 +194,11 @@ def run_region(region: str, args) -> None:
     have = {(r["method"], r["head"]) for r in done["runs"]} | {tuple(k.split("|")) for k in done["failed"]}
     t_region = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        ds = load_presence_only_folder(args.data, region, view=args.view, val_blocks=args.val_blocks)
+        cat = region_categorical(region, args)
+        ds = load_presence_only_folder(args.data, region, view=args.view, val_blocks=args.val_blocks,
+                                       **({} if cat is None else {"categorical": cat}))
+        print(f"{region}: categorical covariates {', '.join(cat) if cat else 'none'}"
+              f"{' (detected by the rule)' if cat is None else ''}", flush=True)
         bundle = prepare_bundle(ds, Path(tmp) / region, seed=0, log=lambda m: None)
         plan = [(m, "linear") for m in dict.fromkeys(args.methods.split(",") if args.methods else linear_methods())]
         plan += [(m, "mlp") for m in args.mlp_methods.split(",")]
@@ -218,8 +270,17 @@ def write_table(args) -> None:
     from spmlkit.experiments.machine import machine_info
 
     out = Path(args.out)
-    data = {R: json.loads((out / f"runs-{R}.json").read_text()) for R in REGIONS if (out / f"runs-{R}.json").exists()}
-    regions = [R for R in REGIONS if R in data]
+    found = [p.name[len("runs-"):-len(".json")] for p in out.glob("runs-*.json")]
+    wanted = args.regions.split(",") if args.regions_given else found
+    data = {R: json.loads((out / f"runs-{R}.json").read_text()) for R in wanted if R in found}
+    regions = [R for R in REGIONS if R in data] + sorted(R for R in data if R not in REGIONS)
+    if not regions:
+        raise SystemExit(f"disdat.py: no region runs (runs-<R>.json) in {out}" + (
+            f" for --regions {args.regions}" if args.regions_given else "") + "; run the regions first")
+    n_species = sum(len(data[R].get("label_names") or []) for R in regions)
+    shared = sorted(regions) == sorted(REGIONS)  # the anchors are for the four shared regions' species
+    allN = f"all {n_species}"
+    anchors_avg = " (the anchors' average)" if shared else ""
     if args.maxent_from:  # MaxEnt does not depend on the validation split: reuse another run's
         for R in regions:
             other = json.loads((Path(args.maxent_from) / f"runs-{R}.json").read_text())
@@ -273,12 +334,13 @@ def write_table(args) -> None:
               "```", ""]
     lines += ["Region columns: mean ± std over the 3 seeds. Test score: per-species **AUC-ROC** on the species' own surveyed test sites (label mask), "
               "averaged over species: **mean** of the four regions' values in the region columns; "
-              "'all 142' = mean over all species of all regions (the anchors' average). mAP ×100 is masked the same way.",
+              f"'{allN}' = mean over all species of all regions{anchors_avg}. "
+              "mAP ×100 is masked the same way.",
               "", "**Choices without test labels**: each row's learning rate and epoch are chosen by the "
               f"{CRITERIA[args.selection][1]} on held-out validation rows (20 % of the records and of the background; "
               f"`--selection {args.selection}`; the grid line says whether the held-out rows are random or whole spatial blocks). 'best spmlkit' = the row with the highest mean validation "
               f"{CRITERIA[args.selection][2]} over the four regions, fixed for all regions.", ""]
-    head = ("| method | head | " + " | ".join(regions) + " | all 142 | all 142, 3-seed ensemble | median (mean of regions) "
+    head = ("| method | head | " + " | ".join(regions) + f" | {allN} | {allN}, 3-seed ensemble | median (mean of regions) "
             f"| mAP (mean of regions) | val {CRITERIA[args.selection][0]} | s/run |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     order = sorted(cells, key=lambda k: -species_mean(k) if all(R in cells[k] for R in regions) else 0)
@@ -294,11 +356,12 @@ def write_table(args) -> None:
         lines.append(f"| {k[0]}{mark} | {k[1]} | {reg} | {species_mean(k):.3f} | {e} | "
                      f"{np.mean([c[R]['median'] for R in regions]):.3f} | {np.mean([c[R]['map'] for R in regions]):.1f} | "
                      f"{v} | {np.mean([c[R]['seconds'] / c[R]['n'] for R in regions]):.1f} |")
-    lines += ["", "Anchors (mean per-species AUC over these 142 species, from the issue; not measured here):", "",
-              "| anchor | " + " | ".join(regions) + " | all |", "|---|" + "---|" * (len(regions) + 1)]
-    for name, a in ANCHORS.items():
-        lines.append(f"| {name} | " + " | ".join(f"{a[R]:.3f}" if R in a else "-" for R in regions)
-                     + f" | {a['mean']:.3f} |")
+    if shared:
+        lines += ["", "Anchors (mean per-species AUC over these 142 species, from the issue; not measured here):", "",
+                  "| anchor | " + " | ".join(regions) + " | all |", "|---|" + "---|" * (len(regions) + 1)]
+        for name, a in ANCHORS.items():
+            lines.append(f"| {name} | " + " | ".join(f"{a[R]:.3f}" if R in a else "-" for R in regions)
+                         + f" | {a['mean']:.3f} |")
     if best_fixed and maxent in cells and all(R in cells[maxent] for R in regions):
         d = species_mean(best_fixed) - species_mean(maxent)
         lines += ["", f"Target (issue 24): best spmlkit chosen without test labels ≥ 0.75 mean AUC and ≥ 0.03 above "
@@ -312,7 +375,7 @@ def write_table(args) -> None:
         pr = float(np.nanmean(np.concatenate([cells[per_region[R]][R]["per_label"] for R in regions])))
         lines += [f"Chosen per region by the same validation criterion: "
                   + ", ".join(f"{R} {per_region[R][0]} ({per_region[R][1]}) {cells[per_region[R]][R]['auc']:.3f}"
-                              for R in regions) + f"; all 142 species {pr:.3f}."]
+                              for R in regions) + f"; {allN} species {pr:.3f}."]
         oracle = max(spml, key=species_mean)
         lines += [f"For reference only (chosen on test labels, not a result): the best row on test is "
                   f"{oracle[0]} ({oracle[1]}) {species_mean(oracle):.3f}."]
@@ -402,7 +465,14 @@ def figure(cells, regions, rows, maxent, path) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "disdat"))
-    p.add_argument("--regions", default=",".join(REGIONS))
+    p.add_argument("--regions", default=None,
+                   help="comma-separated regions of --data (default: the four shared ones, NZ,SWI,CAN,AWT; any "
+                        "region in the disdat layout works); with --table-only: the regions to tabulate (default: "
+                        "every runs-<R>.json in --out)")
+    p.add_argument("--categorical", action="append", metavar="REGION=COL1,COL2",
+                   help="declare a region's categorical covariates (repeatable; REGION= declares none); default: "
+                        "the region's docs/<R>.Rd in --data, else the disdat package's documentation of its six "
+                        "regions, else the reader's detection rule (said)")
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--methods", help="linear-head methods (default: every applicable registered method)")
     p.add_argument("--mlp-methods", default="an,an-full,an-full-me,an-ssdl,full-weighted",
@@ -426,8 +496,16 @@ def main(argv=None) -> int:
                         "criterion and for OTHER_DIR's runs (another --selection on the same data)")
     p.add_argument("--table-only", action="store_true")
     args = p.parse_args(argv)
+    args.regions_given = args.regions is not None
+    if args.regions is None:
+        args.regions = ",".join(REGIONS)
     os.environ.setdefault("SPML_NO_PROGRESS", "1")
     if not args.table_only:
+        known = data_regions(args.data)
+        unknown = [R for R in args.regions.split(",") if R not in known]
+        if unknown:
+            raise SystemExit(f"disdat.py: {args.data} has no region {', '.join(unknown)} (no <R>train_po.csv); "
+                             f"regions there: {', '.join(known) or 'none'}")
         for R in args.regions.split(","):
             run_region(R, args)
     write_table(args)

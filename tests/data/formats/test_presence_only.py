@@ -177,3 +177,47 @@ def test_spatial_block_validation(tmp_path):
     ds = load_presence_only(rec, background=bg, tests=tests, val_blocks=4)
     tr, va = ds.splits["train"], ds.splits["val"]
     assert len(tr) + len(va) == 540 and 0 < len(va) < 540 and "spatial blocks" in ds.notes[-1]
+
+
+def test_region_documentation_declares_the_covariate_types(tmp_path):
+    """The detection rule (integers with at most 6 levels are categorical) one-hot encodes
+    an ordinal code and leaves a categorical column with more levels numeric; a region
+    folder that documents its covariates (the disdat package's ``<R>.Rd`` table, "Type"
+    column) is read with the documented types instead (issue 35)."""
+    from spmlkit.data.formats.presence_only import documented_categorical, load_presence_only_folder
+
+    rng = np.random.default_rng(0)
+    head = "siteid,spid,x,y,occ,group,disturb,vegsys\n"
+    rows = [f"{i},{'ab'[i % 2]},{i},{i},1,g,{1 + i % 3},{1 + i % 9}\n" for i in range(30)]
+    bg = [f"{i},bg,{i},{i},0,NA,{1 + i % 3},{1 + rng.integers(9)}\n" for i in range(30)]
+    folder = tmp_path / "d"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "Rtrain_po.csv").write_text(head + "".join(rows))
+    (folder / "Rtrain_bg.csv").write_text(head + "".join(bg))
+    (folder / "Rtest_env.csv").write_text("group,siteid,x,y,disturb,vegsys\ng,s1,0,0,2,5\ng,s2,1,1,3,9\n")
+    (folder / "Rtest_pa.csv").write_text("group,siteid,x,y,a,b\ng,s1,0,0,1,0\ng,s2,1,1,0,1\n")
+    ruled = load_presence_only_folder(folder, "R")  # no documentation: the rule gets both wrong
+    assert ruled.feature_names == ["disturb=1", "disturb=2", "disturb=3", "vegsys"]
+    (folder / "docs" / "R.Rd").write_text(
+        "\\tabular{llll}{\n\\strong{Code} \\tab \\strong{Description} \\tab \\strong{Units} \\tab \\strong{Type} \\cr\n"
+        "disturb  \\tab disturbance index \\tab 1 = light, 2 = moderate, 3 = heavy \\tab Continuous\\cr\n"
+        "vegsys   \\tab broad vegetation type \\tab 1 = Rainforest, 2 = Moist open forest \\tab Categorical \\cr\n}\n")
+    assert documented_categorical(folder, "R") == ["vegsys"]
+    documented = load_presence_only_folder(folder, "R")
+    assert documented.feature_names == ["disturb"] + [f"vegsys={v}" for v in range(1, 10)]
+    declared = load_presence_only_folder(folder, "R", categorical=[])  # a declaration wins over the documentation
+    assert declared.feature_names == ["disturb", "vegsys"]
+
+
+def test_shared_disdat_documentation_matches_the_regions_categoricals():
+    """The four shared regions' documentation types exactly the covariates the rule found
+    (so their committed tables are unchanged)."""
+    from pathlib import Path
+
+    from spmlkit.data.formats.presence_only import documented_categorical
+
+    folder = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "disdat"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/disdat not present")
+    assert {R: documented_categorical(folder, R) for R in ("NZ", "SWI", "CAN", "AWT")} == {
+        "NZ": ["age", "toxicats"], "SWI": ["calc"], "CAN": ["ontveg"], "AWT": []}

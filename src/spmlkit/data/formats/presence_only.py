@@ -28,7 +28,14 @@ have them all, with a number in every row.  **Categorical** covariates are one-h
 encoded (a column ``name=value`` per level seen in training; a level seen only in test
 rows sets none): declared with ``categorical=[...]`` or, when not declared, detected as
 integer-valued columns with at most ``max_levels`` (6) distinct values over the training
-rows (disdat: NZ ``age``, ``toxicats``; CAN ``ontveg``; SWI ``calc``).  Standardisation
+rows (disdat: NZ ``age``, ``toxicats``; CAN ``ontveg``; SWI ``calc``).  **That rule fails**
+on integer-coded ordinal or count covariates with few levels (they are one-hot encoded,
+losing their order: disdat NSW ``disturb`` 1–3 and ``soilfert`` 1–5, documented as
+continuous) and on categorical covariates with more levels (left numeric: NSW ``vegsys``, 9
+vegetation types).  So a folder in the disdat layout that documents its covariates
+(``docs/<R>.Rd`` or ``man/<R>.Rd``, the package's table with a *Type* column) is read with
+the types it documents (:func:`documented_categorical`); the rule is the fallback when
+nothing is declared or documented.  Standardisation
 on the training statistics (records and background) is the trainer's (``TrainConfig.standardize``,
 on by default for feature data), so the bundle keeps the covariates in their units.
 
@@ -322,10 +329,41 @@ def region_files(folder, region: str) -> dict:
     return {"records": records, "background": bg if bg.is_file() else None, "tests": tests}
 
 
+def documented_categorical(folder, region: str) -> list[str] | None:
+    r"""The covariates that the region's own documentation types as *Categorical*, or None
+    when the folder has no documentation for it: ``docs/<R>.Rd`` or ``man/<R>.Rd``, the R
+    package ``disdat``'s ``\tabular`` of environmental variables whose rows are
+    ``code \tab description \tab units \tab Type \cr`` (Elith et al. 2020).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "docs").mkdir()
+    >>> _ = (d / "docs" / "R.Rd").write_text("a \\tab x \\tab 1 = low \\tab Continuous \\cr\n"
+    ...                                     "veg \\tab y \\tab 1 = wet, 2 = dry \\tab Categorical \\cr\n")
+    >>> documented_categorical(d, "R"), documented_categorical(d, "Q")
+    (['veg'], None)
+    """
+    folder = Path(folder)
+    for doc in (folder / "docs" / f"{region}.Rd", folder / "man" / f"{region}.Rd"):
+        if doc.is_file():
+            found = []
+            for line in doc.read_text(encoding="utf-8", errors="replace").splitlines():
+                cells = [c.strip() for c in line.replace("\\cr", "").split("\\tab")]
+                if len(cells) >= 3 and cells[-1].lower() == "categorical" and cells[0] and " " not in cells[0]:
+                    found.append(cells[0])
+            return found
+    return None
+
+
 def load_presence_only_folder(folder, region: str, *, view: str = "records", name: str | None = None,
                               val_blocks: int | None = None, **options) -> MultiLabelDataset:
-    """:func:`load_presence_only` on the files of :func:`region_files`."""
+    """:func:`load_presence_only` on the files of :func:`region_files`; the categorical
+    covariates are the ones declared (``categorical=``), else the ones the region's
+    documentation types so (:func:`documented_categorical`), else the detection rule's."""
     f = region_files(folder, region)
+    if options.get("categorical") is None:
+        documented = documented_categorical(folder, region)
+        if documented is not None:
+            options["categorical"] = documented
     return load_presence_only(f["records"], background=f["background"], tests=f["tests"], view=view,
                               name=name or region, val_blocks=val_blocks, **options)
 
