@@ -82,6 +82,12 @@ def linear_methods() -> list[str]:
     return [n for n in names if n not in NOT_APPLICABLE and METHODS[n].regime == "single_positive"]
 
 
+def fail(message: str):
+    """Bad input: one line on stderr, exit status 2."""
+    print(f"disdat.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def data_regions(folder) -> list[str]:
     """The regions of a folder in the disdat layout (``<R>train_po.csv``): the four shared
     ones first, then the others in name order."""
@@ -95,7 +101,7 @@ def parse_categorical(items) -> dict:
     for item in items or []:
         region, sep, names = item.partition("=")
         if not sep or not region.strip():
-            raise SystemExit(f"disdat.py: --categorical {item!r}: expected REGION=COL1,COL2 (or REGION= for none)")
+            fail(f"--categorical {item!r}: expected REGION=COL1,COL2 (or REGION= for none)")
         out[region.strip()] = [c.strip() for c in names.split(",") if c.strip()]
     return out
 
@@ -275,7 +281,7 @@ def write_table(args) -> None:
     data = {R: json.loads((out / f"runs-{R}.json").read_text()) for R in wanted if R in found}
     regions = [R for R in REGIONS if R in data] + sorted(R for R in data if R not in REGIONS)
     if not regions:
-        raise SystemExit(f"disdat.py: no region runs (runs-<R>.json) in {out}" + (
+        fail(f"no region runs (runs-<R>.json) in {out}" + (
             f" for --regions {args.regions}" if args.regions_given else "") + "; run the regions first")
     n_species = sum(len(data[R].get("label_names") or []) for R in regions)
     shared = sorted(regions) == sorted(REGIONS)  # the anchors are for the four shared regions' species
@@ -504,7 +510,7 @@ def main(argv=None) -> int:
         known = data_regions(args.data)
         unknown = [R for R in args.regions.split(",") if R not in known]
         if unknown:
-            raise SystemExit(f"disdat.py: {args.data} has no region {', '.join(unknown)} (no <R>train_po.csv); "
+            fail(f"{args.data} has no region {', '.join(unknown)} (no <R>train_po.csv); "
                              f"regions there: {', '.join(known) or 'none'}")
         for R in args.regions.split(","):
             run_region(R, args)
