@@ -18,6 +18,7 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
+from spmlkit.methods.recipe import is_recipe
 from tests.helpers.device_trap import device_trap
 from tests.helpers.training_checks import host_reads_during
 from tests.helpers.factories import train_context
@@ -132,7 +133,7 @@ def test_every_linear_method_runs_under_the_device_trap(toy_bundle, presence_bun
             assert all(t.device.type == "cpu" for t in res[0].state["head"].values())
             # state written in place on a meta tensor raises nothing: the checkpoint shows it
             # (a recipe such as auto checkpoints each member method in members/NAME/)
-            checkpoints = [tmp_path / name / "last.pt"] if not build_method(name).candidates else \
+            checkpoints = [tmp_path / name / "last.pt"] if not is_recipe(build_method(name)) else \
                 sorted((tmp_path / name / "members").glob("*/last.pt"))
             assert checkpoints and all(_tensor_devices(torch.load(p, weights_only=True)) <= {"cpu"}
                                        for p in checkpoints)

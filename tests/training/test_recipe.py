@@ -1,5 +1,7 @@
-"""The ``auto`` recipe (issue 16): registered, usable from the CLI, SPMLClassifier and
-bench, chooses with observed labels only, and combines exactly what it says."""
+"""The ``auto`` recipe (issues 16, 35): registered, usable from the CLI, SPMLClassifier and
+bench, chooses and weighs with observed labels only (a test hides every full label and
+gets identical choices), never lets a failed member win, and combines exactly what it
+says."""
 from __future__ import annotations
 
 import json
@@ -13,11 +15,12 @@ from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.methods.base import build_method
 from spmlkit.metrics import observed_positive_map
 from spmlkit.training.run import train
+from spmlkit.training.ensemble import bagged_ensemble_selection
 from spmlkit.training.recipe import mean_probability_logits
 
 
 FAST = dict(epochs=3, batch_size=16)
-SMALL = dict(members="an,l1r", lrs="1e-2,1e-3")
+SMALL = dict(members="an,l1r", lrs="1e-2,1e-3", longer=1)
 
 
 def _member_runs(bundle, name, lrs, seeds, **cfg):
@@ -26,10 +29,11 @@ def _member_runs(bundle, name, lrs, seeds, **cfg):
                         keep_state=True)
 
 
-def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
+def test_equals_its_members_chosen_and_weighed_by_observed_validation_map(toy_bundle):
     """Per seed: each member's lr is the one with the best observed-label validation mAP
-    (simulated single positives, never the full labels), and the recipe's scores are the
-    logit of the mean of those runs' probabilities."""
+    (simulated single positives, never the full labels), the members' weights are the
+    bagged ensemble selection on those observations (seeded by the seed), and the
+    recipe's scores are the logit of the weighted mean of the runs' probabilities."""
     cfg = TrainConfig(method="auto", params=SMALL, **FAST)
     res = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
     Z_val = toy_bundle.selection_observations("val", "single_positive")
@@ -42,9 +46,15 @@ def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
             assert best.val_score == pytest.approx(observed_positive_map(Z_val, best.state["val_logits"]))
             chosen.append(best)
         assert [(m["method"], m["lr"]) for m in r.notes["members"]] == [("an", chosen[0].lr), ("l1r", chosen[1].lr)]
-        expected = mean_probability_logits(torch.stack([torch.as_tensor(c.state["val_logits"]) for c in chosen]))
+        P = np.stack([1 / (1 + np.exp(-c.state["val_logits"].astype(np.float64))) for c in chosen])
+        w = bagged_ensemble_selection(P, Z_val, seed=r.seed)
+        assert [m["weight"] for m in r.notes["members"]] == pytest.approx(w.tolist())
+        kept = [j for j in range(2) if w[j] > 0]
+        expected = mean_probability_logits(torch.stack([torch.as_tensor(chosen[j].state["val_logits"]) for j in kept]),
+                                           [w[j] for j in kept])
         np.testing.assert_allclose(r.state["val_logits"], expected.numpy(), rtol=1e-5, atol=1e-5)
-        assert r.selection == "observed_map" and r.state["members"] == 2
+        assert r.selection == "observed_map" and r.state["members"] == len(kept)
+        assert r.state["member_weights"] == pytest.approx([w[j] for j in kept])
         assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
         assert r.test_map is not None and 0 < r.test_map <= 100
 
@@ -52,7 +62,7 @@ def test_equals_its_members_chosen_by_observed_validation_map(toy_bundle):
 def test_select_keeps_the_one_best_member(toy_bundle):
     cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
     (r,) = train(toy_bundle, cfg, keep_state=True)
-    assert r.state["members"] == 1 and len(r.notes["members"]) == 1
+    assert r.state["members"] == 1 and sum(m["weight"] > 0 for m in r.notes["members"]) == 1
 
 
 def _reported_scores(monkeypatch, scores):
@@ -72,32 +82,87 @@ def _reported_scores(monkeypatch, scores):
     monkeypatch.setattr(recipe, "train_linear", reporting)
 
 
-@pytest.mark.parametrize("scores, want", [
-    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.9, ("l1r", 1e-3): 0.4}, ("l1r", 1e-2)),
-    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.8, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.6}, ("an", 1e-3)),
-    ({("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.1, ("l1r", 1e-3): 0.7}, ("l1r", 1e-3)),
+@pytest.mark.parametrize("scores", [
+    {("an", 1e-2): 0.2, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.9, ("l1r", 1e-3): 0.4},
+    {("an", 1e-2): 0.2, ("an", 1e-3): 0.8, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.6},
+    {("an", 1e-2): 0.9, ("an", 1e-3): 0.3, ("l1r", 1e-2): 0.1, ("l1r", 1e-3): 0.7},
 ])
-def test_select_keeps_the_best_run_not_the_first(toy_bundle, monkeypatch, scores, want):
+def test_each_member_keeps_its_best_run_not_the_first(toy_bundle, monkeypatch, scores):
+    """Within a member, the lr with the best validation score wins (whatever its place);
+    ``select`` then keeps the one member whose chosen run has the best observed mAP."""
     _reported_scores(monkeypatch, scores)
     cfg = TrainConfig(method="auto", params={**SMALL, "combine": "select"}, **FAST)
     (r,) = train(toy_bundle, cfg, keep_state=True)
-    assert [(m["method"], m["lr"]) for m in r.notes["members"]] == [want]
-    assert r.notes["members"][0]["val_observed_map"] == max(scores.values())
+    for m in r.notes["members"]:
+        best = max((lr for (name, lr) in scores if name == m["method"]), key=lambda lr: scores[(m["method"], lr)])
+        assert m["lr"] == best and m["val_observed_map"] == scores[(m["method"], best)]
+    kept = [m for m in r.notes["members"] if m["weight"] > 0]
+    assert len(kept) == 1 and kept[0]["weight"] == 1 and r.state["members"] == 1
+    Z_val = toy_bundle.selection_observations("val", "single_positive")
+    assert r.val_score == pytest.approx(observed_positive_map(Z_val, r.state["val_logits"]))
 
 
-@pytest.mark.parametrize("combine", ["mean_probability", "select"])
+@pytest.mark.parametrize("combine", ["ensemble_selection", "mean_probability", "select"])
 def test_a_run_without_a_valid_score_never_wins(toy_bundle, monkeypatch, combine):
-    """A NaN validation score (no epoch ever scored) loses to any number, whichever comes
-    first: within a member method (its lrs) and, with ``select``, between members."""
+    """A NaN validation score (no epoch ever scored, a diverged run) loses to any number,
+    whichever comes first: within a member method (its lrs), and a member whose every run
+    is NaN gets weight 0 under every rule."""
     nan = float("nan")
     _reported_scores(monkeypatch, {("l1r", 1e-2): nan, ("l1r", 1e-3): nan, ("an", 1e-2): nan, ("an", 1e-3): 0.1})
     cfg = TrainConfig(method="auto", params={"members": "l1r,an", "lrs": "1e-2,1e-3", "combine": combine}, **FAST)
     (r,) = train(toy_bundle, cfg, keep_state=True)
-    chosen = {m["method"]: m["lr"] for m in r.notes["members"]}
-    assert chosen["an"] == 1e-3
-    if combine == "select":
-        assert list(chosen) == ["an"]
-    assert np.isfinite(r.val_score)
+    chosen = {m["method"]: m for m in r.notes["members"]}
+    assert chosen["an"]["lr"] == 1e-3 and chosen["an"]["weight"] == 1 and chosen["l1r"]["weight"] == 0
+    assert r.state["members"] == 1 and np.isfinite(r.val_score)
+
+
+def test_choices_never_read_a_full_label(toy_bundle):
+    """The same data with every full label but the test split's hidden (an in-memory
+    bundle holding only the training observations and the validation split's simulated
+    single positives) gives the same choices, weights and test scores."""
+    from spmlkit.data.memory import ArrayBundle
+
+    b = toy_bundle
+    hidden = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")),
+                         X_val=np.asarray(b.features("val")), Z_val=b.selection_observations("val", "single_positive"),
+                         X_test=np.asarray(b.features("test")), Y_test=np.asarray(b.labels("test")),
+                         label_names=b.label_names)
+    cfg = TrainConfig(method="auto", params={"members": "an,wan,l1r", "lrs": "1e-2,1e-3"}, **FAST)
+    full = train(b, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
+    blind = train(hidden, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1], keep_state=True)
+    for a, h in zip(full, blind):
+        assert a.notes == h.notes and a.val_score == h.val_score
+        assert a.test_map == pytest.approx(h.test_map, abs=1e-9)
+        np.testing.assert_array_equal(a.state["val_logits"], h.state["val_logits"])
+    assert blind[0].train_map is None and full[0].train_map is not None  # reported only where labels exist
+
+
+def test_a_member_that_peaks_at_its_last_epoch_gets_a_longer_try(toy_bundle, monkeypatch):
+    """Training length by the same criterion: a chosen run whose best epoch is its last
+    trains again at that lr for ``longer`` x the epochs, and the longer run is kept only
+    when its observed validation mAP is higher."""
+    import spmlkit.training.recipe as recipe
+
+    real = recipe.train_linear
+    calls = []
+
+    def spy(bundle, cfg, **kw):
+        runs = real(bundle, cfg, **kw)
+        calls.append((cfg.method, cfg.epochs, list(kw["lrs"])))
+        for r in runs:  # pretend every run peaked at its last epoch
+            r.best_epoch = r.epochs_run
+            r.val_score = 10.0 * cfg.epochs + r.lr  # longer is better here
+        return runs
+
+    monkeypatch.setattr(recipe, "train_linear", spy)
+    cfg = TrainConfig(method="auto", params={"members": "an", "lrs": "1e-2,1e-3", "longer": 2}, **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    assert calls == [("an", 3, [1e-2, 1e-3]), ("an", 6, [1e-2])]
+    (m,) = r.notes["members"]
+    assert m["epochs_run"] == 6 and m["lr"] == 1e-2
+    calls.clear()
+    (r1,) = train(toy_bundle, cfg.replace(params={"members": "an", "lrs": "1e-2,1e-3", "longer": 1}))
+    assert calls == [("an", 3, [1e-2, 1e-3])] and r1.notes["members"][0]["epochs_run"] == 3
 
 
 def test_seeds_are_independent_of_grouping(toy_bundle):
@@ -132,21 +197,42 @@ def test_cli_train_predict_saved_ensemble(toy_bundle, tmp_path, capsys):
     assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r,wan", "--param",
                  "lrs=1e-2,1e-3", "--epochs", "3", "-o", str(out)]) == 0
     model = load_model(out)
-    assert model.members == 3 and model.method == "auto"
-    assert json.loads((out / "model" / "model.json").read_text())["members"] == 3
     result = json.loads((out / "result.json").read_text())
     assert [m["method"] for m in result["notes"]["members"]] == ["an", "l1r", "wan"]
+    w = [m["weight"] for m in result["notes"]["members"] if m["weight"] > 0]
+    G = len(w)
+    assert model.members == G and model.method == "auto" and model.member_weights == pytest.approx(w)
+    meta = json.loads((out / "model" / "model.json").read_text())
+    assert meta.get("members", 1) == G and meta.get("member_weights", [1.0]) == pytest.approx(w)
     X = np.asarray(toy_bundle.features("test"))
     from spmlkit.metrics import mean_average_precision
 
     assert mean_average_precision(toy_bundle.labels("test"), model.decision_function(X)).map == \
         pytest.approx(result["test_map"], abs=1e-3)
-    # the saved ensemble predicts the mean of its members' probabilities
+    # the saved ensemble predicts the weighted mean of its members' probabilities
     P = model.predict_proba(X)
-    heads = [{k: v[g] for k, v in model.state.items()} for g in range(3)]
-    Xs = (torch.from_numpy(X) - torch.from_numpy(model.mean)) / torch.from_numpy(model.std)
-    probs = [torch.sigmoid(Xs @ h["weight"] + h["bias"]) for h in heads]
-    np.testing.assert_allclose(P, torch.stack(probs).mean(0).numpy(), rtol=1e-4, atol=1e-5)
+    heads = [{k: (v[g] if G > 1 else v) for k, v in model.state.items()} for g in range(G)]
+    Xs = (torch.from_numpy(np.array(X)) - torch.from_numpy(model.mean)) / torch.from_numpy(model.std)
+    probs = torch.stack([torch.sigmoid(Xs @ h["weight"] + h["bias"]) for h in heads])
+    expected = (torch.as_tensor(w, dtype=probs.dtype)[:, None, None] * probs).sum(0) / sum(w)
+    np.testing.assert_allclose(P, expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_saved_member_weights_are_checked(toy_bundle, tmp_path):
+    from spmlkit.cli import main
+    from spmlkit.errors import CorruptFileError
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r", "--param",
+                 "combine=mean_probability", "--param", "lrs=1e-3", "--epochs", "2", "-o", str(out)]) == 0
+    meta_path = out / "model" / "model.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["members"] == 2 and meta["member_weights"] == [0.5, 0.5]
+    for bad in ([1.0], [0.5, -1.0], [0, 0], [0.5, "x"], [float("nan"), 1.0]):
+        (out / "model" / "model.json").write_text(json.dumps({**meta, "member_weights": bad}))
+        with pytest.raises(CorruptFileError, match="member_weights"):
+            load_model(out)
 
 
 def test_cli_says_that_lr_is_not_used(toy_bundle, tmp_path, capsys):
@@ -183,7 +269,7 @@ def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):
     assert sorted(r["seed"] for r in auto) == [0, 1] and {r["selection"] for r in auto} == {"observed_map"}
     assert len([r for r in runs if r["method"] == "an"]) == 4
     table = (tmp_path / "bench" / "table.md").read_text()
-    assert "own lr per member on observed labels (an " in table  # not the bench lr it did not use
+    assert "own lr per member on observed labels" in table  # not the bench lr it did not use
 
 
 def test_selection_observations_simulate_the_training_regime(toy_bundle):
@@ -213,7 +299,7 @@ def test_a_stopped_recipe_resumes_each_member(toy_bundle, tmp_path):
     and started again with 3 epochs gives the uninterrupted run's result."""
     cfg = TrainConfig(method="auto", params=SMALL, batch_size=16, epochs=3)
     train(toy_bundle, cfg.replace(epochs=1), run_dir=tmp_path / "run")
-    assert sorted(p.name for p in (tmp_path / "run" / "members").iterdir()) == ["an", "l1r"]
+    assert {"an", "l1r"} <= {p.name for p in (tmp_path / "run" / "members").iterdir()}
     (resumed,) = train(toy_bundle, cfg, run_dir=tmp_path / "run")
     (fresh,) = train(toy_bundle, cfg)
     assert resumed.test_map == pytest.approx(fresh.test_map, abs=1e-9) and resumed.notes == fresh.notes
@@ -238,12 +324,14 @@ def test_auto_trains_the_presence_members_by_target_group_auc(presence_bundle):
 def test_auto_keeps_its_general_members_on_ordinary_data(toy_bundle):
     (r,) = train(toy_bundle, TrainConfig(method="auto", epochs=1, batch_size=32, threads=1), lrs=[1e-3], seeds=[0])
     assert r.selection == "observed_map"
-    assert [m["method"] for m in r.notes["members"]] == ["l1r", "em-apl", "wan", "ll-ct"]
+    from spmlkit.methods.recipe import DEFAULT_MEMBERS
+
+    assert [m["method"] for m in r.notes["members"]] == DEFAULT_MEMBERS.split(",")
     assert getattr(r, "test_auc", None) is None
 
 
 def test_presence_members_are_checked_and_other_criteria_refused(presence_bundle):
-    assert build_method("auto", presence_members="an-full").presence_candidates == ("an-full",)
+    assert build_method("auto", presence_members="an-full").presence_members == (("an-full", None),)
     with pytest.raises(SpmlError, match="full-weightd"):
         build_method("auto", presence_members="full-weightd")
     with pytest.raises(ConfigError, match="selects with target_group_auc only"):

@@ -17,9 +17,13 @@ def test_one_entry_point_chooses_the_trainer(toy_bundle):
 
     auto = TrainConfig(method="auto", epochs=2, batch_size=16, params={"lrs": "0.01"})
     assert trainer_kind(auto, build_method("auto")) == "recipe"
+    from spmlkit.methods.base import Method
+    from spmlkit.methods.recipe import Recipe
+
+    assert isinstance(build_method("auto"), Recipe) and not isinstance(build_method("auto"), Method)
     assert trainer_kind(TrainConfig(method="an", setting="finetune"), build_method("an")) == "finetune"
     assert trainer_kind(TrainConfig(method="an"), build_method("an")) == "linear"
-    assert planned_epochs(auto, build_method("auto", lrs="0.01")) == 2 * len(build_method("auto").candidates)
+    assert planned_epochs(auto, build_method("auto", lrs="0.01")) == 2 * len(build_method("auto").members)
     with pytest.raises(ConfigError, match="recipe"):
         train_linear(toy_bundle, auto)
     (r,) = train(toy_bundle, auto)
@@ -34,7 +38,7 @@ def test_progress_plan():
     assert progress_plan(cfg, build_method("an"), 100) == (7, 1, 7, "epoch")
     auto = build_method("auto")
     plan = progress_plan(TrainConfig(method="auto", epochs=3), auto, 100)
-    assert (plan.per_member, plan.total) == (3, 3 * len(auto.candidates)) == (3, planned_epochs(
+    assert (plan.per_member, plan.total) == (3, 3 * len(auto.members)) == (3, planned_epochs(
         TrainConfig(method="auto", epochs=3), auto))
     ft = progress_plan(TrainConfig(method="an", setting="finetune", finetune_epochs=4, batch_size=8), build_method("an"),
                        100)

@@ -89,9 +89,11 @@ def run(args) -> int:
         from ..training.prepare import build_run_method
 
         method = build_run_method(config)  # built once: the trainer sets this one up
-        if method.candidates and args.lr is not None and dctx.is_main:
+        from ..methods.recipe import is_recipe
+
+        if is_recipe(method) and args.lr is not None and dctx.is_main:
             print(f"note: {config.method} tries each member at its own learning rates "
-                  f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
+                  f"({', '.join(f'{lr:g}' for lr in method.lrs)}; --param lrs=... changes them); "
                   "--lr is not used", file=sys.stderr)
         ignored = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
                    if v and getattr(args, opt[2:].replace("-", "_"), None)]

@@ -472,6 +472,7 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
     """Every training group of the bench, in a fixed order (datasets, fractions or
     hiding probabilities, methods, batch sizes, members)."""
     from ..methods import build_method
+    from ..methods.recipe import is_recipe
 
     reg = _methods_registry()
     epochs = spec.resolved_epochs()
@@ -503,11 +504,11 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                                        patience=spec.patience, regime=spec.regime, hide_prob=hide,
                                        lr=spec.lrs[0], seed=unit_seeds[0], **run_cfg)
                     # a recipe (e.g. auto) searches its own learning rates: one member per seed
-                    row_lrs = spec.lrs[:1] if method.candidates else spec.lrs
+                    row_lrs = spec.lrs[:1] if is_recipe(method) else spec.lrs
                     members = [(float(lr), int(s)) for lr in row_lrs for s in unit_seeds]
                     member_groups = [members] if stacked else [[m] for m in members]
                     # (a recipe's epochs belong to several member methods: no histogram of its own)
-                    hist = bool(spec.histograms and fraction == 1.0 and hide is None and not method.candidates)
+                    hist = bool(spec.histograms and fraction == 1.0 and hide is None and not is_recipe(method))
                     for mg in member_groups:
                         cfg = base.replace(lr=mg[0][0], seed=mg[0][1])
                         cd = cfg.to_dict()

@@ -19,6 +19,7 @@ from ..data.bundle import Bundle
 from ..io import write_json
 from ..labels import REGIME_ORDER, get_regime
 from ..methods import METHODS, build_method, get_method_spec
+from ..methods.recipe import is_recipe
 from .protocol import run_grid, select_best
 
 
@@ -78,7 +79,7 @@ def _run_demo(root: Path, *, epochs: int, seed: int, quick: bool, methods: list[
     for name in methods:
         bar.set_postfix(method=name)
         cfg = TrainConfig(method=name, epochs=epochs, batch_size=8, seed=seed, device=device)
-        recipe = bool(build_method(name).candidates)  # tries its own learning rates: one grid point
+        recipe = is_recipe(build_method(name))  # tries its own learning rates: one grid point
         results = run_grid(bundle, cfg, lrs=lrs[:1] if recipe else lrs, batch_sizes=(8,), seeds=seeds)
         sel = select_best(results)
         rows.append({"method": name, "regime": METHODS[name].regime, "lr": None if recipe else sel.lr,

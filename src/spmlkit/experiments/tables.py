@@ -182,10 +182,14 @@ def _selected_cell(s) -> str:
     notes = [r.get("notes") if isinstance(r, dict) else getattr(r, "notes", None) for r in (s.runs or [])]
     if notes and all(isinstance(n, dict) and n.get("members") for n in notes):
         picks: dict = {}
+        weights: dict = {}
         for n in notes:
             for m in n["members"]:
                 picks.setdefault(m["method"], []).append(fmt_lr(m["lr"]))
-        chosen = "; ".join(f"{name} {'/'.join(lrs)}" for name, lrs in picks.items())
+                if "weight" in m:  # a recipe that weighs its members (issue 35)
+                    weights.setdefault(m["method"], []).append(float(m["weight"]))
+        chosen = "; ".join(f"{name} {'/'.join(lrs)}" + (f" weight {sum(weights[name]) / len(weights[name]):.2f}"
+                                                          if name in weights else "") for name, lrs in picks.items())
         return f"own lr per member on observed labels ({chosen}), batch {s.batch_size}, {_n_seeds(s.n_seeds)}"
     return f"lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}"
 

@@ -197,11 +197,6 @@ class Method:
     #: TrainConfig fields this method's paper uses when fine-tuning (e.g. LAC: decoder head,
     #: AdamW one-cycle, EMA 0.9997); the user's explicit options override them.
     finetune_defaults: dict = {}
-    #: A **recipe** (e.g. ``auto``, :mod:`spmlkit.methods.recipe`): the registered methods
-    #: it is trained as.  Non-empty: the linear trainer hands the run to
-    #: :func:`spmlkit.training.recipe.train_recipe`, which trains these and combines them;
-    #: the recipe's own loss and hooks are never used.
-    candidates: tuple = ()
 
     def __init__(self, name: str, loss: str | LossSpec, *, loss_params: dict | None = None,
                  regime: str = "single_positive", components: list[Component] | tuple = (),

@@ -1,59 +1,52 @@
-"""``auto``: spmlkit's own recipe (issue 16) — an ensemble of complementary families,
-each tuned on held-out **observed** labels only.
+"""Recipes: meta-methods that train several registered methods and combine them, in the
+manner of scikit-learn's meta-estimators (a ``VotingClassifier`` is not a classifier with
+a placeholder ``fit``: it holds estimators).  A :class:`Recipe` is **not** a
+:class:`~spmlkit.methods.base.Method`: it has no loss and no hooks; it names its members,
+their learning rates and how they are combined, and
+:func:`spmlkit.training.recipe.train_recipe` carries it out (the one entry point,
+:func:`spmlkit.training.run.train`, chooses that trainer by type: :func:`is_recipe`).
 
-What it does (:func:`spmlkit.training.recipe.train_recipe` carries it out):
+``auto`` is spmlkit's recipe for single-positive data (docs/recipe.md has the design and
+the measurements):
 
-1. Train each member method — by default ``l1r``, ``em-apl``, ``wan`` and ``ll-ct`` —
-   at every learning rate of ``lrs`` (1e-2, 1e-3, 1e-4), with the user's seed, batch
-   size and epochs; each run keeps its best epoch by ``observed_map`` on the
-   validation split.
-2. For each member method keep the learning rate with the best observed-label
-   validation mAP (:func:`spmlkit.metrics.observed_positive_map`; no full label is
-   read anywhere, also when the bundle has them: benchmarks then score single positives
-   simulated in the training regime, :meth:`spmlkit.data.Bundle.selection_observations`).
-3. Predict the mean of the members' probabilities,
-   :math:`\\hat p_j(x) = \\frac{1}{M}\\sum_{m=1}^{M} \\sigma(f^{(m)}_j(x))`
-   (reported as the logit of that mean).
+1. Each **member** method (by default :data:`DEFAULT_MEMBERS`) trains at every learning
+   rate of ``lrs`` with the user's seed, batch size, head and epochs; each run keeps its
+   best epoch by the observed-label validation mAP (:func:`spmlkit.metrics.observed_positive_map`).
+2. Per member, the learning rate with the best observed validation mAP is kept.  When
+   that run's best epoch is its last one, the member trains again at that learning rate
+   for ``longer`` × the epochs, and the longer run is kept when its observed validation
+   mAP is higher (training length chosen by the same label-free criterion).
+3. The members are **chosen and weighed** on the observed validation labels
+   (``combine``): by default ``ensemble_selection`` — greedy forward selection with
+   replacement (Caruana et al. 2004), bagged over Bayesian-bootstrap resamples of the
+   validation rows (Caruana et al. 2006) — :mod:`spmlkit.training.ensemble`.  The
+   prediction is the weighted mean of the chosen members' probabilities.
 
-Why these members (docs/recipe.md has the measurements):
+No full label is read by any choice: on a benchmark bundle that has full labels the
+validation observations are single positives simulated in the training regime
+(:meth:`spmlkit.data.Bundle.selection_observations`).
 
-* no single family wins everywhere — regularised assume-negative (**L1R**) is the one
-  method never clearly below AN on the sparse Mulan sets, while entropy maximisation
-  with pseudo-labels (**EM+APL**, Zhou et al. 2022, Eq. 3 and §3.3) is the best on
-  dense and image-feature sets and collapses on sparse ones; down-weighted negatives
-  (**WAN**, Cole et al. 2021 §5.1) and Large-Loss correction (**LL-Ct**, Kim et al.
-  2022, Eq. 5) are steady in between;
-* each needs neither full labels nor the expected number of positives k (so ROLE and
-  EPR, which need k, are not members);
-* picking one family by observed validation mAP was measured worse than averaging:
-  the observed criterion is noisy on small validation splits (26–93 rows), and a wrong
-  pick costs up to 20 mAP on sparse sets, while the average of complementary families
-  is never far below its best member (dev draw, ``prepare-seed 5``, docs/recipe.md).
-
-The defaults were fixed on that development draw before the learning-quality table
-(draws 0–2) was run.
-
-**Presence-only data** (a bundle with background rows: examples with no observed label,
-issue 24): the members are ``full-weighted`` (Zbinden et al. 2024) and ``an-full``
-(SINR, Cole et al. 2023, Eq. 5) — the losses that use the background rows, each its
-paper's recommendation — and every choice is made by ``target_group_auc`` (each
-species' held-out records against the other species' records; Phillips et al. 2009),
-the criterion that tracks test AUC on presence-only data where ``observed_map`` and
-``background_auc`` do not (``benchmarks/results/disdat/target-group``).  The general
-members would treat background rows as examples absent of every species.
+**Presence-only data** (a bundle with background rows, issue 24): the members are
+``presence_members`` — the losses that use the background rows (``full-weighted``,
+Zbinden et al. 2024; ``an-full``, SINR, Cole et al. 2023, Eq. 5), on the SINR network
+(``presence_head``, an MLP; Cole et al. 2023 §4) — and every choice is made by the
+target-group AUC (Phillips et al. 2009; ``target_group_auc``).
 """
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .base import Method, register_method
+from .base import register_method
 
-#: member methods of ``auto`` (one per family; none needs k or full labels)
-DEFAULT_MEMBERS = "l1r,em-apl,wan,ll-ct"
+#: member methods of ``auto`` (``name`` or ``name:head``; none needs k or full labels)
+DEFAULT_MEMBERS = "em-apl,gr,ll-r,wan,an-ls,l1r"
 #: member methods of ``auto`` on presence-only data (bundles with background rows)
 PRESENCE_MEMBERS = "full-weighted,an-full"
+#: the head of the presence-only members: SINR's network (Cole et al. 2023 §4: a residual MLP)
+PRESENCE_HEAD = "mlp"
 #: learning rates each member is tried at (Cole et al. §6.1's grid without 1e-5, which
 #: never won a linear-setting cell of the committed tables)
 DEFAULT_LRS = "1e-2,1e-3,1e-4"
+COMBINE = ("ensemble_selection", "mean_probability", "select")
 
 
 def _names(text: str, what: str) -> tuple[str, ...]:
@@ -63,54 +56,109 @@ def _names(text: str, what: str) -> tuple[str, ...]:
     return items
 
 
-class Recipe(Method):
-    """A method that is trained as several other methods and combined.
+class Recipe:
+    """A meta-method: members (``(method, head)``; head ``None`` = the run's head), the
+    learning rates each member tries, and how the members are combined.  Trained by
+    :func:`spmlkit.training.recipe.train_recipe`."""
 
-    The trainer recognises it by :attr:`Method.candidates` (non-empty) and hands it to
-    :func:`spmlkit.training.recipe.train_recipe`; its own loss is never used."""
+    regime = "single_positive"
+    setting = "linear"
+    #: the bench stacks a recipe's seeds in one group (each member stacks its own runs)
+    supports_members = True
+    #: the recipe itself draws no background row (its presence-only members do)
+    uses_background = False
 
-    def __init__(self, name: str, members: tuple[str, ...], lrs: tuple[float, ...], combine: str,
-                 presence_members: tuple[str, ...] = ()):
-        super().__init__(name, "an", setting="linear")
-        self.candidates = members
-        #: the members on presence-only data (background rows); empty: ``candidates`` there too
-        self.presence_candidates = presence_members
-        self.candidate_lrs = lrs
+    def __init__(self, name: str, members: tuple, lrs: tuple[float, ...], combine: str, *,
+                 presence_members: tuple = (), presence_head: str | None = None, longer: int = 2,
+                 rounds: int = 20, steps: int = 10, params: dict | None = None):
+        self.name = name
+        self.members = tuple(members)
+        self.presence_members = tuple(presence_members)
+        self.presence_head = presence_head
+        self.lrs = tuple(lrs)
         self.combine = combine
+        self.longer = int(longer)
+        self.rounds = int(rounds)
+        self.steps = int(steps)
+        self.params = dict(params or {})
+
+    def members_for(self, presence_only: bool) -> tuple:
+        """``((method, head or None), ...)``: the presence-only members on data with
+        background rows (when the recipe declares them), else the members."""
+        if presence_only and self.presence_members:
+            return tuple((m, h or self.presence_head) for m, h in self.presence_members)
+        return self.members
+
+    def __repr__(self) -> str:
+        return f"Recipe({self.name!r}, members={self.members}, lrs={self.lrs}, combine={self.combine!r})"
+
+
+def is_recipe(method) -> bool:
+    """True for a recipe (trained as its members, :mod:`spmlkit.training.recipe`), False
+    for a method (trained with its loss)."""
+    return isinstance(method, Recipe)
+
+
+def parse_members(text: str, what: str = "members") -> tuple:
+    """``"a,b:mlp"`` -> ``(("a", None), ("b", "mlp"))``, each checked: a registered
+    single-positive method of the linear setting that is not itself a recipe, and a known head."""
+    from ..models.heads import HEADS
+    from .base import get_method_spec
+
+    out = []
+    for item in _names(text, what):
+        name, _, head = item.partition(":")
+        name, head = name.strip(), head.strip() or None
+        spec = get_method_spec(name)  # unknown names: the registry's "did you mean" error
+        if spec.setting == "finetune":
+            raise ConfigError(f"method 'auto': member {name!r} needs fine-tuning; members train in the linear setting")
+        if spec.family == "recipe":
+            raise ConfigError(f"method 'auto': member {name!r} is itself a recipe")
+        if spec.regime != "single_positive":
+            raise ConfigError(f"method 'auto': member {name!r} trains on the {spec.regime!r} regime; members must "
+                              "learn from single positives")
+        if head is not None and head not in HEADS:
+            raise ConfigError(f"method 'auto': member {item!r}: head must be one of {', '.join(sorted(HEADS))}")
+        out.append((name, head))
+    if len(set(out)) != len(out):
+        raise ConfigError(f"method 'auto': {what} lists a member twice ({text!r})")
+    return tuple(out)
 
 
 @register_method("auto", reference="spmlkit's recipe, the default of spml train: docs/recipe.md", setting="linear",
-                 family="recipe",
-                 in_default_bench=False)
-def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "mean_probability",
-               presence_members: str = PRESENCE_MEMBERS) -> Method:
-    """spmlkit's recipe: l1r, em-apl, wan and ll-ct, each at its best lr by observed validation mAP, probabilities averaged.
+                 family="recipe", in_default_bench=False)
+def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "ensemble_selection",
+               presence_members: str = PRESENCE_MEMBERS, presence_head: str = PRESENCE_HEAD, longer: int = 2,
+               rounds: int = 20, steps: int = 10) -> Recipe:
+    """spmlkit's recipe: em-apl, gr, ll-r, wan, an-ls and l1r, each at its best lr, chosen and weighed on observed labels.
 
-    ``members``: comma-separated registered methods; ``lrs``: comma-separated learning
-    rates each member is tried at; ``combine``: ``mean_probability`` (average the
-    members' probabilities) or ``select`` (keep the one member with the best observed
-    validation mAP).  ``presence_members``: the members on presence-only data (a bundle
-    with background rows), chosen by ``target_group_auc`` there.
+    ``members``: comma-separated registered methods, each optionally ``:linear`` / ``:mlp``
+    (default: the run's head); ``lrs``: the learning rates each member tries; ``combine``:
+    ``ensemble_selection`` (bagged greedy selection on the observed validation mAP),
+    ``mean_probability`` (every member, equal weights) or ``select`` (the one member with
+    the best observed validation mAP); ``longer``: a member whose chosen run peaked at its
+    last epoch trains again for ``longer`` × the epochs (1: never); ``rounds`` / ``steps``:
+    the resamples and greedy steps of ``ensemble_selection``.  ``presence_members`` /
+    ``presence_head``: the members and their head on presence-only data (background rows),
+    chosen by ``target_group_auc`` there.
     """
-    from .base import get_method_spec
-
-    names = _names(members, "members")
-    po_names = _names(presence_members, "presence_members")
-    for n in dict.fromkeys(names + po_names):
-        spec = get_method_spec(n)  # unknown names: the registry's "did you mean" error
-        if spec.setting == "finetune":
-            raise ConfigError(f"method 'auto': member {n!r} needs fine-tuning; members train in the linear setting")
-        if spec.family == "recipe":
-            raise ConfigError(f"method 'auto': member {n!r} is itself a recipe")
-        if spec.regime != "single_positive":
-            raise ConfigError(f"method 'auto': member {n!r} trains on the {spec.regime!r} regime; members must "
-                              "learn from single positives")
+    names = parse_members(members)
+    po_names = parse_members(presence_members, "presence_members")
     try:
         rates = tuple(float(t) for t in _names(lrs, "lrs"))
     except ValueError:
         raise ConfigError(f"method 'auto': lrs must be comma-separated numbers, got {lrs!r}") from None
     if any(not (r > 0 and r < float("inf")) for r in rates):
         raise ConfigError(f"method 'auto': learning rates must be positive and finite, got {lrs!r}")
-    if combine not in ("mean_probability", "select"):
-        raise ConfigError(f"method 'auto': combine must be 'mean_probability' or 'select', got {combine!r}")
-    return Recipe("auto", names, rates, combine, presence_members=po_names)
+    if combine not in COMBINE:
+        raise ConfigError(f"method 'auto': combine must be one of {', '.join(COMBINE)}, got {combine!r}")
+    from ..models.heads import HEADS
+
+    if presence_head not in HEADS:
+        raise ConfigError(f"method 'auto': presence_head must be one of {', '.join(sorted(HEADS))}, "
+                          f"got {presence_head!r}")
+    for key, value, low in (("longer", longer, 1), ("rounds", rounds, 1), ("steps", steps, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"method 'auto': {key} must be an integer >= {low}, got {value!r}")
+    return Recipe("auto", names, rates, combine, presence_members=po_names, presence_head=presence_head,
+                  longer=longer, rounds=rounds, steps=steps)

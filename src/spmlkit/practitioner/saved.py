@@ -40,6 +40,8 @@ ImageNet weights file.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +78,8 @@ class SavedModel:
     #: > 1: an ensemble (a recipe such as ``auto``): ``state`` holds that many stacked heads
     #: and the prediction is the mean of their probabilities
     members: int = 1
+    #: the members' weights (a recipe that weighs them); None: equal weights
+    member_weights: list | None = None
 
     @property
     def takes_images(self) -> bool:
@@ -93,7 +97,7 @@ class SavedModel:
         return cls(label_names=list(label_names), head=config.get("head", "linear"),
                    hidden=int(config.get("hidden", 512)), n_features=n_features, state=head, mean=state["mean"],
                    std=state["std"], method=method, params=dict(params), config=dict(config), members=members,
-                   **fields)
+                   member_weights=state.get("member_weights"), **fields)
 
     def _module(self):
         try:
@@ -142,10 +146,10 @@ class SavedModel:
                 if self.mean is not None:
                     x = (x - torch.from_numpy(self.mean)) / torch.from_numpy(self.std)
                 logits = mod(x.to(self.device))
-                if self.members > 1:  # an ensemble: the logit of the members' mean probability
+                if self.members > 1:  # an ensemble: the logit of the members' (weighted) mean probability
                     from ..training.recipe import mean_probability_logits
 
-                    out[s:s + len(block)] = mean_probability_logits(logits).float().cpu().numpy()
+                    out[s:s + len(block)] = mean_probability_logits(logits, self.member_weights).float().cpu().numpy()
                 else:
                     out[s:s + len(block)] = logits[0].cpu().numpy()
         return out
@@ -231,8 +235,18 @@ def save_model(model: SavedModel, path: str | Path) -> Path:
         "head": model.head, "hidden": model.hidden, "n_features": model.n_features, "method": model.method,
         "params": model.params, "config": model.config, "info": model.info, "label_sets": model.label_sets,
         "input": model.input, **({"image": model.image} if model.image is not None else {}),
-        **({"members": model.members} if model.members != 1 else {})})
+        **({"members": model.members} if model.members != 1 else {}),
+        **({"member_weights": [float(w) for w in model.member_weights]} if model.member_weights is not None else {})})
     return path
+
+
+def _weights_ok(weights, members) -> bool:
+    """``member_weights`` of model.json: absent, or one finite weight >= 0 per member, not all 0."""
+    if weights is None:
+        return True
+    return (isinstance(weights, list) and isinstance(members, int) and len(weights) == members
+            and all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+                    for w in weights) and sum(weights) > 0)
 
 
 def _check_weights(path: Path, w: dict) -> None:
@@ -282,7 +296,9 @@ def load_model(path: str | Path) -> SavedModel:
                             ("hidden", isinstance(meta.get("hidden"), int)),
                             ("n_features", isinstance(meta.get("n_features"), int)),
                             ("members", isinstance(meta.get("members", 1), int) and not isinstance(
-                                meta.get("members", 1), bool) and meta.get("members", 1) >= 1)) if not ok]
+                                meta.get("members", 1), bool) and meta.get("members", 1) >= 1),
+                            ("member_weights", _weights_ok(meta.get("member_weights"), meta.get("members", 1))))
+           if not ok]
     if bad:
         raise CorruptFileError(f"{meta_path}: damaged model description ({', '.join(bad)} missing or of the wrong "
                                "type)")
@@ -309,4 +325,4 @@ def load_model(path: str | Path) -> SavedModel:
                       info=meta.get("info", {}),
                       label_sets=meta.get("label_sets") or {"rule": "threshold", "threshold": 0.5},
                       input=meta.get("input") or {"kind": "features"}, path=path, image=meta.get("image"),
-                      members=meta.get("members", 1))
+                      members=meta.get("members", 1), member_weights=meta.get("member_weights"))

@@ -513,7 +513,9 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
     the learner, and the method set up on its context."""
     if method is None:
         method = build_run_method(config)
-    if method.candidates:
+    from ..methods.recipe import is_recipe
+
+    if is_recipe(method):
         raise ConfigError(f"method {config.method!r} is a recipe of several methods; train it with "
                           "spmlkit.training.run.train (as spml train and spml bench do)")
     if method.setting == "finetune":

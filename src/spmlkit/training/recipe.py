@@ -1,19 +1,26 @@
-"""Training a recipe (:attr:`spmlkit.methods.base.Method.candidates`), e.g. ``auto``.
+"""Training a recipe (:class:`spmlkit.methods.recipe.Recipe`, e.g. ``auto``).
 
-Each member method trains at every learning rate of the recipe with the caller's
-seeds, batch size and epochs (one stacked model per member method); each run keeps its
-best epoch by ``observed_map`` — on presence-only data (background rows) the recipe's
-``presence_candidates`` are the members and every choice is made by ``target_group_auc``
-(:func:`recipe_selection`).  For every seed, each member method keeps its learning
-rate with the best observed-label validation mAP, and the recipe's prediction is the
-mean of those runs' probabilities (``combine="mean_probability"``) or the single best
-run (``combine="select"``).  Nothing reads full labels except the final test and
-training-set scores, which are reported, never used.
+1. Every member ``(method, head)`` trains at every learning rate of the recipe with the
+   caller's seeds, batch size and epochs (one stacked model per member); each run keeps
+   its best epoch by the recipe's criterion on the validation observations —
+   ``observed_map``, or ``target_group_auc`` on presence-only data (background rows),
+   where the recipe's presence members and head are used (:func:`recipe_selection`).
+2. Per seed and member, the learning rate with the best criterion is kept (a run whose
+   score is NaN never wins).  When that run's best epoch is its last one, the member
+   trains again at that rate for ``recipe.longer`` × the epochs; the longer run replaces
+   it when its criterion is higher.
+3. Per seed, the members are weighed by ``recipe.combine`` on the validation
+   observations (:func:`spmlkit.training.ensemble.weigh`, seeded by the seed), and the
+   prediction is the weighted mean of the members' probabilities.
+
+Nothing here reads a full label except the final test and training-set scores, which are
+reported, never used (a test hides every full label and gets identical choices).
 
 The combined model is an ordinary stacked head (:mod:`spmlkit.models.heads`) with one
-member per chosen run; its result state has ``members`` = that count, and a saved model
-averages the members' probabilities (:class:`spmlkit.practitioner.saved.SavedModel` does
-not import this module: the file format says it).
+member per chosen run of positive weight; its result state has ``members`` (that count)
+and ``member_weights``, and a saved model predicts the weighted mean of the members'
+probabilities (:class:`spmlkit.practitioner.saved.SavedModel`).  Members of one recipe
+share one head kind (the run's, or the recipe's presence head) so that they stack.
 """
 from __future__ import annotations
 
@@ -27,23 +34,29 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
+from .ensemble import weigh
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
-def recipe_selection(bundle, method, Z_val: np.ndarray):
-    """The recipe's criterion, its evaluator on ``Z_val`` and its members for ``bundle``:
-    ``observed_map`` and ``method.candidates`` (observed labels only: no full label is ever
+
+def recipe_selection(bundle, recipe, Z_val: np.ndarray):
+    """The recipe's criterion name, its evaluator on ``Z_val``, its scoring function
+    ``criterion(Z_rows, P_rows)`` and its members ``((method, head), ...)`` for ``bundle``:
+    ``observed_map`` and ``recipe.members`` (observed labels only: no full label is ever
     read); on presence-only data (background rows) ``target_group_auc`` (``background_auc``
-    when validation holds one species only) and ``method.presence_candidates`` when the
-    recipe declares them."""
+    when validation holds one species only) and the recipe's presence members."""
+    from .. import metrics
+
     background = n_background(bundle) > 0
     selection, evaluate = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
-    members = getattr(method, "presence_candidates", ()) if background else ()
-    return selection, evaluate, tuple(members) or tuple(method.candidates)
+    criterion = {"observed_map": metrics.observed_positive_map, "target_group_auc": metrics.presence_target_group_auc,
+                 "background_auc": metrics.presence_background_auc}[selection]
+    return selection, evaluate, criterion, recipe.members_for(background)
 
 
-def mean_probability_logits(logits: torch.Tensor) -> torch.Tensor:
-    """``(G, N, L)`` member logits -> ``(N, L)`` logit of the members' mean probability.
+def mean_probability_logits(logits: torch.Tensor, weights=None) -> torch.Tensor:
+    """``(G, N, L)`` member logits -> ``(N, L)`` logit of the members' (weighted) mean
+    probability; ``weights`` ``(G,)`` (None: equal).
 
     >>> import torch
     >>> x = torch.tensor([[[0.0, 2.0]], [[0.0, -2.0]]])  # two members, one example, two labels
@@ -51,8 +64,16 @@ def mean_probability_logits(logits: torch.Tensor) -> torch.Tensor:
     [0.0, 0.0]
     >>> round(mean_probability_logits(torch.tensor([[[1.5]]])).item(), 6)  # one member: its own logit
     1.5
+    >>> round(mean_probability_logits(x, [1.0, 0.0])[0, 1].item(), 6)  # all the weight on member 0
+    2.0
     """
-    p = torch.sigmoid(logits.double()).mean(0).clamp(1e-12, 1 - 1e-12)
+    p = torch.sigmoid(logits.double())
+    if weights is None:
+        p = p.mean(0)
+    else:
+        w = torch.as_tensor(weights, dtype=torch.float64, device=p.device)
+        p = torch.tensordot(w / w.sum(), p, dims=1)
+    p = p.clamp(1e-12, 1 - 1e-12)
     return torch.log(p) - torch.log1p(-p)
 
 
@@ -60,14 +81,14 @@ def _stack(states: list[dict]) -> dict:
     return {k: torch.stack([torch.as_tensor(s[k], device="cpu") for s in states]) for k in states[0]}
 
 
-def _combine(logits: list[np.ndarray]) -> np.ndarray:
-    """The members' ``(N, L)`` logits -> the logit of their mean probability (float32)."""
-    return mean_probability_logits(torch.as_tensor(np.stack(logits), device="cpu")).float().numpy()
+def _combine(logits: list[np.ndarray], weights=None) -> np.ndarray:
+    """The members' ``(N, L)`` logits -> the logit of their weighted mean probability (float32)."""
+    return mean_probability_logits(torch.as_tensor(np.stack(logits), device="cpu"), weights).float().numpy()
 
 
 def _score(run) -> float:
     """A run's validation score for ``max`` (a run without a valid score never wins)."""
-    return -math.inf if math.isnan(run.val_score) else run.val_score
+    return -math.inf if run.val_score is None or math.isnan(run.val_score) else run.val_score
 
 
 def _training_logits(bundle, config: TrainConfig, head: dict, mean, std, device) -> np.ndarray:
@@ -84,72 +105,104 @@ def _training_logits(bundle, config: TrainConfig, head: dict, mean, std, device)
         return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
 
 
-def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds: list[int],
+def _label(name: str, head: str | None) -> str:
+    return name if head is None else f"{name}:{head}"
+
+
+def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
                  keep_state: bool = False, device=None) -> list:
-    """Train the recipe ``method`` once per member ``(lr, seed)`` of the caller (the
-    recipe searches its own learning rates, so the caller's ``lr`` is recorded and not
-    used); results in member order, like :func:`spmlkit.training.linear.train_linear`."""
+    """Train the recipe once per member ``(lr, seed)`` of the caller (the recipe searches
+    its own learning rates, so the caller's ``lr`` is recorded and not used); results in
+    member order, like :func:`spmlkit.training.linear.train_linear`."""
     t_start = time.perf_counter()
     if config.setting == "finetune":
-        raise ConfigError(f"method {method.name!r} is a recipe of the linear setting (it trains several heads on "
+        raise ConfigError(f"method {recipe.name!r} is a recipe of the linear setting (it trains several heads on "
                           "cached features); for fine-tuning name one method")
     if bundle.size("val") == 0:
-        raise ConfigError(f"method {method.name!r} chooses each member's learning rate on held-out observations; "
+        raise ConfigError(f"method {recipe.name!r} chooses each member's learning rate on held-out observations; "
                           "this data has no validation split (prepare it with --val-fraction > 0, or give "
                           "SPMLClassifier validation_data)")
-    Z_val = np.asarray(bundle.selection_observations("val", training_regime(method, config)))
+    Z_val = np.asarray(bundle.selection_observations("val", training_regime(recipe, config)))
     if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
-    selection, evaluate, candidates = recipe_selection(bundle, method, Z_val)
+    selection, evaluate, criterion, members = recipe_selection(bundle, recipe, Z_val)
     if config.selection not in ("auto", selection):
-        raise ConfigError(f"method {method.name!r} selects with {selection} only (observed labels) on this data; "
+        raise ConfigError(f"method {recipe.name!r} selects with {selection} only (observed labels) on this data; "
                           f"--selection {config.selection} is not used by it — leave --selection at auto")
+    heads = {h or config.head for _, h in members}
+    if len(heads) > 1:
+        raise ConfigError(f"method {recipe.name!r}: its members must share one head (they are stacked into one "
+                          f"model), got {', '.join(sorted(heads))}")
+    head = heads.pop()
+    base = config.replace(selection=selection, head=head)
     # the splits the combined runs are scored on, as every run assembles them (training/prepare.py)
-    parts = prepare_run(bundle, config.replace(selection=selection), method=method, device=device)
+    parts = prepare_run(bundle, base, method=recipe, device=device)
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
-    m_lrs = [lr for lr in method.candidate_lrs for _ in unique_seeds]
-    m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
-    runs: dict[str, list] = {}
-    for i, name in enumerate(candidates):
-        cfg = config.replace(method=name, params=(), selection=selection)
-        sub_dir = None if run_dir is None else Path(run_dir) / "members" / name
+    m_lrs = [lr for lr in recipe.lrs for _ in unique_seeds]
+    m_seeds = [s for _ in recipe.lrs for s in unique_seeds]
 
-        def member_epoch(info, name=name, i=i):
+    def run_member(i, name, cfg, lrs_, seeds_, tag=""):
+        sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name.replace(":", "-") + tag)
+
+        def member_epoch(info):
             if on_epoch is not None:
-                on_epoch({**info, "member": f"{name} ({i + 1}/{len(candidates)})", "member_index": i})
+                on_epoch({**info, "member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i})
 
-        runs[name] = train_linear(bundle, cfg, lrs=m_lrs, seeds=m_seeds, run_dir=sub_dir, resume=resume,
-                                  on_epoch=member_epoch, keep_state=True, device=parts.device)
-    first = runs[candidates[0]][0].state
+        return train_linear(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
+                            on_epoch=member_epoch, keep_state=True, device=parts.device)
+
+    chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
+    for i, (name, _) in enumerate(members):
+        cfg = base.replace(method=name, params=())
+        runs = run_member(i, name, cfg, m_lrs, m_seeds)
+        for s in unique_seeds:
+            best = max((r for r in runs if r.seed == s), key=_score)
+            if recipe.longer > 1 and math.isfinite(_score(best)) and best.best_epoch == best.epochs_run == cfg.epochs:
+                # peaked at its last epoch: a longer try, kept when the criterion says it is better
+                (longer,) = run_member(i, name, cfg.replace(epochs=cfg.epochs * recipe.longer), [best.lr], [s],
+                                       tag=f"-x{recipe.longer}-lr{best.lr:g}-s{s}")
+                longer.notes = {"longer_from": best.epochs_run}
+                if _score(longer) > _score(best):
+                    best = longer
+            chosen[s].append(best)
+    first = chosen[unique_seeds[0]][0].state
     mean, std = first["mean"], first["std"]
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
+    labels = [_label(n, h) for n, h in members]
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
-        chosen = [max((r for r in runs[name] if r.seed == s), key=_score) for name in candidates]
-        if method.combine == "select":
-            chosen = [max(chosen, key=_score)]
-        head = _stack([r.state["head"] for r in chosen])
-        val_logits = _combine([r.state["val_logits"] for r in chosen])
-        test_logits = _combine([r.state["test_logits"] for r in chosen])
-        train_logits = None if Y_train is None else \
-            _combine(list(_training_logits(bundle, config, head, mean, std, parts.device)))
+        runs = chosen[s]
+        P = np.stack([1.0 / (1.0 + np.exp(-r.state["val_logits"].astype(np.float64))) if math.isfinite(_score(r))
+                      else np.full(r.state["val_logits"].shape, np.nan) for r in runs])
+        weights = weigh(recipe.combine, P, Z_val, criterion, rounds=recipe.rounds, steps=recipe.steps, seed=s)
+        keep = [j for j in range(len(runs)) if weights[j] > 0]
+        kept, w = [runs[j] for j in keep], [float(weights[j]) for j in keep]
+        head_state = _stack([r.state["head"] for r in kept])
+        val_logits = _combine([r.state["val_logits"] for r in kept], w)
+        test_logits = _combine([r.state["test_logits"] for r in kept], w)
+        train_logits = None
+        if Y_train is not None:
+            member_train = _training_logits(bundle, base, head_state, mean, std, parts.device)
+            train_logits = _combine(list(member_train), w)
         by_seed[s] = dict(
-            best_epoch=max(r.best_epoch for r in chosen), epochs_run=max(r.epochs_run for r in chosen),
+            best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
             val_score=evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0],
-            notes={"members": [{"method": r.method, "lr": r.lr, "best_epoch": r.best_epoch,
-                                f"val_{selection}": r.val_score} for r in chosen], "combine": method.combine},
+            notes={"members": [{"method": r.method, "head": head, "lr": r.lr, "best_epoch": r.best_epoch,
+                                "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
+                                "weight": float(weights[j])} for j, r in enumerate(runs)],
+                   "combine": recipe.combine, "member_labels": labels},
             **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
                            empty=config.empty_classes, test_mask=parts.test_mask),
-            state={"head": head, "members": len(chosen), "method": {}, "mean": mean, "std": std,
-                   "val_logits": val_logits, "test_logits": test_logits})
+            state={"head": head_state, "members": len(kept), "member_weights": w, "method": {}, "mean": mean,
+                   "std": std, "val_logits": val_logits, "test_logits": test_logits})
     results = []
     for lr, s in zip(lrs, seeds):
         fields = dict(by_seed[int(s)])
         state = fields.pop("state")
         results.append(RunResult(
-            method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=int(s),
+            method=config.method, params=dict(recipe.params), lr=lr, batch_size=config.batch_size, seed=int(s),
             selection=selection, val_history=[], seconds=time.perf_counter() - t_start,
             expected_positives=config.expected_positives, state=state if keep_state else None, **fields))
     return results

@@ -1,7 +1,8 @@
 """The one entry point of training: :func:`train` chooses, once, how ``config`` trains.
 
-* a recipe (a method with ``candidates``, e.g. ``auto``) trains its member methods and
-  combines them (:func:`spmlkit.training.recipe.train_recipe`);
+* a recipe (:class:`spmlkit.methods.recipe.Recipe`, e.g. ``auto``: a meta-method, not a
+  :class:`~spmlkit.methods.base.Method`) trains its member methods and combines them
+  (:func:`spmlkit.training.recipe.train_recipe`);
 * ``config.setting == "finetune"``: backbone and head end to end on images
   (:func:`spmlkit.training.finetune.train_finetune`);
 * otherwise the linear setting on cached features
@@ -19,14 +20,16 @@ from typing import NamedTuple
 
 from ..config import TrainConfig
 from ..methods.base import Method
+from ..methods.recipe import Recipe, is_recipe
 from .prepare import build_run_method
 
 SETTINGS = ("linear", "finetune")
 
 
-def trainer_kind(config: TrainConfig, method: Method) -> str:
-    """``"recipe"``, ``"finetune"`` or ``"linear"``: how :func:`train` trains ``config``."""
-    if method.candidates:
+def trainer_kind(config: TrainConfig, method: Method | Recipe) -> str:
+    """``"recipe"``, ``"finetune"`` or ``"linear"``: how :func:`train` trains ``config``
+    (chosen by type: a recipe is not a method)."""
+    if is_recipe(method):
         return "recipe"
     return "finetune" if config.setting == "finetune" else "linear"
 
@@ -40,7 +43,12 @@ def planned_epochs(config: TrainConfig, method: Method) -> int:
         from .finetune import resolve_recipe
 
         return int(resolve_recipe(config, method)["epochs"])
-    return config.epochs * max(1, len(method.candidates))
+    return config.epochs * _n_members(method)
+
+
+def _n_members(method) -> int:
+    """The member methods a run trains in turn (a recipe's members; 1 otherwise)."""
+    return max(1, len(method.members)) if is_recipe(method) else 1
 
 
 class ProgressPlan(NamedTuple):
@@ -63,7 +71,7 @@ def progress_plan(config: TrainConfig, method: Method, n_train: int) -> Progress
         per_member = resolve_recipe(config, method)["epochs"]
         steps = max(1, math.ceil(n_train / config.batch_size))
         return ProgressPlan(per_member, steps, per_member * steps, "step")
-    return ProgressPlan(config.epochs, 1, config.epochs * max(1, len(method.candidates)), "epoch")
+    return ProgressPlan(config.epochs, 1, config.epochs * _n_members(method), "epoch")
 
 
 def train(bundle, config: TrainConfig, *, lrs: list[float] | None = None, seeds: list[int] | None = None,

@@ -1,0 +1,152 @@
+"""Choosing and weighing the members of a recipe from **observed** validation labels only.
+
+A recipe (:mod:`spmlkit.training.recipe`) has, for every member ``m``, its validation
+probabilities ``P_m`` (``N × L``) and the validation split's observations ``Z`` (single
+positives: ``+1`` observed, everything else unknown).  The rules here turn those into
+member weights ``w`` (``w_m ≥ 0``, ``Σ w_m = 1``); the recipe predicts
+``p̂(x) = Σ_m w_m σ(f_m(x))``.  Nothing here takes a full label: a criterion is a function
+``criterion(Z_rows, P_rows) -> float`` (higher is better) of observations and scores,
+e.g. the observed-label mAP (:func:`spmlkit.metrics.observed_positive_map`) or, on
+presence-only data, the target-group AUC (:func:`spmlkit.metrics.presence_target_group_auc`).
+
+:func:`bagged_ensemble_selection` is ensemble selection (Caruana et al. 2004, "Ensemble
+selection from libraries of models", ICML: greedy forward selection with replacement,
+started from the best model; the ensemble method of auto-sklearn, Feurer et al. 2015)
+**bagged** over bootstrap resamples of the validation rows (Caruana et al. 2006, "Getting
+the most out of ensemble selection", ICDM: averaging the selections made on resamples is
+what stops the greedy search over-fitting a small hill-climbing set).  On a large
+validation split the resamples agree and the weights concentrate on what is clearly best;
+on a small one they disagree and spread over the members that win some resamples.
+
+A member whose validation scores are not all finite (a failed or diverged run), or whose
+criterion is not finite, gets weight 0 under every rule and never wins.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+
+Criterion = Callable[[np.ndarray, np.ndarray], float]
+
+#: Caruana et al. 2006 bag the library; we bag the validation rows: resamples per choice
+DEFAULT_ROUNDS = 20
+#: greedy steps per resample (with replacement): weights in multiples of 1 / (rounds · steps)
+DEFAULT_STEPS = 10
+
+
+def observed_map(Z, P) -> float:
+    """The observed-label mAP ×100 (observed positives against everything else)."""
+    from ..metrics import observed_positive_map
+
+    return observed_positive_map(Z, P)
+
+
+def _finite(v) -> float:
+    v = float(v)
+    return v if math.isfinite(v) else -math.inf
+
+
+def _checked(P, Z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    P = np.asarray(P, dtype=np.float64)
+    Z = np.asarray(Z)
+    if P.ndim != 3 or P.shape[1:] != Z.shape:
+        raise ConfigError(f"member scores must be (members, rows, labels) matching the observations {Z.shape}, "
+                          f"got {P.shape}")
+    ok = np.isfinite(P.reshape(P.shape[0], -1)).all(1) if P.shape[1] else np.ones(P.shape[0], bool)
+    if not ok.any():
+        raise ConfigError("no member of the recipe has finite validation scores (every member failed)")
+    return P, Z, ok
+
+
+def member_scores(P, Z, criterion: Criterion = observed_map, rows=None) -> np.ndarray:
+    """``(M,)`` criterion of each member on the validation ``rows`` (all: None); ``-inf``
+    for a member with non-finite scores or criterion."""
+    P, Z, ok = _checked(P, Z)
+    r = slice(None) if rows is None else rows
+    return np.array([_finite(criterion(Z[r], P[m][r])) if ok[m] else -math.inf for m in range(len(P))])
+
+
+def _one_hot(i: int, M: int) -> np.ndarray:
+    w = np.zeros(M)
+    w[i] = 1.0
+    return w
+
+
+def select_best(P, Z, criterion: Criterion = observed_map) -> np.ndarray:
+    """One-hot weights on the member with the best criterion (the first on a tie)."""
+    s = member_scores(P, Z, criterion)
+    if not np.isfinite(s).any():
+        raise ConfigError("no member of the recipe has a finite validation score")
+    return _one_hot(int(np.argmax(s)), len(s))
+
+
+def uniform(P, Z, criterion: Criterion = observed_map) -> np.ndarray:
+    """Equal weights on every member with finite scores and criterion."""
+    s = member_scores(P, Z, criterion)
+    ok = np.isfinite(s)
+    if not ok.any():
+        raise ConfigError("no member of the recipe has a finite validation score")
+    return ok / ok.sum()
+
+
+def ensemble_selection(P, Z, criterion: Criterion = observed_map, rows=None,
+                       steps: int = DEFAULT_STEPS) -> np.ndarray:
+    """Caruana et al. 2004 on the validation ``rows``: start from the best member, then
+    ``steps − 1`` times add (with replacement) the member whose addition gives the mean
+    probability the best criterion; returns the counts / ``steps``."""
+    P, Z, ok = _checked(P, Z)
+    r = np.arange(P.shape[1]) if rows is None else np.asarray(rows)
+    Pr, Zr = P[:, r], Z[r]
+    s = member_scores(Pr, Zr, criterion)
+    if not np.isfinite(s).any():
+        raise ConfigError("no member of the recipe has a finite validation score")
+    cand = np.flatnonzero(np.isfinite(s))
+    counts = np.zeros(len(P))
+    first = int(np.argmax(s))
+    counts[first] = 1
+    total = Pr[first].copy()
+    for k in range(1, steps):
+        gains = [_finite(criterion(Zr, (total + Pr[m]) / (k + 1))) for m in cand]
+        m = int(cand[int(np.argmax(gains))])
+        counts[m] += 1
+        total += Pr[m]
+    return counts / counts.sum()
+
+
+def bagged_ensemble_selection(P, Z, criterion: Criterion = observed_map, *, rounds: int = DEFAULT_ROUNDS,
+                              steps: int = DEFAULT_STEPS, seed: int = 0) -> np.ndarray:
+    """Member weights: the mean over ``rounds`` bootstrap resamples of the validation rows
+    (drawn with replacement, seeded by ``seed``) of :func:`ensemble_selection` on that
+    resample (Caruana et al. 2006)."""
+    P, Z, ok = _checked(P, Z)
+    rng = np.random.default_rng(seed)
+    n = P.shape[1]
+    return np.mean([ensemble_selection(P, Z, criterion, rng.integers(0, n, n), steps) for _ in range(rounds)],
+                   axis=0)
+
+
+def combine_probabilities(P, weights) -> np.ndarray:
+    """``Σ_m w_m P_m / Σ w`` over the members with positive weight."""
+    P = np.asarray(P, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    keep = w > 0
+    if not keep.any():
+        raise ConfigError("no member has a positive weight")
+    return np.tensordot(w[keep] / w[keep].sum(), P[keep], axes=1)
+
+
+def weigh(rule: str, P, Z, criterion: Criterion = observed_map, *, rounds: int = DEFAULT_ROUNDS,
+          steps: int = DEFAULT_STEPS, seed: int = 0) -> np.ndarray:
+    """The member weights of ``rule``: ``ensemble_selection`` (bagged), ``mean_probability``
+    (equal) or ``select`` (the best one)."""
+    if rule == "ensemble_selection":
+        return bagged_ensemble_selection(P, Z, criterion, rounds=rounds, steps=steps, seed=seed)
+    if rule == "mean_probability":
+        return uniform(P, Z, criterion)
+    if rule == "select":
+        return select_best(P, Z, criterion)
+    raise ConfigError(f"unknown combination rule {rule!r} (ensemble_selection, mean_probability, select)")
