@@ -137,7 +137,9 @@ def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
     from spmlkit.training.run import train
 
     lrs = [float(x) for x in args.lrs.split(",")]
-    if build_method(method).candidates:  # a recipe (auto) searches its own learning rates
+    from spmlkit.methods.recipe import is_recipe
+
+    if is_recipe(build_method(method)):  # a recipe (auto) searches its own learning rates
         lrs = lrs[:1]
     seeds = [int(s) for s in args.seeds.split(",")]
     cfg = TrainConfig(method=method, epochs=args.mlp_epochs if head == "mlp" else args.epochs, batch_size=args.batch_size, head=head, hidden=args.hidden,
@@ -206,8 +208,9 @@ def run_region(region: str, args) -> None:
         print(f"{region}: categorical covariates {', '.join(cat) if cat else 'none'}"
               f"{' (detected by the rule)' if cat is None else ''}", flush=True)
         bundle = prepare_bundle(ds, Path(tmp) / region, seed=0, log=lambda m: None)
-        plan = [(m, "linear") for m in dict.fromkeys(args.methods.split(",") if args.methods else linear_methods())]
-        plan += [(m, "mlp") for m in args.mlp_methods.split(",")]
+        linear = linear_methods() if args.methods is None else [m for m in args.methods.split(",") if m]
+        plan = [(m, "linear") for m in dict.fromkeys(linear)]
+        plan += [(m, "mlp") for m in args.mlp_methods.split(",") if m]
         for method, head in plan:
             if (method, head) in have:
                 continue
@@ -480,7 +483,7 @@ def main(argv=None) -> int:
                         "the region's docs/<R>.Rd in --data, else the disdat package's documentation of its six "
                         "regions, else the reader's detection rule (said)")
     p.add_argument("--out", default=str(OUT))
-    p.add_argument("--methods", help="linear-head methods (default: every applicable registered method)")
+    p.add_argument("--methods", help="linear-head methods (default: every applicable registered method; '' for none)")
     p.add_argument("--mlp-methods", default="an,an-full,an-full-me,an-ssdl,full-weighted",
                    help="methods also trained with the MLP head (--hidden)")
     p.add_argument("--lrs", default="1e-3,1e-2")

@@ -38,11 +38,54 @@ DEFAULT_ROUNDS = 20
 DEFAULT_STEPS = 10
 
 
-def observed_map(Z, P) -> float:
-    """The observed-label mAP ×100 (observed positives against everything else)."""
-    from ..metrics import observed_positive_map
+def column_average_precision(Y, S) -> np.ndarray:
+    """Per-column average precision of scores ``S`` against binary ``Y`` (both ``N × L``),
+    all columns at once (no loop over labels): the same quantity as
+    :func:`spmlkit.metrics.average_precision` (precision at the end of each positive's tie
+    group, averaged over the positives; ``nan`` for a column without positives), which
+    the recipe's greedy search evaluates thousands of times.
 
-    return observed_positive_map(Z, P)
+    >>> column_average_precision([[1, 1], [0, 0], [1, 0]], [[0.9, 0.5], [0.9, 0.5], [0.1, 0.2]]).round(4).tolist()
+    [0.5833, 0.5]
+    """
+    Y = np.asarray(Y) == 1
+    S = np.asarray(S, dtype=np.float64)
+    n, L = S.shape
+    if n == 0:
+        return np.full(L, np.nan)
+    order = np.argsort(-S, axis=0, kind="stable")
+    s = np.take_along_axis(S, order, 0)
+    y = np.take_along_axis(Y, order, 0)
+    tp = np.cumsum(y, 0)
+    last = np.ones((n, L), bool)
+    last[:-1] = s[:-1] != s[1:]  # the last row of its tie group
+    rows = np.arange(n)[:, None]
+    end = np.where(last, rows, n)
+    end = np.minimum.accumulate(end[::-1], 0)[::-1]  # the end of each row's tie group
+    prec = np.take_along_axis(tp, end, 0) / (end + 1.0)
+    npos = y.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(npos > 0, (prec * y).sum(0) / npos, np.nan)
+
+
+def observed_map(Z, P) -> float:
+    """The observed-label mAP ×100 (observed positives against everything else; labels
+    without an observed positive left out): :func:`spmlkit.metrics.observed_positive_map`
+    computed by :func:`column_average_precision`."""
+    ap = column_average_precision(np.asarray(Z) == 1, P)
+    return float(np.nanmean(ap) * 100) if np.isfinite(ap).any() else math.nan
+
+
+def _observed_maps(Z, P) -> np.ndarray:
+    """:func:`observed_map` of each of the ``C`` score matrices ``P`` (``C × N × L``) at once
+    (``-inf`` where it is not finite)."""
+    C, n, L = P.shape
+    obs = np.asarray(Z) == 1
+    ap = column_average_precision(np.tile(obs, (1, C)), P.transpose(1, 0, 2).reshape(n, C * L)).reshape(C, L)
+    with np.errstate(invalid="ignore"):
+        out = np.nanmean(np.where(np.isfinite(ap), ap, np.nan), 1) * 100 if np.isfinite(ap).any() else \
+            np.full(C, np.nan)
+    return np.where(np.isfinite(out), out, -np.inf)
 
 
 def _finite(v) -> float:
@@ -110,7 +153,10 @@ def ensemble_selection(P, Z, criterion: Criterion = observed_map, rows=None,
     counts[first] = 1
     total = Pr[first].copy()
     for k in range(1, steps):
-        gains = [_finite(criterion(Zr, (total + Pr[m]) / (k + 1))) for m in cand]
+        if criterion is observed_map:  # every candidate in one call (the same numbers, faster)
+            gains = _observed_maps(Zr, (total[None] + Pr[cand]) / (k + 1))
+        else:
+            gains = [_finite(criterion(Zr, (total + Pr[m]) / (k + 1))) for m in cand]
         m = int(cand[int(np.argmax(gains))])
         counts[m] += 1
         total += Pr[m]
