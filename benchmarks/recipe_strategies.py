@@ -75,6 +75,9 @@ POOLS = {
     "all": None,  # every member without k, linear and MLP
     "core": ["em-apl--linear", "gr--linear", "ll-r--linear", "wan--linear", "an--linear", "l1r--linear",
              "em-apl--mlp", "gr--mlp", "wan--mlp", "an--mlp"],
+    "linear6": ["em-apl--linear", "gr--linear", "ll-r--linear", "wan--linear", "an--linear", "l1r--linear"],
+    "mlp5": ["em-apl--mlp", "gr--mlp", "wan--mlp", "an--mlp", "ll-r--mlp"],
+    "mix6": ["em-apl--linear", "gr--linear", "wan--linear", "em-apl--mlp", "wan--mlp", "an--mlp"],
 }
 
 

@@ -149,7 +149,7 @@ def test_save_and_load(tmp_path):
 # bench, chooses with observed labels only, and combines exactly what it says.
 
 
-SMALL = dict(members="an,l1r", lrs="1e-2,1e-3")
+SMALL = dict(members="an,l1r", lrs="1e-2,1e-3", combine="mean_probability")
 
 
 def test_spml_classifier_auto():

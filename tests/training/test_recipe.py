@@ -337,3 +337,30 @@ def test_presence_members_are_checked_and_other_criteria_refused(presence_bundle
     with pytest.raises(ConfigError, match="selects with target_group_auc only"):
         train(presence_bundle, TrainConfig(method="auto", epochs=1, selection="background_auc", threads=1),
               lrs=[1e-3], seeds=[0])
+
+
+def test_linear_and_mlp_members_side_by_side_save_and_predict(toy_bundle, tmp_path):
+    """Members of two head kinds (linear and MLP) are stacked per kind and saved as one
+    model that predicts the weighted mean of all members' probabilities."""
+    from spmlkit.cli import main
+    from spmlkit.metrics import mean_average_precision
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,wan:mlp,l1r",
+                 "--param", "combine=mean_probability", "--param", "lrs=1e-2", "--hidden", "8", "--epochs", "2",
+                 "-o", str(out)]) == 0
+    model = load_model(out)
+    assert model.members == 3 and model.member_heads == ["linear", "linear", "mlp"]
+    assert model.member_weights == pytest.approx([1 / 3] * 3)
+    result = json.loads((out / "result.json").read_text())
+    assert [(m["method"], m["head"]) for m in result["notes"]["members"]] == [("an", "linear"), ("wan", "mlp"),
+                                                                              ("l1r", "linear")]
+    X = np.asarray(toy_bundle.features("test"))
+    assert mean_average_precision(toy_bundle.labels("test"), model.decision_function(X)).map == \
+        pytest.approx(result["test_map"], abs=1e-3)
+    meta = json.loads((out / "model" / "model.json").read_text())
+    for bad in (["linear", "mlp", "linear"], ["linear", "linear"], ["linear", "linear", "conv"]):
+        (out / "model" / "model.json").write_text(json.dumps({**meta, "member_heads": bad}))
+        with pytest.raises(Exception, match="member_heads"):
+            load_model(out)

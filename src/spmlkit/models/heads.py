@@ -117,3 +117,29 @@ def build_head(kind: str, in_features: int, out_features: int, generators: list[
                hidden: int = 512) -> nn.Module:
     """Head ``kind`` (:data:`HEADS`) with one member per generator."""
     return HEADS.lookup(kind).build(in_features, out_features, generators, hidden=hidden)
+
+
+class MixedHeads(nn.Module):
+    """Members of several head kinds side by side (a recipe whose members are linear and
+    MLP heads): one stacked head per kind, in the order the kinds first appear in
+    ``kinds`` (one kind per member; each kind's members contiguous), and
+    ``(B, D) -> (G, B, L)`` over all members in that order.  Its state keys are
+    ``<kind>.<parameter>``."""
+
+    def __init__(self, kinds: list[str], in_features: int, out_features: int, hidden: int = 512):
+        super().__init__()
+        order = list(dict.fromkeys(kinds))
+        if kinds != [k for k in order for _ in range(kinds.count(k))]:
+            raise ValueError(f"the members of one head kind must be contiguous, got {kinds}")
+        gen = [torch.Generator(device="cpu").manual_seed(0)]
+        self.heads = nn.ModuleDict({k: build_head(k, in_features, out_features, gen * kinds.count(k), hidden=hidden)
+                                    for k in order})
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([h(x) for h in self.heads.values()], 0)
+
+    def load_state_dict(self, state, strict: bool = True, assign: bool = False):
+        return super().load_state_dict({f"heads.{k}": v for k, v in state.items()}, strict=strict, assign=assign)
+
+    def state_dict(self, *args, **kwargs):
+        return {k[len("heads."):]: v for k, v in super().state_dict(*args, **kwargs).items()}

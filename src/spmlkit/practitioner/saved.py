@@ -80,6 +80,9 @@ class SavedModel:
     members: int = 1
     #: the members' weights (a recipe that weighs them); None: equal weights
     member_weights: list | None = None
+    #: the members' head kinds when they differ (a recipe of linear and MLP members,
+    #: :class:`spmlkit.models.heads.MixedHeads`; state keys ``<kind>.<parameter>``); None: all ``head``
+    member_heads: list | None = None
 
     @property
     def takes_images(self) -> bool:
@@ -92,12 +95,18 @@ class SavedModel:
         """A model from ``RunResult.state`` (``train_linear(..., keep_state=True)``)."""
         head = state["head"]
         members = int(state.get("members", 1))
-        axis = 0 if members == 1 else 1  # stacked members: (G, D, ...)
-        n_features = int(head["weight"].shape[axis] if "weight" in head else head["hidden.weight"].shape[axis])
-        return cls(label_names=list(label_names), head=config.get("head", "linear"),
+        kinds = state.get("member_heads")
+        if kinds:  # mixed kinds: every group is stacked (G_k, D, ...)
+            first = next(k for k in head if k.endswith(("linear.weight", "hidden.weight")))
+            n_features = int(head[first].shape[1])
+        else:
+            axis = 0 if members == 1 else 1  # stacked members: (G, D, ...)
+            n_features = int(head["weight"].shape[axis] if "weight" in head else head["hidden.weight"].shape[axis])
+        kind = state.get("head_kind", config.get("head", "linear"))  # a recipe's members may not use the run's head
+        return cls(label_names=list(label_names), head="mixed" if kinds else kind,
                    hidden=int(config.get("hidden", 512)), n_features=n_features, state=head, mean=state["mean"],
                    std=state["std"], method=method, params=dict(params), config=dict(config), members=members,
-                   member_weights=state.get("member_weights"), **fields)
+                   member_weights=state.get("member_weights"), member_heads=list(kinds) if kinds else None, **fields)
 
     def _module(self):
         try:
@@ -114,6 +123,12 @@ class SavedModel:
 
             with torch.device("cpu"):  # built on the CPU (the default device is never used), then moved
                 mod = build_image_model(self.image, image_size=int(self.image["image_size"]), pretrained=False)
+            mod.load_state_dict(self.state)
+            return mod.to(self.device).eval()
+        if self.member_heads:
+            from ..models.heads import MixedHeads
+
+            mod = MixedHeads(list(self.member_heads), self.n_features, len(self.label_names), hidden=self.hidden)
             mod.load_state_dict(self.state)
             return mod.to(self.device).eval()
         gen = [torch.Generator(device="cpu").manual_seed(0)] * self.members
@@ -236,7 +251,8 @@ def save_model(model: SavedModel, path: str | Path) -> Path:
         "params": model.params, "config": model.config, "info": model.info, "label_sets": model.label_sets,
         "input": model.input, **({"image": model.image} if model.image is not None else {}),
         **({"members": model.members} if model.members != 1 else {}),
-        **({"member_weights": [float(w) for w in model.member_weights]} if model.member_weights is not None else {})})
+        **({"member_weights": [float(w) for w in model.member_weights]} if model.member_weights is not None else {}),
+        **({"member_heads": list(model.member_heads)} if model.member_heads else {})})
     return path
 
 
@@ -247,6 +263,20 @@ def _weights_ok(weights, members) -> bool:
     return (isinstance(weights, list) and isinstance(members, int) and len(weights) == members
             and all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
                     for w in weights) and sum(weights) > 0)
+
+
+def _kinds_ok(kinds, members) -> bool:
+    """``member_heads`` of model.json: absent, or one registered head kind per member, each
+    kind's members together."""
+    if kinds is None:
+        return True
+    from ..models.heads import HEADS
+
+    if not (isinstance(kinds, list) and isinstance(members, int) and len(kinds) == members
+            and all(isinstance(k, str) and k in HEADS for k in kinds)):
+        return False
+    order = list(dict.fromkeys(kinds))
+    return kinds == [k for k in order for _ in range(kinds.count(k))]
 
 
 def _check_weights(path: Path, w: dict) -> None:
@@ -297,7 +327,8 @@ def load_model(path: str | Path) -> SavedModel:
                             ("n_features", isinstance(meta.get("n_features"), int)),
                             ("members", isinstance(meta.get("members", 1), int) and not isinstance(
                                 meta.get("members", 1), bool) and meta.get("members", 1) >= 1),
-                            ("member_weights", _weights_ok(meta.get("member_weights"), meta.get("members", 1))))
+                            ("member_weights", _weights_ok(meta.get("member_weights"), meta.get("members", 1))),
+                            ("member_heads", _kinds_ok(meta.get("member_heads"), meta.get("members", 1))))
            if not ok]
     if bad:
         raise CorruptFileError(f"{meta_path}: damaged model description ({', '.join(bad)} missing or of the wrong "
@@ -325,4 +356,5 @@ def load_model(path: str | Path) -> SavedModel:
                       info=meta.get("info", {}),
                       label_sets=meta.get("label_sets") or {"rule": "threshold", "threshold": 0.5},
                       input=meta.get("input") or {"kind": "features"}, path=path, image=meta.get("image"),
-                      members=meta.get("members", 1), member_weights=meta.get("member_weights"))
+                      members=meta.get("members", 1), member_weights=meta.get("member_weights"),
+                      member_heads=meta.get("member_heads"))

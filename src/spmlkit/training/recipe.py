@@ -16,11 +16,12 @@
 Nothing here reads a full label except the final test and training-set scores, which are
 reported, never used (a test hides every full label and gets identical choices).
 
-The combined model is an ordinary stacked head (:mod:`spmlkit.models.heads`) with one
-member per chosen run of positive weight; its result state has ``members`` (that count)
-and ``member_weights``, and a saved model predicts the weighted mean of the members'
-probabilities (:class:`spmlkit.practitioner.saved.SavedModel`).  Members of one recipe
-share one head kind (the run's, or the recipe's presence head) so that they stack.
+The combined model is a stacked head (:mod:`spmlkit.models.heads`) with one member per
+chosen run of positive weight — members of several head kinds (linear and MLP) side by
+side as :class:`~spmlkit.models.heads.MixedHeads`, whose kinds ``member_heads`` lists —
+its result state has ``members`` (that count) and ``member_weights``, and a saved model
+predicts the weighted mean of the members' probabilities
+(:class:`spmlkit.practitioner.saved.SavedModel`).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ import torch
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from ..models.heads import build_head
+from ..models.heads import MixedHeads, build_head
 from .ensemble import weigh
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
@@ -91,15 +92,22 @@ def _score(run) -> float:
     return -math.inf if run.val_score is None or math.isnan(run.val_score) else run.val_score
 
 
-def _training_logits(bundle, config: TrainConfig, head: dict, mean, std, device) -> np.ndarray:
-    """``(G, N, L)`` logits of the stacked ``head`` on the training features (the members'
+def combined_head(kinds: list[str], in_features: int, out_features: int, hidden: int):
+    """The module of a recipe's combined members: one stacked head, or :class:`MixedHeads`
+    when ``kinds`` (one head kind per member) holds several kinds."""
+    if len(set(kinds)) == 1:
+        return build_head(kinds[0], in_features, out_features,
+                          [torch.Generator(device="cpu").manual_seed(0)] * len(kinds), hidden=hidden)
+    return MixedHeads(kinds, in_features, out_features, hidden=hidden)
+
+
+def _training_logits(bundle, config: TrainConfig, head: dict, kinds: list[str], mean, std, device) -> np.ndarray:
+    """``(G, N, L)`` logits of the combined ``head`` on the training features (the members'
     runs keep their validation and test logits, not the training set's)."""
-    G = next(iter(head.values())).shape[0]
     store = FeatureStore(bundle.features("train", config.feature_set), mean=mean, std=std, device=device,
                          max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
     with torch.device(device):  # every tensor on the run's device, none on a default device
-        mod = build_head(config.head, store.dim, bundle.n_labels,
-                         [torch.Generator(device="cpu").manual_seed(0)] * G, hidden=config.hidden)
+        mod = combined_head(kinds, store.dim, bundle.n_labels, config.hidden)
     mod.load_state_dict(head)
     with torch.no_grad():
         return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
@@ -131,12 +139,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     if config.selection not in ("auto", selection):
         raise ConfigError(f"method {recipe.name!r} selects with {selection} only (observed labels) on this data; "
                           f"--selection {config.selection} is not used by it — leave --selection at auto")
-    heads = {h or config.head for _, h in members}
-    if len(heads) > 1:
-        raise ConfigError(f"method {recipe.name!r}: its members must share one head (they are stacked into one "
-                          f"model), got {', '.join(sorted(heads))}")
-    head = heads.pop()
-    base = config.replace(selection=selection, head=head)
+    members = tuple((name, h or config.head) for name, h in members)
+    base = config.replace(selection=selection)
     # the splits the combined runs are scored on, as every run assembles them (training/prepare.py)
     parts = prepare_run(bundle, base, method=recipe, device=device)
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
@@ -154,14 +158,15 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
                             on_epoch=member_epoch, keep_state=True, device=parts.device)
 
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
-    for i, (name, _) in enumerate(members):
-        cfg = base.replace(method=name, params=())
-        runs = run_member(i, name, cfg, m_lrs, m_seeds)
+    for i, (name, head) in enumerate(members):
+        cfg = base.replace(method=name, params=(), head=head)
+        label = _label(name, None if head == config.head else head)
+        runs = run_member(i, label, cfg, m_lrs, m_seeds)
         for s in unique_seeds:
             best = max((r for r in runs if r.seed == s), key=_score)
             if recipe.longer > 1 and math.isfinite(_score(best)) and best.best_epoch == best.epochs_run == cfg.epochs:
                 # peaked at its last epoch: a longer try, kept when the criterion says it is better
-                (longer,) = run_member(i, name, cfg.replace(epochs=cfg.epochs * recipe.longer), [best.lr], [s],
+                (longer,) = run_member(i, label, cfg.replace(epochs=cfg.epochs * recipe.longer), [best.lr], [s],
                                        tag=f"-x{recipe.longer}-lr{best.lr:g}-s{s}")
                 longer.notes = {"longer_from": best.epochs_run}
                 if _score(longer) > _score(best):
@@ -171,32 +176,40 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     mean, std = first["mean"], first["std"]
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
     labels = [_label(n, h) for n, h in members]
+    kinds_order = list(dict.fromkeys(h for _, h in members))
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
         runs = chosen[s]
         P = np.stack([1.0 / (1.0 + np.exp(-r.state["val_logits"].astype(np.float64))) if math.isfinite(_score(r))
                       else np.full(r.state["val_logits"].shape, np.nan) for r in runs])
         weights = weigh(recipe.combine, P, Z_val, criterion, rounds=recipe.rounds, steps=recipe.steps, seed=s)
-        keep = [j for j in range(len(runs)) if weights[j] > 0]
+        # the members of positive weight, each head kind's members together (they stack)
+        keep = sorted((j for j in range(len(runs)) if weights[j] > 0), key=lambda j: kinds_order.index(members[j][1]))
         kept, w = [runs[j] for j in keep], [float(weights[j]) for j in keep]
-        head_state = _stack([r.state["head"] for r in kept])
+        kinds = [members[j][1] for j in keep]
+        if len(set(kinds)) == 1:
+            head_state = _stack([r.state["head"] for r in kept])
+        else:
+            head_state = {f"{k}.{key}": v for k in dict.fromkeys(kinds)
+                          for key, v in _stack([r.state["head"] for r, kk in zip(kept, kinds) if kk == k]).items()}
         val_logits = _combine([r.state["val_logits"] for r in kept], w)
         test_logits = _combine([r.state["test_logits"] for r in kept], w)
         train_logits = None
         if Y_train is not None:
-            member_train = _training_logits(bundle, base, head_state, mean, std, parts.device)
+            member_train = _training_logits(bundle, base, head_state, kinds, mean, std, parts.device)
             train_logits = _combine(list(member_train), w)
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
             val_score=evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0],
-            notes={"members": [{"method": r.method, "head": head, "lr": r.lr, "best_epoch": r.best_epoch,
+            notes={"members": [{"method": r.method, "head": members[j][1], "lr": r.lr, "best_epoch": r.best_epoch,
                                 "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
                                 "weight": float(weights[j])} for j, r in enumerate(runs)],
                    "combine": recipe.combine, "member_labels": labels},
             **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
                            empty=config.empty_classes, test_mask=parts.test_mask),
             state={"head": head_state, "members": len(kept), "member_weights": w, "method": {}, "mean": mean,
-                   "std": std, "val_logits": val_logits, "test_logits": test_logits})
+                   "std": std, "val_logits": val_logits, "test_logits": test_logits,
+                   **({"member_heads": kinds, "head_kind": "mixed"} if len(set(kinds)) > 1 else {"head_kind": kinds[0]})})
     results = []
     for lr, s in zip(lrs, seeds):
         fields = dict(by_seed[int(s)])
