@@ -70,9 +70,9 @@ def _env():
                                                            if os.environ.get("PYTHONPATH") else "")}
 
 
-def bench_command(part: str, args) -> list[str]:
+def bench_command(part: str, args, display: bool = False) -> list[str]:
     p = PARTS[part]
-    cmd = [sys.executable, "-m", "spmlkit", "bench", "--datasets", *p["datasets"], "--methods", "an", "auto",
+    cmd = (["spml"] if display else [sys.executable, "-m", "spmlkit"]) + ["bench", "--datasets", *p["datasets"], "--methods", "an", "auto",
            "--lrs", *p["lrs"], "--batch-sizes", *p["batches"], "--seeds", "3", "--vary-draw", "--epochs", "25",
            "--no-figures", "--jobs", "1", "--threads", "1", "-o", str(args.out / part), *p["extra"]]
     if args.data_root:
@@ -172,7 +172,7 @@ def bench_group(parts: list[str], args) -> dict:
         info.append({"part": part, "ref": p["ref"], "date": run_date(args.out / part),
                      "machine": run_machine(args.out / part), "wall": wall_seconds(args.out / part),
                      "command": bench_command(part, argparse.Namespace(out=Path("benchmarks/results/auto"),
-                                                                       data_root=args.data_root)),
+                                                                       data_root=args.data_root), display=True),
                      "have": bool(mine)})
     datasets = [d for part in parts for d in PARTS[part]["datasets"]]
     return {"ref": ref, "new": new, "datasets": datasets, "info": info}

@@ -59,8 +59,6 @@ def dev_bundle(name: str, draw: int, data_root, work: Path):
 def voc_dev_bundle(src_path: Path, draw: int, data_root, work: Path):
     """VOC 2007 prepared with prepare seed ``draw``, its feature caches filled by image path
     from the bundle at ``src_path`` (a feature is a function of the image alone)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from voc2007 import fill_cache_by_path
     from spmlkit.data import Bundle, load_any, prepare_bundle
 
     src = Bundle(src_path)
@@ -68,11 +66,36 @@ def voc_dev_bundle(src_path: Path, draw: int, data_root, work: Path):
     target = work / "bundles" / f"voc2007-{fs}-s{draw}"
     b = Bundle(target) if (target / "meta.json").exists() else prepare_bundle(
         load_any("voc2007", data_root=data_root), target, seed=draw, overwrite=True, log=lambda m: None)
-    fill_cache_by_path(b, src, fs)
+    fill_by_real_path(b, src, fs)
     return Bundle(target), fs
 
 
-def train_pool(key: str, b, fs, out: Path, *, methods: dict, epochs: int, batch: int, log=print) -> None:
+def fill_by_real_path(dst, src, name: str) -> None:
+    """``dst``'s feature cache ``name`` from ``src``'s, row by row through the images' real
+    paths (the two bundles may name one image file by different paths)."""
+    import os
+
+    from spmlkit.data.bundle import SPLITS
+    from spmlkit.io import write_json
+
+    folder = Path(dst.path) / "features" / name
+    if (folder / "test.npy").exists():
+        return
+    where, arrays = {}, {}
+    for s in SPLITS:
+        arrays[s] = np.load(Path(src.path) / "features" / name / f"{s}.npy", mmap_mode="r", allow_pickle=False)
+        for i, p in enumerate(src.paths(s)):
+            where[os.path.realpath(p)] = (s, i)
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = json.loads((Path(src.path) / "features" / name / "meta.json").read_text())
+    meta.update(sizes={s: dst.size(s) for s in SPLITS}, filled_from=f"{src.path} (by image path)")
+    write_json(folder / "meta.json", meta)
+    for s in SPLITS:  # test.npy last: the cache is complete only at the end
+        X = np.stack([arrays[a][i] for a, i in (where[os.path.realpath(p)] for p in dst.paths(s))])
+        np.save(folder / f"{s}.npy", X.astype(np.float32))
+
+
+def train_pool(key: str, b, fs, out: Path, *, methods: dict, epochs: int, batch: int, log=print, lrs=None) -> None:
     from spmlkit.config import TrainConfig
     from spmlkit.training.linear import train_linear
 
@@ -90,7 +113,8 @@ def train_pool(key: str, b, fs, out: Path, *, methods: dict, epochs: int, batch:
             cfg = TrainConfig(method=m, selection="observed_map", batch_size=batch, epochs=epochs, head=head,
                               feature_set=fs, threads=1)
             try:
-                res = train_linear(b, cfg, lrs=LRS, seeds=[0] * len(LRS), keep_state=True)
+                rates = lrs or LRS
+                res = train_linear(b, cfg, lrs=rates, seeds=[0] * len(rates), keep_state=True)
             except Exception as e:  # noqa: BLE001 - a failed member is data too
                 (folder / f"{m}--{head}.failed").write_text(f"{type(e).__name__}: {e}\n")
                 log(f"{key} {m} {head}: FAILED {type(e).__name__}: {e}")
@@ -119,20 +143,22 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=25)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--work", type=Path, default=WORK)
+    ap.add_argument("--lrs", nargs="*", type=float, default=None, help=f"default {LRS}")
+    ap.add_argument("--heads", nargs="*", default=None, help="the heads of every method (default: POOL's)")
     args = ap.parse_args(argv)
     if set(args.draws) & {0, 1, 2}:
         ap.error("draws 0, 1 and 2 are the measured tables' draws; the design uses others")
-    methods = {m: POOL.get(m, ("linear",)) for m in args.methods}
+    methods = {m: tuple(args.heads) if args.heads else POOL.get(m, ("linear",)) for m in args.methods}
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     for draw in args.draws:
         for src in args.voc:
             b, fs = voc_dev_bundle(src, draw, args.data_root, args.work)
             train_pool(f"voc2007-{fs}-s{draw}", b, fs, args.work / "pool", methods=methods, epochs=args.epochs,
-                       batch=args.batch_size, log=log)
+                       batch=args.batch_size, log=log, lrs=args.lrs)
         for name in args.datasets:
             b, fs = dev_bundle(name, draw, args.data_root, args.work)
             train_pool(f"{name}-s{draw}", b, fs, args.work / "pool", methods=methods, epochs=args.epochs,
-                       batch=args.batch_size, log=log)
+                       batch=args.batch_size, log=log, lrs=args.lrs)
     return 0
 
 

@@ -78,6 +78,14 @@ POOLS = {
     "linear6": ["em-apl--linear", "gr--linear", "ll-r--linear", "wan--linear", "an--linear", "l1r--linear"],
     "mlp5": ["em-apl--mlp", "gr--mlp", "wan--mlp", "an--mlp", "ll-r--mlp"],
     "mix6": ["em-apl--linear", "gr--linear", "wan--linear", "em-apl--mlp", "wan--mlp", "an--mlp"],
+    "lin4a": ["em-apl--linear", "gr--linear", "wan--linear", "l1r--linear"],
+    "lin4b": ["em-apl--linear", "gr--linear", "wan--linear", "ll-r--linear"],
+    "lin4c": ["em-apl--linear", "wan--linear", "l1r--linear", "an--linear"],
+    "lin5": ["em-apl--linear", "gr--linear", "wan--linear", "l1r--linear", "ll-r--linear"],
+    "mix4": ["em-apl--linear", "wan--linear", "em-apl--mlp", "wan--mlp"],
+    "lin3": ["em-apl--linear", "gr--linear", "wan--linear"],
+    "def6": ["em-apl--linear", "gr--linear", "wan--linear", "l1r--linear", "em-apl--mlp", "wan--mlp"],
+    "lin4d": ["em-apl--linear", "gr--linear", "wan--linear", "an--linear"],
 }
 
 
@@ -89,14 +97,14 @@ def pool_members(name: str, available: list[str]) -> list[str]:
     return [m for m in POOLS[name] if m in available]
 
 
-def analyse(work: Path, repeats: int, pools: list[str], log=print) -> dict:
+def analyse(work: Path, repeats: int, pools: list[str], log=print, lrs=None, only=None) -> dict:
     from spmlkit.metrics import mean_average_precision
     from spmlkit.training.ensemble import observed_map
 
     def full_map(Y, P):
         return mean_average_precision(Y, P).map
 
-    strat = strategies()
+    strat = {k: v for k, v in strategies().items() if only is None or k in only}
     out = defaultdict(lambda: defaultdict(list))  # row -> dataset -> [delta vs AN]
     share = defaultdict(list)  # dataset -> [oracle - AN]
     for folder in sorted((work / "pool").iterdir()):
@@ -119,10 +127,11 @@ def analyse(work: Path, repeats: int, pools: list[str], log=print) -> dict:
                 probs = {m: sigmoid(members[m]["logits"]) for m in names}  # (lrs, N, L)
 
                 def pick(m, by_full):
+                    allowed = [lrs is None or any(abs(lr - a) < 1e-12 for a in lrs) for lr in members[m]["lrs"]]
                     scores = [full_map(Y[A], p[A]) if by_full else observed_map(Z[A], p[A]) if np.isfinite(p).all()
                               else -np.inf for p in probs[m]]
-                    scores = [s if np.isfinite(s) and np.isfinite(p).all() else -np.inf
-                              for s, p in zip(scores, probs[m])]
+                    scores = [s if ok and np.isfinite(s) and np.isfinite(p).all() else -np.inf
+                              for s, p, ok in zip(scores, probs[m], allowed)]
                     return probs[m][int(np.argmax(scores))]
 
                 chosen_obs = {m: pick(m, False) for m in names}
@@ -153,7 +162,19 @@ def analyse(work: Path, repeats: int, pools: list[str], log=print) -> dict:
     return {"delta": out, "share": share}
 
 
-def render(res: dict, argv: list[str], wall: float) -> str:
+def pool_cost(work: Path) -> tuple[float, int]:
+    """(seconds the pool's member runs took, summed; number of dataset-draws)."""
+    total, n = 0.0, 0
+    for folder in (work / "pool").iterdir():
+        if not (folder / "labels.npz").exists():
+            continue
+        n += 1
+        for f in folder.glob("*--*.npz"):
+            total += float(json.loads(str(np.load(f, allow_pickle=False)["meta"]))["seconds"])
+    return total, n
+
+
+def render(res: dict, argv: list[str], wall: float, work: Path = WORK) -> str:
     from spmlkit.experiments.machine import machine_info
 
     delta, share = res["delta"], res["share"]
@@ -163,7 +184,11 @@ def render(res: dict, argv: list[str], wall: float) -> str:
              f"- command: `python benchmarks/recipe_strategies.py {' '.join(shlex.quote(a) for a in argv)}`",
              f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
              f"- machine: {machine_info()}", "- device: cpu (numpy only; reads the pool, trains nothing)",
-             f"- wall time: {wall:.0f} s",
+             f"- wall time: {wall:.0f} s (this analysis); the pool it reads was trained by "
+             f"`python benchmarks/recipe_pool.py --data-root ../shared/data` (tabular and COCO sets, draws 5 and 6) and "
+             f"`python benchmarks/recipe_pool.py --datasets --voc <bundle> --draws 5 --batch-size 16 --methods ...` "
+             f"(VOC 2007, draw 5): {pool_cost(work)[0] / 60:.0f} min of member runs over {pool_cost(work)[1]} "
+             "dataset-draws, on the same machine under load",
              "- protocol: " + " ".join(__doc__.split("\n\n")[1].split()),
              "", "mAP on B − AN's (full-label lr), mean over development draws and splits; 'avg' over datasets; "
              "'share' = mean over datasets of mean(row − AN) / mean(oracle − AN).", "",
@@ -185,10 +210,14 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pools", nargs="*", default=list(POOLS))
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--lrs", nargs="*", type=float, default=None,
+                    help="the learning rates a member may choose (default: all in the pool)")
+    ap.add_argument("--strategies", nargs="*", default=None, help="default: all")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    res = analyse(args.work, args.repeats, args.pools, log=lambda m: print(m, file=sys.stderr, flush=True))
-    text = render(res, argv, time.perf_counter() - t0)
+    res = analyse(args.work, args.repeats, args.pools, log=lambda m: print(m, file=sys.stderr, flush=True),
+                  lrs=args.lrs, only=args.strategies)
+    text = render(res, argv, time.perf_counter() - t0, args.work)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     print(text)

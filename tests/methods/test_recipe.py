@@ -18,7 +18,8 @@ def test_registered_and_described():
     m = build_method("auto")
     assert isinstance(m, Recipe) and is_recipe(m) and not isinstance(m, Method)  # a meta-method, not a loss
     assert not is_recipe(build_method("an"))
-    assert m.members == tuple((n, None) for n in DEFAULT_MEMBERS.split(",")) and m.lrs == (1e-2, 1e-3, 1e-4)
+    expected = tuple((n.partition(":")[0], n.partition(":")[2] or None) for n in DEFAULT_MEMBERS.split(","))
+    assert m.members == expected and m.lrs == (1e-2, 1e-3)
     assert m.combine == "ensemble_selection" and m.longer == 2
     assert build_method("auto", members="an,wan:mlp").members == (("an", None), ("wan", "mlp"))
     assert any(d["name"] == "auto" for d in describe_methods())
@@ -38,8 +39,22 @@ def test_registered_and_described():
     ({"longer": 0}, "longer"),
     ({"rounds": 0}, "rounds"),
     ({"presence_head": "conv"}, "presence_head"),
+    ({"mlp": "sometimes"}, "mlp"),
 ])
 def test_bad_hyperparameters_are_one_clear_error(params, message):
     with pytest.raises(Exception) as e:
         build_method("auto", **params)
     assert message in str(e.value)
+
+
+def test_mlp_members_train_on_tabular_features_only():
+    """``:mlp`` members are left out on a backbone's cached image features (mlp="tabular",
+    the default), kept with mlp="always", left out everywhere with mlp="never"; presence-only
+    data has its own members."""
+    m = build_method("auto", members="an,wan:mlp,l1r")
+    assert m.members_for(False, backbone_features=False) == (("an", None), ("wan", "mlp"), ("l1r", None))
+    assert m.members_for(False, backbone_features=True) == (("an", None), ("l1r", None))
+    assert build_method("auto", members="an,wan:mlp", mlp="always").members_for(False, True) == (
+        ("an", None), ("wan", "mlp"))
+    assert build_method("auto", members="an,wan:mlp", mlp="never").members_for(False, False) == (("an", None),)
+    assert m.members_for(True) == (("full-weighted", "mlp"), ("an-full", "mlp"))

@@ -326,7 +326,8 @@ def test_auto_keeps_its_general_members_on_ordinary_data(toy_bundle):
     assert r.selection == "observed_map"
     from spmlkit.methods.recipe import DEFAULT_MEMBERS
 
-    assert [m["method"] for m in r.notes["members"]] == DEFAULT_MEMBERS.split(",")
+    assert [(m["method"], m["head"]) for m in r.notes["members"]] == [
+        (n.partition(":")[0], n.partition(":")[2] or "linear") for n in DEFAULT_MEMBERS.split(",")]  # tabular: MLPs too
     assert getattr(r, "test_auc", None) is None
 
 

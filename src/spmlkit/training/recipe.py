@@ -40,7 +40,13 @@ from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
 
-def recipe_selection(bundle, recipe, Z_val: np.ndarray):
+def backbone_features(bundle, config: TrainConfig) -> bool:
+    """True when the run trains on a backbone's cached image features (an images bundle or
+    a named feature set), False on tabular data (the data's own feature columns)."""
+    return getattr(bundle, "kind", "features") == "images" or config.feature_set is not None
+
+
+def recipe_selection(bundle, recipe, Z_val: np.ndarray, config: TrainConfig | None = None):
     """The recipe's criterion name, its evaluator on ``Z_val``, its scoring function
     ``criterion(Z_rows, P_rows)`` and its members ``((method, head), ...)`` for ``bundle``:
     ``observed_map`` and ``recipe.members`` (observed labels only: no full label is ever
@@ -52,7 +58,8 @@ def recipe_selection(bundle, recipe, Z_val: np.ndarray):
     selection, evaluate = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
     criterion = {"observed_map": metrics.observed_positive_map, "target_group_auc": metrics.presence_target_group_auc,
                  "background_auc": metrics.presence_background_auc}[selection]
-    return selection, evaluate, criterion, recipe.members_for(background)
+    backbone = config is not None and backbone_features(bundle, config)
+    return selection, evaluate, criterion, recipe.members_for(background, backbone)
 
 
 def mean_probability_logits(logits: torch.Tensor, weights=None) -> torch.Tensor:
@@ -135,7 +142,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
-    selection, evaluate, criterion, members = recipe_selection(bundle, recipe, Z_val)
+    selection, evaluate, criterion, members = recipe_selection(bundle, recipe, Z_val, config)
     if config.selection not in ("auto", selection):
         raise ConfigError(f"method {recipe.name!r} selects with {selection} only (observed labels) on this data; "
                           f"--selection {config.selection} is not used by it — leave --selection at auto")
