@@ -86,7 +86,12 @@ def link_voc_bundles(part: str, args) -> None:
     extracted again."""
     if not args.voc_bundles:
         return
+    from spmlkit.io import claim_output_folder
+
     src = Path(args.voc_bundles) / PARTS[part]["features"] / "bundles"
+    # the bench accepts only an empty folder or its own: claim it as a bench folder first
+    # (its marker), so that the linked bundles do not make it refuse the folder
+    claim_output_folder(args.out / part, kind="bench", what="a bench results folder")
     dst = args.out / part / "bundles"
     dst.mkdir(parents=True, exist_ok=True)
     for k in range(3):

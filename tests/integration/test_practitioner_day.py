@@ -83,8 +83,10 @@ def test_train_defaults_to_auto(tmp_path, capsys, own_bundle):
     code, out, err = run(capsys, "train", own_bundle, "--epochs", "2", "--param", "lrs=1e-2", "-o", tmp_path / "r")
     assert code == 0, err
     res = read_json(tmp_path / "r" / "result.json")
-    assert res["method"] == "auto" and [m["method"] for m in res["notes"]["members"]] == ["l1r", "em-apl", "wan",
-                                                                                         "ll-ct"]
+    from spmlkit.methods.recipe import DEFAULT_MEMBERS
+
+    assert res["method"] == "auto" and [m["method"] for m in res["notes"]["members"]] == [
+        n.partition(":")[0] for n in DEFAULT_MEMBERS.split(",")]
     # fine-tuning names one method: the default there is an, and the note says so
     from spmlkit.config import TrainConfig
     from spmlkit.practitioner.run import default_method as _default_method
@@ -234,7 +236,7 @@ def test_train_logs_to_tensorboard_and_mlflow(tmp_path, capsys, monkeypatch, toy
     result = read_json(run_dir / "result.json")
     # TensorBoard: the event files read back
     ea, sc = _scalars(run_dir / "tensorboard")
-    for member in ("l1r", "em-apl", "wan", "ll-ct"):
+    for member in ("em-apl", "gr", "wan", "l1r", "em-apl-mlp", "wan-mlp"):  # the defaults on tabular data
         assert [s for s, _ in sc[f"{member}/train_loss"]] == [1, 2, 3]
         assert len(sc[f"{member}/val_score"]) == 3
     assert sc["final/test_map"] == [(0, pytest.approx(result["test_map"], rel=1e-6))]
@@ -344,15 +346,16 @@ def test_auto_output_shows_each_member(tmp_path, capsys, toy_bundle):
     assert code == 0, err
     members = read_json(tmp_path / "r" / "result.json")["notes"]["members"]
     lines = out.splitlines()
-    assert "the mean of 4 member methods" in lines[0] and "best epoch" not in lines[0]
-    for m in members:  # one line per member with the lr it kept
-        assert any(line.split()[0] == m["method"] and f"lr {m['lr']:g}," in line for line in lines[1:5])
+    assert f"a weighted mean of {len(members)} member methods" in lines[0] and "best epoch" not in lines[0]
+    for m in members:  # one line per member with the lr it kept and its weight
+        assert any(line.split()[0] == m["label"] and f"lr {m['lr']:g}," in line and "weight" in line
+                   for line in lines[1:len(members) + 1])
     assert "averaged model: validation observed_map" in out and "not comparable" in out
     report = (tmp_path / "r" / "report.md").read_text()
     assert "| lr | not used: each member keeps its own (see Members) |" in report
     assert "| backbone |" not in report and "| image_size |" not in report  # a features run
     for m in members:
-        assert f"| {m['method']} | {m['lr']:g} | {m['best_epoch']} of 3 |" in report
+        assert f"| {m['label']} | {m['lr']:g} | {m['best_epoch']} of {m['epochs_run']} |" in report
     with Image.open(tmp_path / "r" / "curves.png") as im:
         assert im.format == "PNG"
     assert "](curves.png)" in report
@@ -364,10 +367,10 @@ def test_estimator_verbose_names_the_member(capsys):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4))
     y = np.array(LABELS)[rng.integers(0, 4, 60)]
-    SPMLClassifier(epochs=1, method_params={"lrs": "1e-2"}, verbose=True).fit(X, y)
+    SPMLClassifier(epochs=1, method_params={"lrs": "1e-2", "longer": 1}, verbose=True).fit(X, y)
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 4 and [line.split("member ")[1].split(" (")[0] for line in err] == ["l1r", "em-apl", "wan",
-                                                                                             "ll-ct"]
+    assert [line.split("member ")[1].split(" (")[0] for line in err] == ["em-apl", "gr", "wan", "l1r", "em-apl-mlp",
+                                                                         "wan-mlp"]
 
 
 def test_features_into_a_log_prints_lines(tmp_path, capsys, monkeypatch):

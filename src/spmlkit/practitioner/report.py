@@ -122,14 +122,15 @@ def member_rows(run_dir: str | Path, result: dict) -> dict[str, list[dict]]:
     ``members/<method>/metrics.jsonl``, which holds every lr it tried)."""
     out = {}
     for m in recipe_members(result):
-        rows = read_jsonl(Path(run_dir) / "members" / m["method"] / "metrics.jsonl")
+        name = m.get("label", m["method"])  # (two members of one method differ by head: em-apl, em-apl-mlp)
+        rows = read_jsonl(Path(run_dir) / "members" / name / "metrics.jsonl")
         mine = [r for r in rows if math.isclose(float(r.get("lr", math.nan)), float(m["lr"]), rel_tol=1e-9)
                 and r.get("seed", result.get("seed")) == result.get("seed")]
         by_epoch = {}
         for r in mine:  # a resumed run may repeat an epoch: the last record wins
             by_epoch[r["epoch"]] = r
         if by_epoch:
-            out[m["method"]] = [by_epoch[e] for e in sorted(by_epoch)]
+            out[name] = [by_epoch[e] for e in sorted(by_epoch)]
     return out
 
 
@@ -196,7 +197,7 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         write_curves(rows, run_dir / "curves.png", selection=selection, best_epoch=result.get("best_epoch"))
     elif series:
         write_member_curves(series, run_dir / "curves.png", selection=selection,
-                            best={m["method"]: m.get("best_epoch") for m in members})
+                            best={m.get("label", m["method"]): m.get("best_epoch") for m in members})
     L = []
     bundle_dir = Path(str(bundle_meta.get("path", "?"))).name
     source = bundle_meta.get("source")
@@ -244,15 +245,18 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     if members:
         L.append("## Members")
         L.append("")
-        L.append(f"`{config.get('method')}` averages the probabilities of {len(members)} member method(s); each "
-                 f"was trained at every learning rate of the recipe and kept the one with the best validation "
-                 f"{selection} (observed labels only: no full label is read, also when the bundle has them).")
+        L.append(f"`{config.get('method')}` predicts the weighted mean of the probabilities of {len(members)} member "
+                 f"method(s); each was trained at every learning rate of the recipe and kept the one with the best "
+                 f"validation {selection}, and the weights were chosen on the same validation observations "
+                 f"(observed labels only: no full label is read, also when the bundle has them).")
         L.append("")
-        L.append(f"| member | lr kept | best epoch | validation {selection} (observed) |")
-        L.append("|---|---:|---:|---:|")
+        L.append(f"| member | lr kept | best epoch | validation {selection} (observed) | weight |")
+        L.append("|---|---:|---:|---:|---:|")
         for m in members:
-            L.append(f"| {m['method']} | {m['lr']:g} | {m.get('best_epoch')} of {len(series.get(m['method'], [])) or '?'}"
-                     f" | {_fmt(m.get(f'val_{selection}'))} |")
+            name = m.get("label", m["method"])
+            L.append(f"| {name} | {m['lr']:g} | {m.get('best_epoch')} of "
+                     f"{m.get('epochs_run') or len(series.get(name, [])) or '?'}"
+                     f" | {_fmt(m.get(f'val_{selection}'))} | {_fmt(m.get('weight', 1 / len(members)))} |")
         L.append("")
     L.append("## Training curves")
     L.append("")
@@ -281,7 +285,7 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     L.append("## Final metrics")
     L.append("")
     if members:
-        L.append("- best epochs: " + ", ".join(f"{m['method']} {m.get('best_epoch')}" for m in members)
+        L.append("- best epochs: " + ", ".join(f"{m.get('label', m['method'])} {m.get('best_epoch')}" for m in members)
                  + f" of {result.get('epochs_run')} (each member's own, by validation `{selection}`)")
         L.append(f"- validation {selection} of the averaged model: **{_fmt(result.get('val_score'))}** (observed "
                  + ("labels only: unobserved labels count as negatives, so it is lower than, and not comparable to, "
@@ -386,11 +390,12 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
     lines = []
     members = recipe_members(record)
     if members:
-        lines.append(f"run {run_dir}: {record.get('method')}, the mean of {len(members)} member methods, each at "
-                     f"the lr and epoch with its best validation {sel} (observed labels only):")
+        lines.append(f"run {run_dir}: {record.get('method')}, a weighted mean of {len(members)} member methods, each "
+                     f"at the lr and epoch with its best validation {sel} (observed labels only):")
         for m in members:
-            lines.append(f"  {m['method']:8s} lr {m['lr']:g}, best epoch {m.get('best_epoch')}/"
-                         f"{record.get('epochs_run')}, validation {sel} {_fmt(m.get(f'val_{sel}'))}")
+            lines.append(f"  {m.get('label', m['method']):10s} lr {m['lr']:g}, best epoch {m.get('best_epoch')}/"
+                         f"{m.get('epochs_run') or record.get('epochs_run')}, validation {sel} "
+                         f"{_fmt(m.get(f'val_{sel}'))}, weight {_fmt(m.get('weight', 1 / len(members)))}")
         lines.append(f"averaged model: validation {sel} {_fmt(record.get('val_score'))} (observed labels only: "
                      + ("unobserved labels count as negatives, so it is lower than a full-label mAP and not "
                         "comparable to one)" if sel == "observed_map" else

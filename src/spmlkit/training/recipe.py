@@ -120,10 +120,6 @@ def _training_logits(bundle, config: TrainConfig, head: dict, kinds: list[str], 
         return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
 
 
-def _label(name: str, head: str | None) -> str:
-    return name if head is None else f"{name}:{head}"
-
-
 def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
                  keep_state: bool = False, device=None) -> list:
@@ -155,7 +151,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     m_seeds = [s for _ in recipe.lrs for s in unique_seeds]
 
     def run_member(i, name, cfg, lrs_, seeds_, tag=""):
-        sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name.replace(":", "-") + tag)
+        sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name + tag)
 
         def member_epoch(info):
             if on_epoch is not None:
@@ -165,9 +161,11 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
                             on_epoch=member_epoch, keep_state=True, device=parts.device)
 
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
+    labels = []  # each member's name in notes, logs and RUN/members/ (method, or method-head off the run's head)
     for i, (name, head) in enumerate(members):
         cfg = base.replace(method=name, params=(), head=head)
-        label = _label(name, None if head == config.head else head)
+        label = name if head == config.head else f"{name}-{head}"  # (a name loggers accept: no ':')
+        labels.append(label)
         runs = run_member(i, label, cfg, m_lrs, m_seeds)
         for s in unique_seeds:
             best = max((r for r in runs if r.seed == s), key=_score)
@@ -182,7 +180,6 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     first = chosen[unique_seeds[0]][0].state
     mean, std = first["mean"], first["std"]
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
-    labels = [_label(n, h) for n, h in members]
     kinds_order = list(dict.fromkeys(h for _, h in members))
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
@@ -208,10 +205,11 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
             val_score=evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0],
-            notes={"members": [{"method": r.method, "head": members[j][1], "lr": r.lr, "best_epoch": r.best_epoch,
+            notes={"members": [{"method": r.method, "label": labels[j], "head": members[j][1], "lr": r.lr,
+                                "best_epoch": r.best_epoch,
                                 "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
                                 "weight": float(weights[j])} for j, r in enumerate(runs)],
-                   "combine": recipe.combine, "member_labels": labels},
+                   "combine": recipe.combine},
             **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
                            empty=config.empty_classes, test_mask=parts.test_mask),
             state={"head": head_state, "members": len(kept), "member_weights": w, "method": {}, "mean": mean,
