@@ -34,6 +34,44 @@ def test_json_round_trip_with_numpy_values_and_a_one_line_error(tmp_path):
         io.dumps_json({"o": object()})
 
 
+def test_compressed_json_round_trip_same_bytes_and_one_line_errors(tmp_path):
+    """Run records are stored gzip-compressed (issue 38): read back by read_json, the same
+    object gives the same bytes (no time or name in the archive), a damaged archive is one
+    line naming the file."""
+    import gzip
+
+    obj = {"runs": [{"x": np.float32(0.25), "v": np.arange(3)}], "nan": float("nan")}
+    io.write_json_gz(tmp_path / "r.json.gz", obj)
+    data = (tmp_path / "r.json.gz").read_bytes()
+    assert gzip.decompress(data).decode() == io.dumps_json(obj)
+    back = io.read_json(tmp_path / "r.json.gz")
+    assert back["runs"] == [{"x": 0.25, "v": [0, 1, 2]}] and back["nan"] != back["nan"]
+    io.write_json_gz(tmp_path / "again.json.gz", obj)
+    assert (tmp_path / "again.json.gz").read_bytes() == data and data[4:8] == b"\0\0\0\0"  # gzip's MTIME field
+    for bad in (b"{}", data[:20], gzip.compress(b'{"a": }')):
+        (tmp_path / "bad.json.gz").write_bytes(bad)
+        with pytest.raises(DataFormatError) as err:
+            io.read_json(tmp_path / "bad.json.gz")
+        assert str(err.value).startswith(str(tmp_path / "bad.json.gz")) and "\n" not in str(err.value)
+    with pytest.raises(FileNotFoundError):
+        io.read_json(tmp_path / "missing.json.gz")
+
+
+def test_json_record_path_prefers_the_compressed_record(tmp_path):
+    """``F/runs.json`` names a record: ``runs.json.gz`` when there, else a plain
+    ``runs.json`` (written before records were compressed), else where a new one goes."""
+    rec = tmp_path / "runs.json"
+    assert io.json_record_path(rec) == tmp_path / "runs.json.gz"
+    with pytest.raises(FileNotFoundError):
+        io.read_json_record(rec)
+    io.write_json(rec, {"old": True})
+    assert io.json_record_path(rec) == rec and io.read_json_record(rec) == {"old": True}
+    io.write_json_gz(tmp_path / "runs.json.gz", {"new": True})
+    for name in ("runs.json", "runs.json.gz"):
+        assert io.json_record_path(tmp_path / name) == tmp_path / "runs.json.gz"
+        assert io.read_json_record(tmp_path / name) == {"new": True}
+
+
 def test_jsonl_reader_stops_at_a_partial_or_foreign_line(tmp_path):
     f = tmp_path / "m.jsonl"
     assert io.read_jsonl(f) == []

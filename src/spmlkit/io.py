@@ -92,16 +92,59 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, dumps_json(obj))
 
 
+def write_json_gz(path: str | Path, obj: Any) -> None:
+    """``obj`` as gzip-compressed JSON (``path`` ends in ``.json.gz``), atomically.  The
+    archive records no time and no file name, so the same ``obj`` gives the same bytes
+    (re-running a bench on finished groups leaves its record unchanged).  Large run records
+    (a bench's ``runs.json.gz``) are stored so: JSON of floats compresses about 5:1."""
+    import gzip
+
+    write_bytes(path, gzip.compress(dumps_json(obj).encode("utf-8"), compresslevel=9, mtime=0))
+
+
 def read_json(path: str | Path) -> Any:
+    """The JSON in ``path``; ``*.gz`` files are decompressed first (:func:`write_json_gz`).
+    Invalid JSON or a damaged archive: :class:`~spmlkit.errors.DataFormatError` naming the file."""
     from .errors import DataFormatError
 
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if path.suffix == ".gz":
+            import gzip
+            import zlib
+
+            data = path.read_bytes()
+            try:
+                text = gzip.decompress(data).decode("utf-8")
+            except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
+                raise DataFormatError(path, f"not a readable gzip-compressed JSON file ({exc})") from None
+        else:
+            text = path.read_text(encoding="utf-8")
+        return json.loads(text)
     except FileNotFoundError:
         raise
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+
+
+def json_record_path(path: str | Path) -> Path:
+    """The stored form of the record ``path`` names (``F/runs.json``): ``F/runs.json.gz``,
+    the compressed form the writers use, when it exists, else ``F/runs.json`` when that
+    exists (written before records were compressed), else the ``.gz`` path (where a new
+    record goes)."""
+    path = Path(path)
+    gz = path if path.suffix == ".gz" else path.with_name(path.name + ".gz")
+    plain = path.with_name(gz.name[:-3])
+    if gz.exists() or not plain.exists():
+        return gz
+    return plain
+
+
+def read_json_record(path: str | Path) -> Any:
+    """The record ``path`` names (``F/runs.json``), read from ``F/runs.json.gz`` or, for a
+    folder written before records were compressed, ``F/runs.json``
+    (:func:`json_record_path`).  ``FileNotFoundError`` (naming the ``.gz``) when neither exists."""
+    return read_json(json_record_path(path))
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:

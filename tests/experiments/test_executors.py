@@ -19,6 +19,7 @@ from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.experiments import bench as B
 from spmlkit.experiments import executors as E
 from spmlkit.experiments.tables import strip_run_block
+from spmlkit.io import read_json
 
 GRID = ["--methods", "an", "bce", "--lrs", "0.01", "0.001", "--batch-sizes", "4", "8", "--seeds", "2",
         "--epochs", "3", "--no-figures"]
@@ -42,7 +43,7 @@ def _tables(out: Path) -> dict:
 
 
 def _stable_runs(out: Path) -> list:
-    runs = json.loads((out / "runs.json").read_text())["runs"]
+    runs = read_json(out / "runs.json.gz")["runs"]
     return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seconds", "group_seconds")}, sort_keys=True)
                   for r in runs)
 

@@ -311,13 +311,18 @@ def test_malformed_bench_work_checkpoint(bench, tmp_path, capsys, name):
 
 
 @pytest.mark.parametrize("content", [{"format": 1, "runs": "x"}, [], {"format": 1, "runs": [1]},
-                                     {"format": 1, "runs": [{"dataset": "yeast"}]}])
+                                     {"format": 1, "runs": [{"dataset": "yeast"}]}, b"not gzip", b"\x1f\x8b\x08"])
 def test_damaged_runs_json_is_one_line(bench, tmp_path, capsys, content):
+    """The bench's record (``runs.json.gz``): wrong contents, bytes that are no gzip
+    archive, a truncated archive: one line naming the file."""
+    import gzip
+
     b = tmp_path / "B"
     shutil.copytree(bench, b)
-    (b / "runs.json").write_text(json.dumps(content))
+    data = content if isinstance(content, bytes) else gzip.compress(json.dumps(content).encode())
+    (b / "runs.json.gz").write_bytes(data)
     code, _, err = run(capsys, "figures", b)
-    assert one_line_error(code, err) and "runs.json" in err, err
+    assert one_line_error(code, err) and "runs.json.gz" in err, err
 
 
 @pytest.mark.parametrize("content", [[], {"key": 1, "runs": []}, {"key": {}, "runs": [{"lr": "x"}]}])

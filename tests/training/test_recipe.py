@@ -10,6 +10,7 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError, SpmlError
+from spmlkit.io import read_json
 from spmlkit.methods.base import build_method
 from spmlkit.metrics import observed_positive_map
 from spmlkit.training.run import train
@@ -178,7 +179,7 @@ def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):
     spec = BenchSpec(datasets=[str(toy_bundle.path)], methods=["an", "auto"], lrs=(1e-2, 1e-3), batch_sizes=(16,),
                      seeds=(0, 1), epochs=2, params={"auto": dict(SMALL)}, histograms=False)
     run_bench(spec, tmp_path / "bench", figures=False)
-    runs = json.loads((tmp_path / "bench" / "runs.json").read_text())["runs"]
+    runs = read_json(tmp_path / "bench" / "runs.json.gz")["runs"]
     auto = [r for r in runs if r["method"] == "auto"]
     assert sorted(r["seed"] for r in auto) == [0, 1] and {r["selection"] for r in auto} == {"observed_map"}
     assert len([r for r in runs if r["method"] == "an"]) == 4

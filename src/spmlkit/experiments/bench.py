@@ -11,7 +11,8 @@ configuration with the best mean validation mAP over seeds
 ``recovery.md``   Cole Table 2: training-set mAP against the full training labels
 ``fractions.md``  with ``--train-fractions``: test mAP per fraction of training data
 ``partial.md``    with ``--hide-fractions``: the partial-label sweep (Zhou Fig. 5c)
-``runs.csv`` / ``runs.json``  every run (``partial-runs.*`` for the sweep)
+``runs.csv`` / ``runs.json.gz``  every run (``partial-runs.*`` for the sweep; the JSON
+                  record gzip-compressed, ``zcat runs.json.gz`` reads it)
 ``groups/<hash>.json``  one file per finished training group (the resume state)
 ``*.png``         figures (:mod:`spmlkit.experiments.figures`)
 
@@ -51,7 +52,7 @@ import numpy as np
 from ..config import TrainConfig
 from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError
 from ..io import (FolderLock, append_jsonl, check_output_folder, claim_output_folder, dumps_json, read_json,
-                  read_jsonl, remove_stale_temporaries, safe_filename, sha256_file, write_json)
+                  read_json_record, read_jsonl, remove_stale_temporaries, safe_filename, sha256_file, write_json)
 from ..labels import REGIMES, get_regime, regime_sort_key  # noqa: F401  (regime_sort_key re-exported)
 from .machine import machine_info  # noqa: F401  (re-exported: the benchmarks' scripts use it)
 from .protocol import DEFAULT_BATCH_SIZES, DEFAULT_LRS
@@ -850,12 +851,12 @@ def group_record_problem(rec, n_members: int) -> str | None:
 
 def is_bench_folder(path: Path) -> bool:
     """True when ``path`` holds results of ``spml bench`` written before the output
-    marker existed (its ``groups/`` records or a ``runs.json`` with runs)."""
+    marker existed (its ``groups/`` records or a ``runs.json`` / ``runs.json.gz`` with runs)."""
     path = Path(path)
     if (path / "groups").is_dir() and all(p.suffix in (".json", ".tmp") for p in (path / "groups").iterdir()):
         return True
     try:
-        runs = read_json(path / "runs.json")
+        runs = read_json_record(path / "runs.json")
     except (OSError, SpmlError):
         return False
     return isinstance(runs, dict) and isinstance(runs.get("runs"), list)
