@@ -284,9 +284,12 @@ def test_feature_extraction_waits_at_most_once_per_batch(tmp_path):
 
 
 def test_float32_fine_tuning_runs_without_tf32_and_restores_the_flags(tmp_path):
-    """Item 7: TF32 is off inside a --precision 32 run and the process flags are restored."""
+    """Item 7: TF32 is off inside a --precision 32 run and the process flags are restored.
+    TF32 is switched on first (the autouse fixture switched it off, which would let a run
+    that leaves it alone pass; the fixture restores the process's flags afterwards)."""
     from spmlkit.training.finetune import train_finetune
 
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     before = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     seen = []
     bundle = tiny_digits_bundle(tmp_path)
