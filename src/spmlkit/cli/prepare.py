@@ -130,10 +130,11 @@ def add_parser(sub) -> None:
                    help="labels are observations (+1 positive, -1 negative, 0/empty unknown; in label-set "
                         "columns a '-name' is a negative), not full labels: the bundle has no full labels and "
                         "everything downstream says 'observed labels only'. The default for --label-column "
-                        "(one label per row)")
+                        "(one label per row) and for any table whose training rows have exactly one positive each")
     p.add_argument("--full-labels", action="store_true",
-                   help="the labels are complete label sets (e.g. multi-class data given with --label-column, "
-                        "which is otherwise read as observed single positives)")
+                   help="the labels are complete label sets (e.g. multi-class data given with --label-column, or "
+                        "a table with exactly one positive per row, which are otherwise read as observed single "
+                        "positives)")
     p.add_argument("--val-file", help="a small FULLY labelled validation file in the same format and layout (with "
                                       "--label-column, that column may hold several names separated by "
                                       "--separator); used for validation instead of holding out training data")

@@ -34,7 +34,7 @@ import math
 import os
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 
 #: names accepted by --log-to
 BACKENDS = ("tensorboard", "mlflow")
@@ -50,7 +50,8 @@ def parse_log_to(text: str | None) -> list[str]:
     names = list(dict.fromkeys(t.strip().lower() for t in (text or "").split(",") if t.strip()))
     bad = [n for n in names if n not in BACKENDS]
     if bad:
-        raise ConfigError(f"--log-to {text!r}: unknown logger {bad[0]!r}; expected a comma-separated list of "
+        raise ConfigError(f"--log-to {text!r}: unknown logger {bad[0]!r}{did_you_mean(bad[0], BACKENDS)}; expected "
+                          "a comma-separated list of "
                           f"{', '.join(BACKENDS)}")
     return names
 
