@@ -254,3 +254,26 @@ def test_single_positive_table_keeps_a_fully_labelled_test_file_full(tmp_path, c
     b = Bundle(tmp_path / "b")
     assert not b.has_full_labels and b.meta["full_label_splits"] == ["test"]
     assert "the test split keeps full labels" in err
+
+
+def test_a_semicolon_csv_gets_a_delimiter_hint_and_delimiter_reads_it(tmp_path, capsys):
+    """Issue 37: a spreadsheet's semicolon CSV said "'label_*' matches no column of the
+    header"; now the error names the delimiter and the option, and --delimiter ';' reads it."""
+    rng = np.random.default_rng(0)
+    Y = rng.random((40, 3)) < 0.5
+    Y[0] = True
+    p = tmp_path / "semi.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter=";")
+        w.writerow(["f1", "f2", "label_a", "label_b", "label_c"])
+        w.writerows([[*map(float, rng.normal(size=2)), *map(int, y)] for y in Y])
+    code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "-o", tmp_path / "b")
+    assert code == 2 and err.count("\n") == 1 and not (tmp_path / "b").exists()
+    assert f"{p}, line 1: the header is one column" in err and "--delimiter ';'" in err
+    code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "--delimiter", ";", "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert b.label_names == ["label_a", "label_b", "label_c"] and b.meta["n_features"] == 2
+    (tmp_path / "tab.csv").write_text("f1\tlabel_a\tlabel_b\n1\t1\t0\n2\t0\t1\n")
+    code, out, err = run(capsys, "prepare", tmp_path / "tab.csv", "--labels-last", 2, "-o", tmp_path / "c")
+    assert code == 2 and "separated by a tab" in err and "--delimiter '\\t'" in err

@@ -57,6 +57,8 @@ def _table_options(args) -> dict:
         table["separator"] = args.separator
     if args.label_column:
         table["label_column"] = args.label_column
+    if args.delimiter:
+        table["delimiter"] = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
     for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
         if getattr(args, opt, None):
             table[opt] = getattr(args, opt)
@@ -121,6 +123,9 @@ def add_parser(sub) -> None:
     p.add_argument("--label-names", help="CSV/TSV with --label-column/--label-set-column: the label vocabulary "
                                          "and its order, as a comma-separated list or a file with one name per "
                                          "line (a label outside it is an error; default: the names found)")
+    p.add_argument("--delimiter", help="CSV/TSV: the character between columns (default: ',' for .csv, a tab for "
+                                       ".tsv, else detected); e.g. ';' for spreadsheets' semicolon CSVs, '\\t' or "
+                                       "'tab' for tabs")
     p.add_argument("--separator", default=";", help="separator inside --label-set-column cells (default ';')")
     p.add_argument("--path-column", help="CSV/TSV: column of image paths (inputs are images, not features)")
     p.add_argument("--id-column", help="CSV/TSV: column of example identifiers (not a feature)")
