@@ -96,6 +96,30 @@ def select_cells(runs: list[dict], *, by=("dataset", "method", "train_fraction",
     return out
 
 
+def summary_metrics(runs: list[dict]) -> dict:
+    """A bench's headline numbers under names that compare across benches (an experiment
+    tracker's parent run): per dataset and method at the selected configuration,
+    ``test_map/<dataset>/<method>`` (mean over seeds), ``test_map_std/...`` and
+    ``val_map/...``; a subsample fraction or hiding probability other than the main
+    table's is a suffix (``.../frac0.5``, ``.../hide0.3``).
+
+    >>> runs = [{"dataset": "d", "method": "an", "train_fraction": 1.0, "hide_prob": None, "lr": 0.01,
+    ...          "batch_size": 8, "seed": s, "val_score": 50.0, "test_map": t} for s, t in ((0, 40.0), (1, 42.0))]
+    >>> summary_metrics(runs)["test_map/d/an"]
+    41.0
+    """
+    out = {}
+    for (dataset, method, fraction, hide), sel in select_cells(runs).items():
+        if sel is None:
+            continue
+        extra = (f"/frac{fraction:g}" if fraction is not None and fraction < 1 else "") + (
+            f"/hide{hide:g}" if hide is not None else "")
+        for name, value in (("test_map", sel.test_mean), ("test_map_std", sel.test_std), ("val_map", sel.val_mean)):
+            if value is not None and math.isfinite(value):
+                out[f"{name}/{dataset}/{method}{extra}"] = float(value)
+    return out
+
+
 def mark_best(values: dict, decimals: int) -> dict:
     """``{row: mean}`` -> ``{row: "bold" | "underline"}`` ranked on rounded values."""
     shown = {k: round(v, decimals) for k, v in values.items() if v is not None and math.isfinite(v)}
