@@ -448,8 +448,10 @@ class RayExecutor:
         if self.address is None:
             kw["num_cpus"] = int(self.num_cpus or os.cpu_count() or 1)
         try:
-            # connecting to an address, Ray's C++ client logs every retry on stderr; the outcome is one line
-            with _quiet_stderr() if self.address is not None else contextlib.nullcontext():
+            # connecting to an address, Ray's C++ client logs every retry on stderr; starting a local
+            # cluster, Ray 2.5x says "Token authentication is enabled for this Ray cluster ..." on every
+            # bench (issue 37): the outcome is one line either way (an exception below)
+            with _quiet_stderr():
                 ray.init(address=self.address, **kw)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... : one line
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
