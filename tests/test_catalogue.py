@@ -24,3 +24,17 @@ def test_a_stale_catalogue_is_caught(tmp_path, monkeypatch):
     stale.write_text(json.dumps({"methods": catalogue.method_rows()[1:]}), encoding="utf-8")
     monkeypatch.setattr(catalogue, "CATALOGUE", stale)
     assert catalogue.method_rows() != catalogue.registry_rows()
+
+
+def test_a_method_registered_outside_the_package_is_not_catalogued():
+    from spmlkit.methods import METHODS, Method, register_method
+
+    @register_method("zz-plugin-test", reference="a test", family="test")
+    def build():
+        return Method("zz-plugin-test", "an")
+
+    try:
+        assert "zz-plugin-test" in METHODS
+        assert catalogue.method_rows() == catalogue.registry_rows()
+    finally:
+        METHODS.remove("zz-plugin-test")

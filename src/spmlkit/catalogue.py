@@ -32,10 +32,13 @@ def method_names() -> list[str]:
 
 
 def registry_rows() -> list[dict]:
-    """The rows the registry gives now (imports every method module, and torch)."""
-    from .methods import describe_methods
+    """The rows the registry gives now for spmlkit's own methods (imports every method
+    module, and torch); a method registered from outside the package (a plug-in, a test)
+    is not part of the catalogue."""
+    from .methods import METHODS, describe_methods
 
-    return json.loads(json.dumps(describe_methods()))  # (as JSON reads them back)
+    own = {n for n, s in METHODS.items() if getattr(s.factory, "__module__", "").startswith("spmlkit.")}
+    return json.loads(json.dumps([r for r in describe_methods() if r["name"] in own]))  # (as JSON reads them back)
 
 
 def write_catalogue(path: Path = CATALOGUE) -> Path:

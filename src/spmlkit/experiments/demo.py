@@ -264,7 +264,8 @@ def takeaway(rows: list[dict], next_step: str | None = None) -> list[str]:
             share = ""
             if "an" in by and pick["method"] != "an" and full > by["an"]["test_map"]:
                 closed = (pt - by["an"]["test_map"]) / (full - by["an"]["test_map"]) * 100
-                share = f", closing {closed:.0f}% of the gap between assume-negative and full labels"
+                share = (f", closing {closed:.0f}% of the gap between assume-negative and full labels" if closed >= 1
+                         else ", no better than assume-negative here")
             lines.append(f"That is {gap}{share}" + (" — without seeing one full label." if RECIPE in by else "."))
         if RECIPE in by and single:
             best = max(single, key=lambda r: r["val_map"])

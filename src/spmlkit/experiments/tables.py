@@ -104,7 +104,8 @@ def summary_metrics(runs: list[dict]) -> dict:
     table's is a suffix (``.../frac0.5``, ``.../hide0.3``).
 
     >>> runs = [{"dataset": "d", "method": "an", "train_fraction": 1.0, "hide_prob": None, "lr": 0.01,
-    ...          "batch_size": 8, "seed": s, "val_score": 50.0, "test_map": t} for s, t in ((0, 40.0), (1, 42.0))]
+    ...          "batch_size": 8, "seed": s, "val_score": 50.0, "test_map": t, "train_map": None}
+    ...         for s, t in ((0, 40.0), (1, 42.0))]
     >>> summary_metrics(runs)["test_map/d/an"]
     41.0
     """
