@@ -190,3 +190,15 @@ def test_a_bench_is_a_parent_run_with_summary_metrics_and_children(tmp_path, mon
         assert {"final.selected_lr", "final.test_map", "final.val_score"} <= set(c.data.metrics)
     arts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert "table.md" in arts and "runs.json" in arts and not [a for a in arts if a.startswith(".")]
+
+
+def test_rule_keys_follow_the_reports_rule_descriptions():
+    """The stable keys are read from report.describe_rule's wording: if it changes, this fails."""
+    from spmlkit.practitioner.report import describe_rule
+
+    cases = {("expected_k", (("k", 4.22),)): "expected_k", ("expected_k", (("k", 1.37),)): "expected_k",
+             ("top_k", (("k", 1),)): "top_1", ("threshold", (("threshold", 0.5),)): "threshold_0.5",
+             ("threshold", (("threshold", 0.5), ("min_labels", 1))): "threshold_0.5_min1",
+             ("per_label", (("thresholds", (0.5,)),)): "per_label"}
+    for (rule, opts), key in cases.items():
+        assert LG.rule_key(describe_rule(rule, dict(opts))) == key, (rule, opts)
