@@ -444,8 +444,8 @@ class BenchTracking:
     def finish(self, summary: dict | None = None) -> None:
         """The parent run's metrics (``summary``: e.g. ``test_map/<dataset>/<method>``) and
         the bench's tables and figures as artifacts (internal files left out)."""
-        files = sorted(p for p in self.dir.iterdir() if p.suffix in (".md", ".csv", ".json") and p.is_file()
-                       and not p.name.startswith("."))
+        files = sorted(p for p in self.dir.iterdir() if p.name.endswith((".md", ".csv", ".json", ".json.gz"))
+                       and p.is_file() and not p.name.startswith("."))  # runs.json.gz: the run record
         files += sorted(self.dir.glob("figures/*.png")) + sorted(self.dir.glob("*.png"))
         self.parent().finish({k: float(v) for k, v in (summary or {}).items() if _finite(v)}, files)
 
