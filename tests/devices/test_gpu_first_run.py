@@ -134,8 +134,8 @@ def test_the_output_folder_is_never_one_of_the_users(tmp_path, fr, monkeypatch):
 
 
 def test_prepare_measures_what_travels_and_prints_the_call(prep, capsys):
-    """What travels is measured file by file (the tree today: about 20 MiB with the run
-    records compressed; the VOC features another issue adds, about 13 MB, must fit too)."""
+    """What travels is measured file by file (the tree today: about 29 MiB with the run
+    records compressed and the embedded VOC 2007 features)."""
     size = prep.carried_size([])
     assert size["total"] == sum(size["parts"].values()) and size["parts"]["tracked"] > 1 << 20
     assert size["total"] < prep.LIMIT
