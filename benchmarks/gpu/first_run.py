@@ -123,9 +123,11 @@ def run(cmd, *, log: Log, out_file: Path | None, limit: float, env: dict, cwd: P
         log("  not started: no time left in the budget")
         return 124, 0.0, True
     fh = open(out_file, "a", encoding="utf-8") if out_file else None
+    # SIGINT back to its default in the step: a shell starts background commands with SIGINT
+    # ignored, which Python then keeps ignoring (no KeyboardInterrupt, no partial report)
     proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
-                            errors="replace")
+                            errors="replace", preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     state = {"timed_out": False}
 
     def stop():
