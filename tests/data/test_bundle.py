@@ -24,7 +24,7 @@ def test_split_rules_and_stored_observations(tmp_path):
     assert not set(tr) & set(va)
     # another regime shares the positive, is cached, and is reproducible from the seed
     Za = b.observations("train", regime="single_positive_all_negatives")
-    assert ((Za == 1) == (Z == 1)).all() and (b.path / "observed/single_positive_all_negatives.npy").exists()
+    assert ((Za == 1) == (Z == 1)).all() and (b.path / "observed/single_positive_all_negatives.header.npy").exists()
     assert (Bundle(b.path).observations("train", "single_positive_all_negatives") == Za).all()
 
 

@@ -231,16 +231,16 @@ def test_index_arrays_go_through_the_checked_reader(yeast, tmp_path, capsys, how
 @pytest.mark.parametrize("checksums", ["updated", "absent"])
 def test_labels_that_are_not_bool_are_refused(yeast, tmp_path, capsys, checksums):
     b = copy_bundle(yeast, tmp_path)
-    p = b / "test" / "Y.npy"
-    np.save(p, np.load(p).astype(np.float64) * 3)
+    p = b / "test" / "Y.values.npy"  # full labels of 3 where 1 is stored (a bool matrix has no values)
+    np.save(p, np.full(np.load(b / "test" / "Y.indices.npy").shape, 3.0))
     meta = json.loads((b / "meta.json").read_text())  # tampered consistently: the dtype check refuses it
     if checksums == "absent":
         meta.pop("checksums")
     else:
-        meta["checksums"]["test/Y.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
+        meta["checksums"]["test/Y.values.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
     (b / "meta.json").write_text(json.dumps(meta))
     code, out, err = run(capsys, "evaluate", yeast / "run", b)
-    assert one_line_error(code, err) and "Y.npy" in err and "mAP" not in out, err
+    assert one_line_error(code, err) and "test/Y." in err and "mAP" not in out, err
 
 
 def test_empty_separator_is_one_line(tmp_path, capsys):

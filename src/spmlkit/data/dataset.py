@@ -15,21 +15,24 @@ import numpy as np
 
 from ..errors import DataFormatError
 from ..labels import as_full_labels, as_observations
+from ..sparse_labels import SparseLabels
 
 
 @dataclass
 class Split:
     X: np.ndarray | None = None  # (N, D) float32 features
     paths: list[str] | None = None  # image file paths (absolute)
-    Y: np.ndarray | None = None  # (N, L) bool full labels
-    Z: np.ndarray | None = None  # (N, L) int8 observations, when no full labels exist
+    #: (N, L) bool full labels: a dense array or :class:`~spmlkit.sparse_labels.SparseLabels`
+    #: (readers of wide label sets give the sparse form; both are accepted everywhere)
+    Y: "np.ndarray | SparseLabels | None" = None
+    Z: "np.ndarray | SparseLabels | None" = None  # (N, L) int8 observations, when no full labels exist
     ids: list[str] | None = None  # optional example identifiers
     #: optional (N, L) float: area of each present label's largest instance (COCO-style
     #: annotations; read by the 'single_positive_largest' regime), 0 where absent
     areas: np.ndarray | None = None
-    #: optional (N, L) bool (issue 24): where the full label ``Y`` is known (surveyed); a
+    #: optional (N, L) bool (dense or sparse): where the full label ``Y`` is known (surveyed); a
     #: species surveyed only at its own group's sites is evaluated there only.  None = everywhere.
-    mask: np.ndarray | None = None
+    mask: "np.ndarray | SparseLabels | None" = None
 
     def __post_init__(self):
         if (self.X is None) == (self.paths is None):
@@ -43,7 +46,7 @@ class Split:
         n = len(self)
         if self.areas is not None:
             self.areas = np.asarray(self.areas, dtype=np.float64)
-        if self.mask is not None:
+        if self.mask is not None and not isinstance(self.mask, SparseLabels):
             self.mask = np.asarray(self.mask, dtype=bool)
         for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas), ("mask", self.mask)):
             if arr is not None and len(arr) != n:
@@ -122,11 +125,13 @@ def single_use_labels(ds: MultiLabelDataset) -> list[str]:
     labels) in exactly one row over all splits, in label order: when the vocabulary is
     read from a label column, most likely a typo that silently made a new label.  Empty
     when every label is used once (then none stands out)."""
+    from ..labels import label_frequencies
+
     counts = np.zeros(len(ds.label_names), dtype=np.int64)
     for split in ds.splits.values():
-        M = split.Z == 1 if split.Z is not None else split.Y
+        M = split.Z if split.Z is not None else split.Y
         if M is not None:
-            counts += np.asarray(M, dtype=bool).sum(0)
+            counts += label_frequencies(M.positives() if isinstance(M, SparseLabels) else np.asarray(M) == 1)
     once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
     return once if len(once) < len(ds.label_names) else []
 

@@ -124,6 +124,21 @@ class SavedModel:
         of image file paths."""
         if isinstance(X, (list, tuple)) and (not X or isinstance(X[0], (str, Path))):
             return self._image_logits([str(p) for p in X])
+        if not hasattr(X, "shape"):
+            X = np.asarray(X)
+        out = np.empty((X.shape[0] if X.ndim == 2 else 0, len(self.label_names)), dtype=np.float32)
+        for s, logits in self.iter_decision_function(X, batch_rows=batch_rows):
+            out[s:s + len(logits)] = logits
+        return out
+
+    def stream_rows(self, budget_bytes: int = 64 * 2 ** 20) -> int:
+        """Rows per block so that a block of logits takes at most ``budget_bytes``."""
+        return max(1, min(8192, budget_bytes // (4 * max(len(self.label_names), 1))))
+
+    def iter_decision_function(self, X, batch_rows: int = 8192):
+        """``(start_row, (b, L) float32 logits)`` for features ``X`` in row blocks of
+        ``batch_rows``: a consumer that keeps only what it needs per block (top labels,
+        metric counts) runs in O(block × L) memory (issue 32)."""
         if self.image is not None:
             raise DataFormatError(None, "this is a fine-tuned image model: pass a list of image file paths")
         if not hasattr(X, "shape"):
@@ -131,7 +146,6 @@ class SavedModel:
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise DataFormatError(None, f"features have shape {X.shape}; this model expects (N, {self.n_features})")
         mod = self._module()
-        out = np.empty((X.shape[0], len(self.label_names)), dtype=np.float32)
         with torch.no_grad():
             for s in range(0, len(X), batch_rows):
                 block = np.array(X[s:s + batch_rows], dtype=np.float32)
@@ -145,10 +159,9 @@ class SavedModel:
                 if self.members > 1:  # an ensemble: the logit of the members' mean probability
                     from ..training.recipe import mean_probability_logits
 
-                    out[s:s + len(block)] = mean_probability_logits(logits).float().cpu().numpy()
+                    yield s, mean_probability_logits(logits).float().cpu().numpy()
                 else:
-                    out[s:s + len(block)] = logits[0].cpu().numpy()
-        return out
+                    yield s, logits[0].cpu().numpy()
 
     def _image_logits(self, paths: list[str], batch_size: int = 16) -> np.ndarray:
         """Logits for image files: the fine-tuned network, or the backbone recorded in

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError, DataFormatError
+from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
 
 MISSING = ("", "NA", "NaN", "nan")
@@ -256,8 +257,7 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
     xy = tables.record_xy
     if view == "records":
         Xr = tables.records
-        Zr = np.zeros((len(Xr), L), np.int8)
-        Zr[np.arange(len(Xr)), tables.record_labels] = 1
+        Zr = SparseLabels.single(tables.record_labels, L)  # one integer per record, whatever L
     elif view == "sites":
         first: dict = {}
         for i, p in enumerate(tables.record_places):
@@ -266,13 +266,13 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
         slot = {p: k for k, p in enumerate(tables.record_places[i] for i in rows)}
         Xr = tables.records[rows]
         xy = None if xy is None else xy[rows]
-        Zr = np.zeros((len(rows), L), np.int8)
-        for i, p in enumerate(tables.record_places):
-            Zr[slot[p], tables.record_labels[i]] = 1
+        at = np.array([slot[p] for p in tables.record_places], dtype=np.int64)
+        pairs = np.unique(np.stack([at, np.asarray(tables.record_labels, dtype=np.int64)], axis=1), axis=0)
+        Zr = SparseLabels.from_coo(pairs[:, 0], pairs[:, 1], shape=(len(rows), L))
     else:
         raise ConfigError(f"unknown presence-only view {view!r}; expected 'records' or 'sites'")
     X, names = encode(tables, np.concatenate([Xr, tables.background]))
-    Z = np.concatenate([Zr, np.zeros((len(tables.background), L), np.int8)])
+    Z = SparseLabels.vstack([Zr, SparseLabels.empty(len(tables.background), L)])
     Xt, _ = encode(tables, tables.test)
     notes = [f"presence-only: {len(tables.records)} records -> {len(Xr)} examples ({view} view), "
              f"{len(tables.background)} background rows, {len(Xt)} surveyed test sites"]
