@@ -75,7 +75,7 @@ class FeatureStore:
         self.on_device = self.device.type == "cpu"  # rows already where they are used
         self._staging: list = []
         if self.in_memory:
-            self.tensor = self._standardize_(torch.from_numpy(np.array(array, dtype=np.float32, copy=True)))
+            self.tensor = self._standardize_(_load_released(array))
             self._note(self.tensor)
             self.chunk_rows = CHUNK_ROWS
             if self.device.type != "cpu":
@@ -156,8 +156,46 @@ class FeatureStore:
                 yield self.tensor[a:b] if self.on_device else self.tensor[a:b].to(self.device, non_blocking=True)
             else:
                 out = self._standardize_(torch.from_numpy(np.array(self.array[a:b], dtype=np.float32)))
+                release_pages(self.array, a, b)  # a pass over the map keeps one chunk resident, not all
                 self._note(out)
                 yield out if self.device.type == "cpu" else out.to(self.device)
+
+
+def release_pages(array, start: int, stop: int) -> None:
+    """Drop rows ``[start, stop)`` of a memory-mapped array from this process's resident
+    memory (``madvise(MADV_DONTNEED)``: they stay in the page cache, and reading them again
+    maps them again).  A memory map that has been read whole otherwise counts as resident
+    beside the copy made of it — twice the features' size at the peak (issue 32).  No-op
+    for arrays that are not memory maps or where madvise is missing."""
+    import mmap
+
+    mm = getattr(array, "_mmap", None)
+    if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    row = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+    base = int(array.offset) % mmap.ALLOCATIONGRANULARITY  # where the data starts in the mapping
+    page = mmap.PAGESIZE
+    a = (base + start * row) // page * page
+    b = min(len(mm), -(-(base + stop * row) // page) * page)
+    if b > a:
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, a, b - a)
+        except (OSError, ValueError):  # pragma: no cover - a platform without it
+            pass
+
+
+def _load_released(array, chunk_bytes: int = CHUNK_BYTES) -> torch.Tensor:
+    """A float32 tensor copy of ``array``, read a chunk at a time; a memory map's chunks
+    are released once copied (:func:`release_pages`), so the peak is the copy alone."""
+    n = array.shape[0]
+    out = torch.empty(tuple(array.shape), dtype=torch.float32)
+    step = max(1, int(chunk_bytes // max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * 4)))
+    view = out.numpy()
+    for a in range(0, n, step):
+        b = min(a + step, n)
+        view[a:b] = array[a:b]
+        release_pages(array, a, b)
+    return out
 
 
 def resolve_standardize(bundle, config: TrainConfig) -> bool:
@@ -181,6 +219,7 @@ def feature_statistics(array: np.ndarray, chunk_bytes: int = STAT_CHUNK_BYTES) -
         block = np.asarray(array[start:start + rows], dtype=np.float64)
         s += block.sum(0)
         ss += np.einsum("ij,ij->j", block, block)
+        release_pages(array, start, start + rows)
     mean = s / n
     var = np.maximum(ss / n - mean * mean, 0.0)
     std = np.sqrt(var)
