@@ -475,7 +475,7 @@ def presence_target_group_auc(Z, scores) -> float:
 # ------------------------------------------- streaming evaluation (issue 32: O(chunk × L))
 #: score matrices up to this many bytes are ranked whole, by the exact per-column sort
 #: above; larger ones are streamed in row chunks (:func:`stream_rank_counts`)
-DENSE_SCORE_BYTES = 256 * 2 ** 20
+DENSE_SCORE_BYTES = 64 * 2 ** 20
 #: entries compared at a time in the counting pass (rows × positives, or rows × labels)
 STREAM_BLOCK_ENTRIES = 2 ** 23
 

@@ -453,10 +453,11 @@ class DeviceLabels:
     """A :class:`SparseLabels` on a torch device: dense ``(…, L)`` blocks of any rows
     (:meth:`block`), built there per batch without a host synchronisation.
 
-    Rows are kept as a padded table of their listed label columns ``(N, k_max)`` (int32,
-    padded with the dummy column ``L``) and values: a block is one gather and one
-    ``scatter_`` into a ``(B, L + 1)`` buffer whose last column is dropped.  One label per
-    row costs 4 bytes a row.  Where the rows list many entries (``k_max > L / 5``: the
+    Rows are kept as a padded table of their listed label columns ``(N, k_max)`` (int32)
+    and values, a short row padded with a repeat of its first entry (an empty row with
+    column 0 and the fill value): a block is one gather and one ``scatter_`` into a
+    ``(B, L)`` buffer of the fill value, the repeated writes writing the same value.  One
+    label per row costs 4 bytes a row.  Where the rows list many entries (``k_max > L / 5``: the
     ``partial`` regime, where observations are dense by nature) the matrix is held dense
     as int8 instead, which is then the smaller form.  ``host`` keeps the numpy original."""
 
@@ -475,14 +476,21 @@ class DeviceLabels:
             self._dense = torch.tensor(np.asarray(labels.dense(), dtype=np.int8), device=self.device)
             return
         n = len(labels)
-        cols = np.full((n, k_max), L, dtype=np.int32)
-        vals = np.zeros((n, k_max), dtype=np.int8)
+        lengths = np.diff(labels.indptr)
+        first = np.minimum(labels.indptr[:-1], max(labels.nnz - 1, 0))
+        has = lengths > 0
+        cols = np.repeat(np.where(has, labels.indices[first] if labels.nnz else 0, 0)[:, None].astype(np.int32),
+                         k_max, axis=1)
+        vals_all = labels.listed_values
+        vals = np.repeat(np.where(has, vals_all[first] if labels.nnz else self.fill, self.fill)[:, None]
+                         .astype(np.int8), k_max, axis=1)
         rows = labels.row_of_entries()
         pos = np.arange(labels.nnz, dtype=np.int64) - labels.indptr[rows]
         cols[rows, pos] = labels.indices
-        vals[rows, pos] = labels.listed_values
+        vals[rows, pos] = vals_all
         self._cols = torch.tensor(cols, device=self.device)
-        self._vals = None if labels.values is None else torch.tensor(vals, device=self.device)
+        # every slot 1 (pure positives, no empty row): the scatter writes a constant
+        self._vals = None if labels.values is None and bool(has.all()) else torch.tensor(vals, device=self.device)
 
     def __len__(self) -> int:
         return len(self.host)
@@ -500,11 +508,10 @@ class DeviceLabels:
             out = self._dense.index_select(0, idx)
         else:
             cols = self._cols.index_select(0, idx).long()
-            buf = torch.full((idx.numel(), self.n_labels + 1), self.fill, dtype=torch.int8, device=self.device)
+            out = torch.full((idx.numel(), self.n_labels), self.fill, dtype=torch.int8, device=self.device)
             if self._vals is None:
-                buf.scatter_(1, cols, 1)
+                out.scatter_(1, cols, 1)
             else:
-                buf.scatter_(1, cols, self._vals.index_select(0, idx))
-            out = buf[:, :self.n_labels].contiguous()
+                out.scatter_(1, cols, self._vals.index_select(0, idx))
         out = out.view(*index.shape, self.n_labels)
         return out.bool() if self.dtype == torch.bool else out

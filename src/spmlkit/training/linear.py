@@ -36,7 +36,7 @@ from .prepare import (RunParts, build_run_method, is_streamed, make_evaluator, o
                       prepare_run, training_regime, validation_observations)
 
 CHUNK_ROWS = 8192  # rows per evaluation chunk of in-memory features
-STREAM_CHUNK_BYTES = 64 * 2 ** 20  # logits per chunk when a split's scores are streamed (ScoreView)
+STREAM_CHUNK_BYTES = 32 * 2 ** 20  # logits per chunk when a split's scores are streamed (ScoreView)
 CHUNK_BYTES = 16 * 2 ** 20  # bytes per chunk read from a memory map (at most max_memory_mb / 4)
 STAT_CHUNK_BYTES = 4 * 2 ** 20  # float64 bytes per chunk of the standardisation statistics
 
@@ -188,7 +188,7 @@ def _load_released(array, chunk_bytes: int = CHUNK_BYTES) -> torch.Tensor:
     """A float32 tensor copy of ``array``, read a chunk at a time; a memory map's chunks
     are released once copied (:func:`release_pages`), so the peak is the copy alone."""
     n = array.shape[0]
-    out = torch.empty(tuple(array.shape), dtype=torch.float32)
+    out = torch.empty(tuple(array.shape), dtype=torch.float32, device="cpu")
     step = max(1, int(chunk_bytes // max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * 4)))
     view = out.numpy()
     for a in range(0, n, step):

@@ -52,7 +52,7 @@ class ScoreView:
             if out is None:
                 out = torch.empty(G, n, L, dtype=block.dtype, device=block.device)
             out[:, start:start + block.shape[1]] = block
-        return out if out is not None else torch.zeros(G, 0, L)
+        return out if out is not None else torch.zeros(G, 0, L, device="cpu")
 
     def __repr__(self) -> str:
         return f"ScoreView{self.shape}"
