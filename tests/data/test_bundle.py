@@ -115,3 +115,84 @@ def test_cannot_hold_out_names_the_dataset(tmp_path):
     with pytest.raises(ConfigError) as exc:
         prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
     assert str(p) in str(exc.value) and "cannot hold out 20% of 1 examples" in str(exc.value)
+
+
+# ------------------------------------------------ bundle format 2: sparse label files (issue 32)
+def _as_format_1(path):
+    """Rewrite a bundle as spmlkit wrote it before issue 32: dense ``M.npy`` matrices, format 1."""
+    import hashlib
+    import json
+
+    from spmlkit.data.bundle import Bundle as B
+
+    b = B(path)
+    meta = json.loads((path / "meta.json").read_text())
+    for head in sorted(path.rglob("*.header.npy")):
+        stem = head.name[: -len(".header.npy")]
+        rel = str(head.parent.relative_to(path) / stem)
+        kind = {"Y": "label matrix", "mask": "label mask"}.get(stem, "observation matrix")
+        dtype = bool if stem in ("Y", "mask") else np.int8
+        M = b._matrix(rel, rows=b.size(head.parent.name if head.parent.name in ("train", "val", "test") else "train"),
+                      what=kind, dtype=dtype)
+        np.save(path / f"{rel}.npy", M.dense())
+        for part in ("header", "indptr", "indices", "values"):
+            f = path / f"{rel}.{part}.npy"
+            if f.exists():
+                f.unlink()
+                meta["checksums"].pop(f"{rel}.{part}.npy", None)
+        meta["checksums"][f"{rel}.npy"] = hashlib.sha256((path / f"{rel}.npy").read_bytes()).hexdigest()
+    meta["format"] = 1
+    (path / "meta.json").write_text(json.dumps(meta))
+
+
+def test_bundles_of_format_1_read_as_before(tmp_path):
+    """A bundle written before the sparse format (dense matrices, format 1) reads to the same
+    labels and observations and trains to the same result."""
+    import shutil
+
+    from spmlkit.config import TrainConfig
+    from spmlkit.training.linear import train_linear
+
+    new = prepare_bundle(make_toy_dataset(), tmp_path / "new", log=lambda m: None)
+    shutil.copytree(new.path, tmp_path / "old")
+    _as_format_1(tmp_path / "old")
+    old = Bundle(tmp_path / "old")
+    assert old.meta["format"] == 1 and not list((tmp_path / "old").rglob("*.header.npy"))
+    for split in ("train", "val", "test"):
+        assert np.array_equal(np.asarray(old.labels(split)), np.asarray(new.labels(split)))
+    assert np.array_equal(np.asarray(old.observations("train")), np.asarray(new.observations("train")))
+    cfg = TrainConfig(method="an", epochs=2, batch_size=8)
+    (a,), (b,) = train_linear(new, cfg), train_linear(old, cfg)
+    assert a.val_history == b.val_history and a.test_map == b.test_map
+    # a regime drawn later is cached in the new sparse form, beside the dense files
+    Za = old.observations("train", regime="single_positive_all_negatives")
+    assert (tmp_path / "old" / "observed" / "single_positive_all_negatives.header.npy").exists()
+    assert np.array_equal(np.asarray(Za), np.asarray(new.observations("train", regime="single_positive_all_negatives")))
+
+
+def test_a_bundle_of_a_newer_format_is_refused_in_one_line(tmp_path):
+    import json
+
+    b = prepare_bundle(make_toy_dataset(), tmp_path / "b", log=lambda m: None)
+    meta = json.loads((b.path / "meta.json").read_text())
+    meta["format"] = 3
+    (b.path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(SpmlError, match="format 3 is not supported.*re-run 'spml prepare'"):
+        Bundle(b.path)
+
+
+def test_single_positive_bundle_files_grow_with_n_not_n_times_l(tmp_path):
+    """Observations of single positives take one int32 label index per row on disk (plus
+    the row pointers), whatever the number of labels."""
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.sparse_labels import SparseLabels
+
+    rng = np.random.default_rng(0)
+    n, L = 2000, 50_000
+    ds = MultiLabelDataset("wide", [f"l{j}" for j in range(L)],
+                           {"train": Split(X=rng.normal(size=(n, 3)).astype(np.float32),
+                                           Z=SparseLabels.single(rng.integers(0, L, n), L))})
+    b = prepare_bundle(ds, tmp_path / "w", log=lambda m: None)
+    size = sum(f.stat().st_size for f in (tmp_path / "w").rglob("*.npy") if "X.npy" not in f.name
+               and "index.npy" not in f.name)
+    assert size < 16 * n + 4096, size  # dense int8 would be n x L = 100 MB
