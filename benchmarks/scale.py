@@ -142,10 +142,11 @@ def _peak_rss_run(cmd: list[str], cap_bytes: int, env=None, cwd=None) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     killed = {"cap": False}
+    done = threading.Event()
 
-    def watch():
+    def watch():  # never reaps the child (wait4 below must get its resource usage)
         status = Path(f"/proc/{proc.pid}/status")
-        while proc.poll() is None:
+        while not done.is_set():
             try:
                 rss = next(int(line.split()[1]) * 1024 for line in status.read_text().splitlines()
                            if line.startswith("VmRSS:"))
@@ -161,6 +162,7 @@ def _peak_rss_run(cmd: list[str], cap_bytes: int, env=None, cwd=None) -> dict:
     w.start()
     out = proc.stdout.read().decode(errors="replace")
     _, status, usage = os.wait4(proc.pid, 0)
+    done.set()
     proc.returncode = os.waitstatus_to_exitcode(status)
     w.join()
     return {"seconds": time.perf_counter() - t0, "peak_gib": usage.ru_maxrss * 1024 / 2 ** 30,
