@@ -477,7 +477,7 @@ def presence_target_group_auc(Z, scores) -> float:
 #: above; larger ones are streamed in row chunks (:func:`stream_rank_counts`)
 DENSE_SCORE_BYTES = 64 * 2 ** 20
 #: entries compared at a time in the counting pass (rows × positives, or rows × labels)
-STREAM_BLOCK_ENTRIES = 2 ** 23
+STREAM_BLOCK_ENTRIES = 2 ** 21
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
                            streamed_observed_scores)
     from .report import _SetTally
 
-    rows = model.stream_rows()
+    rows = model.stream_rows(16 * 2 ** 20)
 
     def chunks():
         return model.iter_decision_function(X, batch_rows=rows)

@@ -347,7 +347,7 @@ def _split_logits(model, bundle: Bundle, split: str, stored, feature_set: str | 
     if model.takes_images and model.image is not None:
         return None  # a fine-tuned image model keeps its logits in the state; nothing to stream
     X = bundle.features(split, feature_set)
-    rows = model.stream_rows()
+    rows = model.stream_rows(8 * 2 ** 20)  # probabilities in float64 and every rule's sets per block: small blocks
     return lambda: model.iter_decision_function(X, batch_rows=rows)
 
 

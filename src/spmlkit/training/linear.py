@@ -36,7 +36,7 @@ from .prepare import (RunParts, build_run_method, is_streamed, make_evaluator, o
                       prepare_run, training_regime, validation_observations)
 
 CHUNK_ROWS = 8192  # rows per evaluation chunk of in-memory features
-STREAM_CHUNK_BYTES = 32 * 2 ** 20  # logits per chunk when a split's scores are streamed (ScoreView)
+STREAM_CHUNK_BYTES = 8 * 2 ** 20  # logits per chunk when a split's scores are streamed (ScoreView)
 CHUNK_BYTES = 16 * 2 ** 20  # bytes per chunk read from a memory map (at most max_memory_mb / 4)
 STAT_CHUNK_BYTES = 4 * 2 ** 20  # float64 bytes per chunk of the standardisation statistics
 
