@@ -186,3 +186,38 @@ def test_bad_files_give_one_line_errors(tmp_path, capsys, content, msg):
     code, out, err = run(capsys, "prepare", p, "-o", tmp_path / "b", "--labels-last", 1)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("bad, msg", [
+    (dict(Z_indptr=[0, 1, 2], Z_indices=[3, 3], Z_shape=[3, 5]), "Z_indptr"),
+    (dict(Z_indptr=[0, 2, 2, 2], Z_indices=[1, 1], Z_shape=[3, 5]), "twice"),
+    (dict(Z_indptr=[0, 1, 2, 3], Z_indices=[1, 9, 0], Z_shape=[3, 5]), "outside"),
+    (dict(Z_indptr=[0, 1, 2, 3], Z_indices=[1, 2, 0], Z_shape=[3, 5], Z_data=[1, 2, 1]), "Z_data"),
+    (dict(Z_indptr=[0, 1, 2, 3], Z_indices=[1, 2, 0]), "Z_shape"),
+])
+def test_bad_sparse_labels_in_npz_are_one_line_and_write_nothing(tmp_path, capsys, bad, msg):
+    """Issue 32: CSR labels in an .npz are checked as they are read; every fault is one line
+    (exit 2) naming the file and the key, and no bundle is left behind."""
+    src = tmp_path / "d.npz"
+    np.savez(src, X=np.zeros((3, 2), np.float32), **{k: np.asarray(v) for k, v in bad.items()})
+    code, out, err = run(capsys, "prepare", src, "--observed", "-o", tmp_path / "b", "--val-fraction", "0",
+                         "--test-fraction", "0")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and msg in err and "d.npz" in err, err
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow
+def test_a_million_single_positives_prepare_without_the_dense_matrix(tmp_path, capsys, monkeypatch):
+    """The 1,000,000 x 50,000 single positives of the issue: with N x L densification refused
+    above 64 MB, prepare still succeeds (a dense int8 matrix would be 50 GB)."""
+    monkeypatch.setenv("SPML_DENSE_LIMIT_MB", "64")
+    rng = np.random.default_rng(0)
+    n, L = 1_000_000, 50_000
+    src = tmp_path / "big.npz"
+    np.savez(src, X=rng.normal(size=(n, 2)).astype(np.float32), Z_indptr=np.arange(n + 1),
+             Z_indices=rng.integers(0, L, n).astype(np.int32), Z_shape=np.array([n, L]))
+    code, out, err = run(capsys, "prepare", src, "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert b.size("train") + b.size("val") + b.size("test") == n and b.n_labels == L
+    assert b.observations("train").single_index() is not None
