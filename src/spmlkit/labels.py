@@ -134,6 +134,13 @@ def has_positive(Y) -> np.ndarray:
     return np.asarray(Y, dtype=bool).any(axis=1)
 
 
+def positives_per_row(Y) -> np.ndarray:
+    """``(N,)`` number of positives (+1 / True) in every row, dense or sparse."""
+    if isinstance(Y, SparseLabels):
+        return Y.row_counts(POSITIVE)
+    return (np.asarray(Y) == 1).sum(axis=1)
+
+
 def full_observations(Y):
     """``Z`` with every label observed: +1 where ``Y`` is True, -1 elsewhere (sparse for
     sparse ``Y``: its positives listed, everything else −1)."""
