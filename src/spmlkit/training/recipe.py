@@ -27,6 +27,7 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
+from ..sparse_labels import as_sparse
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
@@ -160,7 +161,7 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
         raise ConfigError(f"method {method.name!r} chooses each member's learning rate on held-out observations; "
                           "this data has no validation split (prepare it with --val-fraction > 0, or give "
                           "SPMLClassifier validation_data)")
-    Z_val = bundle.selection_observations("val", training_regime(method, config))
+    Z_val = as_sparse(bundle.selection_observations("val", training_regime(method, config)), dtype=np.int8)
     if not Z_val.count(1):  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
