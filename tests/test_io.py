@@ -111,6 +111,25 @@ def test_a_second_writer_of_a_folder_is_refused(tmp_path):
     assert (tmp_path / "x" / ".spml.lock").read_text() == "the user's notes"
 
 
+def test_release_never_removes_another_holders_lock_file(tmp_path):
+    """``remove=True`` deletes the lock file on release only while it is still the file this
+    holder locked.  Here the first holder's file is deleted from under it (by hand, say)
+    and a second process locks a new one: the first holder's release must leave the
+    second's file alone, or a third process locks a fresh file while the second still
+    writes — two writers in one folder."""
+    path = tmp_path / "b.lock"
+    first = io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()
+    path.unlink()
+    second = io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()  # a new file: free
+    first.release()
+    assert path.exists(), "the first holder removed the second holder's lock file"
+    with pytest.raises(ConfigError, match="is in use by another spml process"):
+        io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()
+    second.release()
+    assert not path.exists()  # its own file: removed
+    io.FolderLock(tmp_path, lock_file=path, remove=True).acquire().release()  # and free again
+
+
 def test_safe_filename():
     assert io.safe_filename("coco/2014 val:x.y-z") == "coco_2014_val_x.y-z"
 

@@ -106,6 +106,22 @@ def test_undefined_auc_is_nan_and_left_out():
     assert mean_auc(Y, S).n_classes == 1
 
 
+def test_mean_and_median_auc_are_over_the_defined_labels_only():
+    """A label without a positive (a species absent from every surveyed test site) has no
+    AUC: the mean and the median are those of the other labels, never NaN."""
+    rng = np.random.default_rng(7)
+    Y = rng.random((40, 4)) < 0.4
+    Y[:, 2] = False  # no positive: AUC undefined
+    S = rng.normal(size=(40, 4)) + Y
+    a = mean_auc(Y, S)
+    defined = [roc_auc_score(Y[:, c], S[:, c]) for c in (0, 1, 3)]
+    assert np.isnan(a.auc[2]) and a.n_classes == 3
+    assert a.mean == pytest.approx(np.mean(defined), abs=1e-12)
+    assert a.median == pytest.approx(np.median(defined), abs=1e-12)
+    nothing = mean_auc(np.zeros((3, 2), bool), np.ones((3, 2)))
+    assert math.isnan(nothing.mean) and math.isnan(nothing.median) and nothing.n_classes == 0
+
+
 def test_evaluate_scores_reports_auc_beside_map():
     Y, S, M = _data(4)
     ev = evaluate_scores(S, Y=Y, mask=M)

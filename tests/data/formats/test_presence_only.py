@@ -51,6 +51,10 @@ def test_views_onehot_and_group_mask(tmp_path):
     ("notbinary", "pa_b.csv, line 2", "expected 0 or 1"),
     ("nolabel", "po.csv", "no column in any test table"),
     ("sites", "pa_b.csv, line 3", "does not match row 3"),
+    # a bird site with a column for the plant: the plant would be scored where it was never surveyed
+    ("group", "pa_b.csv, line 2", "site of group 'bird' has a column for label 'p', whose records are of group 'plant'"),
+    # one label's records in two survey groups: which sites survey it is ambiguous
+    ("twogroups", "po.csv, line 6", "label 'a' has records in groups 'bird' and 'plant'"),
 ])
 def test_bad_rows_name_file_and_line(tmp_path, case, where, what):
     from spmlkit.errors import DataFormatError
@@ -68,10 +72,31 @@ def test_bad_rows_name_file_and_line(tmp_path, case, where, what):
         kw["pa_bird"] = "group,siteid,x,y,a\nbird,s1,0,0,1\nbird,s2,1,1,0\n"
     elif case == "sites":
         kw["pa_bird"] = "group,siteid,x,y,a,b\nbird,s1,0,0,1,0\nbird,s9,1,1,0,1\n"
+    elif case == "group":
+        kw["pa_bird"] = "group,siteid,x,y,a,b,p\nbird,s1,0,0,1,0,0\nbird,s2,1,1,0,1,1\n"
+    elif case == "twogroups":
+        kw["records"] = (HEAD + "1,a,0,0,1,bird,1.5,1\n2,b,0,0,1,bird,2.0,2\n3,a,5,5,1,bird,0.5,1\n"
+                         "4,p,7,7,1,plant,3.0,3\n5,a,8,8,1,plant,1.0,1\n")
     rec, bg, tests = tiny(tmp_path, **kw)
     with pytest.raises(DataFormatError) as e:
         load_presence_only(rec, background=bg, tests=tests)
     assert where in str(e.value) and what in str(e.value)
+
+
+def test_group_checks_need_a_group_on_both_sides(tmp_path):
+    """Records without a group column: any test table may survey any label (nothing to check
+    against); a table without a group column likewise.  A label is still masked to the
+    tables that have its column."""
+    rec = write(tmp_path, "po.csv", "siteid,spid,x,y,occ,t,soil\n1,a,0,0,1,1.5,1\n2,p,7,7,1,3.0,3\n")
+    env = write(tmp_path, "env.csv", "group,siteid,x,y,t,soil\nbird,s1,0,0,1.0,1\nplant,s2,1,1,2.0,3\n")
+    pa = write(tmp_path, "pa.csv", "group,siteid,x,y,a,p\nbird,s1,0,0,1,0\nplant,s2,1,1,0,1\n")
+    t = read_presence_only(rec, tests=[(env, pa)])
+    assert t.test_Y.tolist() == [[1, 0], [0, 1]] and t.test_mask.all()
+    rec, bg, tests = tiny(tmp_path)
+    (eb, _), (ep, pp) = tests
+    nogroup = write(tmp_path, "pa_ng.csv", "siteid,x,y,a,b,p\ns1,0,0,1,0,0\ns2,1,1,0,1,1\n")
+    t = read_presence_only(rec, background=bg, tests=[(eb, nogroup), (ep, pp)])
+    assert t.test_mask.tolist() == [[1, 1, 1], [1, 1, 1], [0, 0, 1]]
 
 
 def test_cli_prepare_bad_row_is_one_line_exit_2(tmp_path, capsys):
