@@ -594,3 +594,84 @@ def test_the_references_are_not_the_implementation():
     body = body.split("# ----------------------------------------------------------------------------- the table")[0]
     for banned in ("softplus", "logsigmoid", "binary_cross_entropy", "spmlkit", "get_loss", "LOSSES"):
         assert banned not in body, banned
+
+
+# ------------------------------------------------------- refusals just outside the limits
+BAD = [  # (loss, hyper-parameters, words of the one-line refusal); the limits themselves are in REFERENCES
+    ("wan", {"gamma": -0.01}, "WAN gamma must be in [0, 1], got -0.01"),
+    ("wan", {"gamma": 1.01}, "WAN gamma must be in [0, 1], got 1.01"),
+    ("dw", {"weight": -0.01}, "dw: weight must be in [0, 1], got -0.01"),
+    ("dw", {"weight": 1.01}, "dw: weight must be in [0, 1], got 1.01"),
+    ("an-ls", {"epsilon": -0.01}, "epsilon must be in [0, 1] (paper notation: targets 1-epsilon/2 and epsilon/2), "
+                                  "got -0.01"),
+    ("an-ls", {"epsilon": 1.01}, "epsilon must be in [0, 1]"),
+    ("an-ls-asym", {"epsilon_p": 1.01}, "epsilon_p must be in [0, 1]"),
+    ("an-ls-asym", {"epsilon_n": -0.01}, "epsilon_n must be in [0, 1]"),
+    ("bce-ls", {"epsilon": 1.01}, "epsilon must be in [0, 1]"),
+    ("ls", {"epsilon": -0.01}, "ls: epsilon must be in [0, 1], got -0.01"),
+    ("ls", {"epsilon": 1.01}, "ls: epsilon must be in [0, 1], got 1.01"),
+    ("n-ls", {"epsilon": -0.01}, "n-ls: epsilon must be in [0, 1], got -0.01"),
+    ("n-ls", {"epsilon": 1.01}, "n-ls: epsilon must be in [0, 1], got 1.01"),
+    ("epr", {"k": 0.0}, "k (expected positives per example) must be in (0, L=5], got 0.0"),
+    ("epr", {"k": 5.01}, "k (expected positives per example) must be in (0, L=5], got 5.01"),
+    ("epr", {}, "this loss needs k, the expected number of positives per example"),
+    ("role", {"k": 5.01}, "must be in (0, L=5]"),
+    ("focal", {"gamma": -0.01}, "focal: gamma must be >= 0, got -0.01"),
+    ("focal", {"alpha": -0.01}, "focal: alpha must be in [0, 1] or None, got -0.01"),
+    ("focal", {"alpha": 1.01}, "focal: alpha must be in [0, 1] or None, got 1.01"),
+    ("asl", {"gamma_pos": -0.01}, "asl: gamma_pos and gamma_neg must be >= 0, got -0.01, 4.0"),
+    ("asl", {"gamma_neg": -0.01}, "asl: gamma_pos and gamma_neg must be >= 0, got 0.0, -0.01"),
+    ("asl", {"margin": -0.01}, "asl: margin must be in [0, 1), got -0.01"),
+    ("asl", {"margin": 1.0}, "asl: margin must be in [0, 1), got 1.0"),
+    ("focal-margin", {"gamma": -0.01}, "gamma must be >= 0, got -0.01"),
+    ("focal-margin", {"margin": -0.01}, "margin must be >= 0, got -0.01"),
+    ("hill", {"lam": 0.99}, "hill: lam must be >= 1 (the weight λ − p must stay non-negative on [0, 1]), got 0.99"),
+    ("hill", {"gamma": -0.01}, "gamma must be >= 0"),
+    ("opml", {"alpha": 0.0}, "OPML alpha must be in the open interval (0, 1) (the constant is alpha/(1-alpha)), "
+                             "got 0.0"),
+    ("opml", {"beta": 1.0}, "OPML beta must be in the open interval (0, 1)"),
+    ("opml", {"alpha": "x"}, "OPML alpha must be a number in (0, 1), got 'x'"),
+    ("opml-soft", {"beta": 0.0}, "OPML beta must be in the open interval (0, 1)"),
+    ("plc", {"threshold": 0.49}, "PLC threshold δ must be in [0.5, 1] (positives and negatives must not overlap), "
+                                 "got 0.49"),
+    ("plc", {"threshold": 1.01}, "PLC threshold δ must be in [0.5, 1]"),
+    ("gr", {"q2": -0.01}, "the exponent q must be >= 0, got -0.01"),
+    ("gr", {"q3": -0.01}, "the exponent q must be >= 0, got -0.01"),
+    ("gpr", {"lam1": 0.4, "lam2": 0.5, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1, got lam1=0.4, lam2=0.5"),
+    ("gpr", {"lam1": 1.01, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1"),
+    ("gpr", {"lam2": -0.01, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1"),
+    ("gpr", {"rho": -0.01, "k": 2.0}, "gpr: rho must be in [0, 1], got -0.01"),
+    ("gpr", {"rho": 1.01, "k": 2.0}, "gpr: rho must be in [0, 1], got 1.01"),
+    ("gpr", {}, "gpr: reg > 0 needs k, the expected number of positives per example"),
+    ("vlpl", {"epsilon": -0.01}, "vlpl: epsilon must be in [0, 1], got -0.01"),
+    ("vlpl", {"epsilon": 1.01}, "vlpl: epsilon must be in [0, 1], got 1.01"),
+]
+
+
+@pytest.mark.parametrize("name, params, words", BAD, ids=[f"{n}-{p}" for n, p, _ in BAD])
+def test_hyperparameters_outside_their_limits_are_refused(name, params, words):
+    from spmlkit.errors import ConfigError
+
+    spec = LOSSES[name]
+    inputs = {k: INPUTS[k] for k in spec.inputs}
+    with pytest.raises(ConfigError) as e:
+        spec.fn(S, Z, **params, **inputs)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_wan_default_gamma_needs_two_labels():
+    from spmlkit.errors import ConfigError
+
+    two = LOSSES["wan"].fn(S[:, :2], Z[:, :2])  # γ = 1/(L − 1) = 1: AN
+    torch.testing.assert_close(two, LOSSES["an"].fn(S[:, :2], Z[:, :2]))
+    with pytest.raises(ConfigError, match=r"needs at least 2 labels, got L=1"):
+        LOSSES["wan"].fn(S[:, :1], Z[:, :1])
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if {"background_logits", "estimator_logits"} & set(LOSSES[n].inputs)])
+def test_paired_logits_of_another_shape_are_refused(name):
+    spec = LOSSES[name]
+    inputs = {k: (INPUTS[k][:, :3] if k in LOGIT_INPUTS else INPUTS[k]) for k in spec.inputs}
+    params = {"k": 2.0} if "k" in spec.hyperparameters else {}
+    with pytest.raises(Exception, match=r"\(5, 3\).*\(5, 5\)|shaped like the logits \(5, 5\), got \(5, 3\)"):
+        spec.fn(S, Z, **params, **inputs)
