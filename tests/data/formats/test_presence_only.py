@@ -202,3 +202,145 @@ def test_spatial_block_validation(tmp_path):
     ds = load_presence_only(rec, background=bg, tests=tests, val_blocks=4)
     tr, va = ds.splits["train"], ds.splits["val"]
     assert len(tr) + len(va) == 540 and 0 < len(va) < 540 and "spatial blocks" in ds.notes[-1]
+
+
+# ------------------------------------------------------------- the reader's other refusals
+@pytest.mark.parametrize("case, where, what", [
+    ("empty", "po.csv, line 1", "empty file; expected a header line"),
+    ("fields", "po.csv, line 3", "7 fields, the header has 8"),
+    ("nolabel", "po.csv, line 2", "missing label ('spid')"),
+    ("nocovariate", "po.csv, line 1", "no covariate column"),
+    ("norecord", "po.csv", "no presence record"),
+    ("text", "po.csv, line 2", "covariate 't' is 'warm', not a number"),
+    ("rows", "pa_b.csv", "3 rows, but the covariate table"),
+    ("nofile", "missing.csv", "file not found"),
+])
+def test_more_bad_files_name_file_and_line(tmp_path, case, where, what):
+    from spmlkit.errors import DataFormatError
+
+    kw = {}
+    if case == "empty":
+        kw["records"] = "\n"
+    elif case == "fields":
+        kw["records"] = HEAD + "1,a,0,0,1,bird,1.5,1\n2,b,0,0,1,bird,2.0\n"
+    elif case == "nolabel":
+        kw["records"] = HEAD + "1,NA,0,0,1,bird,1.5,1\n"
+    elif case == "nocovariate":
+        kw["records"] = "siteid,spid,x,y,occ,group\n1,a,0,0,1,bird\n"
+    elif case == "norecord":
+        kw["records"] = HEAD
+    elif case == "text":
+        kw["records"] = HEAD + "1,a,0,0,1,bird,warm,1\n"
+    elif case == "rows":
+        kw["pa_bird"] = "group,siteid,x,y,a,b\nbird,s1,0,0,1,0\nbird,s2,1,1,0,1\nbird,s3,2,2,0,0\n"
+    if case == "empty":
+        (tmp_path / "po.csv").write_text("")
+        kw.pop("records")
+    rec, bg, tests = tiny(tmp_path, **kw)
+    if case == "empty":
+        rec.write_text("")
+    if case == "nofile":
+        bg = tmp_path / "missing.csv"
+    with pytest.raises(DataFormatError) as e:
+        read_presence_only(rec, background=bg, tests=tests)
+    assert where in str(e.value) and what in str(e.value), str(e.value)
+
+
+def test_option_refusals_are_one_line_config_errors(tmp_path):
+    from spmlkit.data.formats.presence_only import to_dataset
+    from spmlkit.errors import ConfigError
+
+    rec, bg, tests = tiny(tmp_path)
+    with pytest.raises(ConfigError, match=r"^categorical covariate\(s\) \['z'\] are not covariates of .*po.csv \(t, soil\)$"):
+        read_presence_only(rec, background=bg, tests=tests, categorical=["z"])
+    with pytest.raises(ConfigError, match="needs at least one fully surveyed test table"):
+        read_presence_only(rec, background=bg, tests=[])
+    t = read_presence_only(rec, background=bg, tests=tests)
+    with pytest.raises(ConfigError, match=r"unknown presence-only view 'site'; expected 'records' or 'sites'"):
+        to_dataset(t, view="site")
+    nowhere = read_presence_only(write(tmp_path, "noxy.csv", "spid,group,t,soil\na,bird,1.5,1\nb,bird,2.0,2\n"
+                                       "p,plant,3.0,3\n"), background=bg, tests=tests)
+    assert nowhere.record_xy is None and nowhere.background_xy is None
+    with pytest.raises(ConfigError, match="spatial-block validation needs the place columns"):
+        to_dataset(nowhere, val_blocks=2)
+
+
+def test_one_table_with_covariates_and_labels_and_levels_seen_only_in_test(tmp_path):
+    """A test table may hold both covariates and the 0/1 columns (the same file twice); a
+    categorical level that no training row has sets no one-hot column."""
+    from spmlkit.data.formats.presence_only import encode
+
+    rec, bg, _ = tiny(tmp_path)
+    both = write(tmp_path, "both.csv", "group,siteid,x,y,t,soil,a,b,p\nbird,s1,0,0,1.0,9,1,0,0\n")
+    with pytest.raises(Exception, match="site of group 'bird' has a column for label 'p'"):
+        read_presence_only(rec, background=bg, tests=[(both, both)])
+    both.write_text("siteid,x,y,t,soil,a,b,p\ns1,0,0,1.0,9,1,0,1\ns2,1,1,0.5,2,0,1,0\n")
+    t = read_presence_only(rec, background=bg, tests=[(both, both)])
+    assert t.test_Y.tolist() == [[1, 0, 1], [0, 1, 0]] and t.test_mask.all()
+    X, names = encode(t, t.test)
+    assert names == ["t", "soil=1", "soil=2", "soil=3"]
+    assert X.tolist() == [[1.0, 0, 0, 0], [0.5, 0, 1, 0]]  # soil 9: no column set
+    assert t.sources == {"records": str(rec), "background": str(bg), "tests": [[str(both), str(both)]]}
+
+
+def test_categorical_detection_stops_above_max_levels(tmp_path):
+    head = "siteid,spid,x,y,occ,group,t,soil\n"
+    rows = [f"{i},a,{i},{i},1,bird,{i % 7},{i % 6}" for i in range(14)]
+    rec = write(tmp_path, "po.csv", head + "\n".join(rows) + "\n")
+    env = write(tmp_path, "env.csv", "siteid,x,y,t,soil\ns1,0,0,1,2\n")
+    pa = write(tmp_path, "pa.csv", "siteid,x,y,a\ns1,0,0,1\n")
+    assert read_presence_only(rec, tests=[(env, pa)]).categorical == ["soil"]  # 7 levels of t: continuous
+    assert read_presence_only(rec, tests=[(env, pa)], max_levels=7).categorical == ["t", "soil"]
+    assert read_presence_only(rec, tests=[(env, pa)], max_levels=5).categorical == []
+
+
+def test_sites_view_and_spatial_blocks_in_the_dataset(tmp_path):
+    from spmlkit.data.formats.presence_only import to_dataset
+
+    rec, bg, tests = tiny(tmp_path)
+    ds = to_dataset(read_presence_only(rec, background=bg, tests=tests), view="sites", val_blocks=2,
+                    val_fraction=0.5, seed=3)
+    tr, va = ds.splits["train"], ds.splits["val"]
+    assert len(tr.X) + len(va.X) == 5 and len(va.X) >= 1  # 3 places of records + 2 background rows
+    assert any("spatial blocks (seed 3)" in n for n in ds.notes) and any("(sites view)" in n for n in ds.notes)
+    rows = np.concatenate([tr.Z, va.Z])
+    assert sorted(map(tuple, rows.tolist())) == sorted([(1, 1, 0), (1, 0, 0), (0, 0, 1), (0, 0, 0), (0, 0, 0)])
+
+
+def test_region_folders(tmp_path):
+    from spmlkit.data.formats.presence_only import load_presence_only_folder, region_files
+    from spmlkit.errors import ConfigError, DataFormatError
+
+    rec, bg, [(eb, pb), (ep, pp)] = tiny(tmp_path)
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for src, dst in ((rec, "AWTtrain_po.csv"), (eb, "AWTtest_env_bird.csv"), (pb, "AWTtest_pa_bird.csv"),
+                     (ep, "AWTtest_env_plant.csv"), (pp, "AWTtest_pa_plant.csv")):
+        (folder / dst).write_bytes(src.read_bytes())
+    f = region_files(folder, "AWT")
+    assert f["background"] is None and [e.name for e, _ in f["tests"]] == ["AWTtest_env_bird.csv",
+                                                                           "AWTtest_env_plant.csv"]
+    assert [p.name for _, p in f["tests"]] == ["AWTtest_pa_bird.csv", "AWTtest_pa_plant.csv"]
+    ds = load_presence_only_folder(folder, "AWT")
+    assert ds.name == "AWT" and ds.splits["test"].mask.tolist() == [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    with pytest.raises(ConfigError, match=r"no NZtrain_po.csv; regions here: AWT$"):
+        region_files(folder, "NZ")
+    (folder / "AWTtest_pa_plant.csv").unlink()
+    with pytest.raises(DataFormatError, match=r"AWTtest_env_plant.csv: no presence/absence table AWTtest_pa_plant.csv"):
+        region_files(folder, "AWT")
+
+
+def test_prepare_entry_points_refuse_missing_region_and_tests(tmp_path):
+    from spmlkit.data.formats.presence_only import _load
+    from spmlkit.errors import ConfigError
+
+    rec, bg, [(eb, pb), (ep, pp)] = tiny(tmp_path)
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "Rtrain_po.csv").write_bytes(rec.read_bytes())
+    with pytest.raises(ConfigError, match=r"presence-only folder: name the region with --region \(R\)"):
+        _load(folder)
+    with pytest.raises(ConfigError, match=r"need surveyed test tables: --test ENV.csv:PA.csv"):
+        _load(rec, background=bg)
+    ds = _load(rec, background=bg, test=f"{eb}:{pb},{ep}:{pp}", name="x", label_column="spid", categorical="")
+    assert ds.name == "x" and ds.feature_names == ["t", "soil"] and ds.splits["test"].Y.shape == (3, 3)
