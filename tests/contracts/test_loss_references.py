@@ -45,48 +45,50 @@ S = torch.tensor([[1.2, -0.7, 0.3, -1.5, 0.1],
                   [-0.4, 0.9, -1.1, 0.6, -0.3],
                   [0.8, 1.7, -0.2, -0.9, 0.7],
                   [-1.3, 0.5, 1.4, -0.6, -1.0],
-                  [0.2, -1.8, 1.0, 0.4, 1.9]], dtype=D)
+                  [0.2, -1.8, 1.0, 0.4, 1.9],
+                  [-0.8, 0.4, -1.6, 1.3, 0.6]], dtype=D)
 Z = torch.tensor([[1, -1, 0, 0, 0],
                   [0, 1, 0, -1, 0],
                   [1, 1, 0, 0, 0],  # two observed positives
                   [0, 0, 0, 0, 0],  # nothing observed: a background row
-                  [-1, 0, 1, 0, 0]], dtype=torch.int8)  # label 3: only a negative; label 4: never observed
+                  [-1, 0, 1, 0, 0],
+                  [0, 1, -1, 0, 0]], dtype=torch.int8)  # label 3: only a negative; label 4: never observed
 B, L = S.shape
 NAN = float("nan")
 INPUTS = {
     # one background row per example (SINR's r, Zbinden's random background)
     "background_logits": torch.tensor([[-1.0, 2.0, 0.5, -0.3, 1.1], [0.4, -0.2, 1.3, -1.6, 0.0],
                                        [1.7, -0.8, -0.1, 0.9, -1.2], [-0.5, 0.6, -1.9, 0.2, 1.4],
-                                       [0.3, 1.0, -0.7, -1.1, 0.8]], dtype=D),
+                                       [0.3, 1.0, -0.7, -1.1, 0.8], [-1.4, 0.7, 0.2, 1.8, -0.9]], dtype=D),
     # n_s / n over the labelled rows: labels 3 and 4 have no presence (frequency 0)
-    "label_frequency": torch.tensor([0.5, 0.5, 0.25, 0.0, 0.0], dtype=D),
+    "label_frequency": torch.tensor([0.4, 0.6, 0.2, 0.0, 0.0], dtype=D),
     # APL's soft targets: NaN where no pseudo-label; one on an observed entry (ignored)
     "pseudo_targets": torch.tensor([[0.8, NAN, 0.3, NAN, NAN], [0.7, NAN, NAN, NAN, NAN],
                                     [NAN, NAN, NAN, NAN, 0.6], [NAN, 0.9, NAN, 0.1, NAN],
-                                    [NAN, NAN, NAN, NAN, 0.05]], dtype=D),
+                                    [NAN, NAN, NAN, NAN, 0.05], [0.5, NAN, NAN, 0.95, NAN]], dtype=D),
     # soft targets / estimated probabilities of the unobserved labels, 0 and 1 included
     "soft_targets": torch.tensor([[0.9, 0.2, 0.0, 0.5, 1.0], [0.3, 0.6, 0.25, 0.8, 0.1],
                                   [0.4, 0.4, 1.0, 0.0, 0.7], [0.2, 0.9, 0.5, 0.05, 0.35],
-                                  [0.6, 0.15, 0.75, 0.45, 0.0]], dtype=D),
+                                  [0.6, 0.15, 0.75, 0.45, 0.0], [0.85, 0.05, 0.3, 0.65, 0.55]], dtype=D),
     # GR's re-weighting v in [0, 1], 0 and 1 included
     "weights": torch.tensor([[1.0, 0.5, 0.0, 0.8, 0.3], [0.2, 0.9, 1.0, 0.6, 0.4],
                              [0.7, 0.1, 0.55, 0.0, 0.95], [0.65, 0.35, 0.25, 1.0, 0.5],
-                             [0.45, 0.85, 0.6, 0.3, 0.75]], dtype=D),
+                             [0.45, 0.85, 0.6, 0.3, 0.75], [0.15, 0.05, 0.9, 0.4, 0.6]], dtype=D),
     # external pseudo-labels in {-1, 0, +1}, also on observed entries (ignored there)
     "pseudo_labels": torch.tensor([[1, 1, 1, -1, 0], [-1, -1, 0, 1, 1], [0, 1, -1, 1, -1],
-                                   [1, -1, 0, 1, -1], [1, 1, 0, -1, 1]], dtype=torch.int8),
+                                   [1, -1, 0, 1, -1], [1, 1, 0, -1, 1], [-1, 1, 1, 0, -1]], dtype=torch.int8),
     # SLDS's uniform draws; row 0's largest non-positive draw falls on its observed negative
     "label_draw": torch.tensor([[0.05, 0.95, 0.3, 0.6, 0.2], [0.4, 0.99, 0.7, 0.1, 0.5],
                                 [0.9, 0.8, 0.15, 0.35, 0.25], [0.45, 0.55, 0.65, 0.75, 0.05],
-                                [0.3, 0.2, 0.97, 0.6, 0.8]], dtype=D),
+                                [0.3, 0.2, 0.97, 0.6, 0.8], [0.7, 0.1, 0.85, 0.2, 0.4]], dtype=D),
     # PLC's weak view: σ >= 0.9, in (0.6, 0.9), 0.5, in (0.1, 0.4), <= 0.1
     "weak_logits": torch.tensor([[2.5, -2.5, 0.0, 0.8, -0.8], [-0.8, 2.5, 2.5, -2.5, 0.0],
                                  [0.8, 0.0, -0.8, 2.5, -2.5], [2.5, 0.8, -2.5, -0.8, 0.0],
-                                 [0.0, 2.5, -0.8, 0.8, -2.5]], dtype=D),
+                                 [0.0, 2.5, -0.8, 0.8, -2.5], [0.8, -0.8, 0.0, 2.5, -2.5]], dtype=D),
     # ROLE's label-estimator logits
     "estimator_logits": torch.tensor([[0.5, -1.2, 0.9, 0.1, -0.4], [-0.6, 1.4, 0.2, -1.8, 0.7],
                                       [1.1, 0.3, -0.5, 0.6, -1.0], [-0.2, 0.8, -1.3, 1.6, 0.4],
-                                      [0.9, -0.7, 1.2, -0.1, 0.05]], dtype=D),
+                                      [0.9, -0.7, 1.2, -0.1, 0.05], [-1.1, 0.6, 0.3, -0.8, 1.5]], dtype=D),
 }
 LOGIT_INPUTS = ("background_logits", "estimator_logits")  # inputs the loss also differentiates
 
@@ -435,7 +437,7 @@ REFERENCES = {
     "full-weighted": R(ref_full_weighted, {"lambda1": 1.0, "lambda2": 0.8}, {"lambda2": 0.0}, {"lambda2": 1.0},
                        {"lambda1": 0.5},
                        # one species in every presence row (frequency 1) and labels never observed (0)
-                       {"inputs": {"label_frequency": torch.tensor([1.0, 0.5, 0.25, 0.0, 0.0], dtype=D)}},
+                       {"inputs": {"label_frequency": torch.tensor([1.0, 0.6, 0.2, 0.0, 0.0], dtype=D)}},
                        {"inputs": {"label_frequency": torch.ones(L, dtype=D)}}),
 }
 
@@ -514,7 +516,7 @@ def test_a_new_loss_without_a_reference_fails_with_what_to_add():
 
 def test_the_batch_has_every_kind_of_entry():
     pos, neg, unk = masks(Z)
-    assert pos.any(1).sum() == B - 1 and (pos.sum(1) == 2).any()  # rows with one and two positives
+    assert pos.any(1).sum() == B - 1 and (pos.sum(1) == 2).any() and B != L  # B ≠ L: a transposed axis shows  # rows with one and two positives
     assert neg.any() and unk.any() and not (Z[3] != 0).any()  # negatives, unobserved, a row with nothing
     assert not pos[:, 3].any() and neg[:, 3].any() and not (Z[:, 4] != 0).any()
     assert (INPUTS["label_frequency"] == 0).any()
@@ -673,5 +675,28 @@ def test_paired_logits_of_another_shape_are_refused(name):
     spec = LOSSES[name]
     inputs = {k: (INPUTS[k][:, :3] if k in LOGIT_INPUTS else INPUTS[k]) for k in spec.inputs}
     params = {"k": 2.0} if "k" in spec.hyperparameters else {}
-    with pytest.raises(Exception, match=r"\(5, 3\).*\(5, 5\)|shaped like the logits \(5, 5\), got \(5, 3\)"):
+    with pytest.raises(Exception, match=r"\(6, 3\).*\(6, 5\)|shaped like the logits \(6, 5\), got \(6, 3\)"):
         spec.fn(S, Z, **params, **inputs)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n in REFERENCES])
+def test_stacked_members_each_equal_their_reference(name):
+    """Grid members stacked on a leading axis (G, B, L), each with its own logits and
+    observations: member g's loss is its reference on its own slice (no axis mixed up:
+    B ≠ L here)."""
+    spec = LOSSES[name]
+    params = {"k": 2.0} if REFERENCES[name]["defaults"].get("k", 0) is None else {}
+    s2 = torch.stack([S, 0.7 * S.flip(0) - 0.2])
+    z2 = torch.stack([Z, Z.roll(2, dims=0)])
+    x2, xs = {}, [{}, {}]
+    for k in spec.inputs:
+        v = INPUTS[k]
+        if v.dim() == 1:  # per label: shared by the members
+            x2[k], xs[0][k], xs[1][k] = v, v, v
+        else:
+            other = -v.flip(1) if k in LOGIT_INPUTS else v.flip(0)
+            x2[k], xs[0][k], xs[1][k] = torch.stack([v, other]), v, other
+    out = spec.fn(s2, z2, **params, **x2)
+    for g in range(2):
+        want = REFERENCES[name]["fn"](s2[g], z2[g], {**REFERENCES[name]["defaults"], **params}, xs[g])
+        torch.testing.assert_close(out[g], want, rtol=1e-9, atol=1e-12, msg=lambda m: f"{name} member {g}\n{m}")
