@@ -73,9 +73,112 @@ MODULES: dict[str, list[str]] = {
 KEEP_DECORATORS = {"staticmethod", "classmethod", "property", "cached_property", "lru_cache", "cache",
                    "overload", "abstractmethod"}
 
-#: survivors that cannot change any result: (module, line before, line after) -> reason.
-#: Lines are compared stripped; a key matches when both appear in the mutant's diff.
-EQUIVALENT: list[tuple[str, str, str, str]] = []
+#: survivors that cannot change any result: (module, line before, line after, reason).
+#: Lines are compared stripped; an entry matches a mutant whose diff removes the first and adds the second.
+_WHY = {
+    'MASK': "a boolean (or integer count) tensor cast to the logits' dtype before it multiplies or is added to a float tensor; `.to(None)` keeps it boolean and torch's type promotion gives the same float values",
+    'FALSY': '`entropy=None` is falsy like `entropy=False`',
+    'SENTINEL': 'the sentinel that keeps an observed positive from being drawn only has to be below every uniform draw in [0, 1): -1 and -2 both are',
+    'ARGMAX': 'only the argmax of the draws is used; their dtype does not change it',
+    'DEVICE': 'moves a tensor to the device of the tensor beside it; a no-op when both are on one device (the covering tests run on the CPU; a mismatch raises loudly on a GPU)',
+    'SIGN': '`sign` is exactly +1 or -1, so s / sign == s * sign bit for bit',
+    'ASLEDGE': 'at f = m exactly the shifted probability p_m is 0 and both branches give 0',
+    'LOGZERO': 'a zero weight gives log 0 = -inf in either branch, and a -inf entry of a log-sum-exp has zero weight and zero gradient',
+    'SPLIT': 'the first element of str.split is the same whatever the maximum number of splits',
+    'LACANY': 'an anchor has no embedding of another label only when every embedding has its label, and then no anchor has one: the per-anchor and the global test agree, in any shape',
+    'LACSUM': 'the per-anchor terms are summed next, so summing them all at once gives the same total',
+    'SOFTCAST': "the targets already have the logits' dtype (soft_observation_targets builds them with it), and clamping commutes with the cast",
+}
+EQUIVALENT: list[tuple[str, str, str, str]] = [
+    ('losses/', 'return loss * (observed != 0).to(loss.dtype)',
+     'return loss * (observed != 0).to(None)', _WHY['MASK']),
+    ('losses/', 'return loss * (observed != 0).to(loss.dtype)',
+     'return loss * (observed != 0).to(None)', _WHY['MASK']),
+    ('losses/', 'return loss * (observed != 0).to(loss.dtype)',
+     'return loss * (observed != 0).to(None)', _WHY['MASK']),
+    ('losses/', 'return neg_log_sigmoid(logits) * (observed == 1).to(logits.dtype)',
+     'return neg_log_sigmoid(logits) * (observed == 1).to(None)', _WHY['MASK']),
+    ('losses/', 'pos = (unobserved & (p_w >= threshold)).to(logits.dtype)',
+     'pos = (unobserved & (p_w >= threshold)).to(None)', _WHY['MASK']),
+    ('losses/', 'neg = (unobserved & (p_w <= 1.0 - threshold)).to(logits.dtype)',
+     'neg = (unobserved & (p_w <= 1.0 - threshold)).to(None)', _WHY['MASK']),
+    ('losses/', 'neg_mass = (torch.sigmoid(logits) * neg.to(dtype)).sum(dim=-1, keepdim=True)  # Σ_{j∈N} f_j',
+     'neg_mass = (torch.sigmoid(logits) * neg.to(None)).sum(dim=-1, keepdim=True)  # Σ_{j∈N} f_j', _WHY['MASK']),
+    ('losses/', 'return per_pos * pos.to(dtype)',
+     'return per_pos * pos.to(None)', _WHY['MASK']),
+    ('losses/', 'dtype = logits.dtype',
+     'dtype = None', _WHY['MASK']),
+    ('losses/', 'n_neg = neg.sum(dim=-1, keepdim=True).to(dtype)  # (..., B, 1)',
+     'n_neg = neg.sum(dim=-1, keepdim=True).to(None)  # (..., B, 1)', _WHY['MASK']),
+    ('losses/', 'pos = (observed == 1).to(logits.dtype).expand_as(logits)',
+     'pos = (observed == 1).to(None).expand_as(logits)', _WHY['MASK']),
+    ('losses/', 'neg = (observed == -1).to(logits.dtype)',
+     'neg = (observed == -1).to(None)', _WHY['MASK']),
+    ('losses/', 'unobs = (observed == 0).to(logits.dtype)',
+     'unobs = (observed == 0).to(None)', _WHY['MASK']),
+    ('losses/', 'pos = (observed == 1).to(logits.dtype)',
+     'pos = (observed == 1).to(None)', _WHY['MASK']),
+    ('losses/', 'return (pos.to(logits.dtype) * F.softplus(-logits)',
+     'return (pos.to(None) * F.softplus(-logits)', _WHY['MASK']),
+    ('losses/', '+ other.to(logits.dtype) * _negative_term(logits, entropy)',
+     '+ other.to(None) * _negative_term(logits, entropy)', _WHY['MASK']),
+    ('losses/', '+ (observed == -1).to(logits.dtype) * F.softplus(logits))',
+     '+ (observed == -1).to(None) * F.softplus(logits))', _WHY['MASK']),
+    ('losses/', 'neg = (observed == -1).to(logits.dtype)',
+     'neg = (observed == -1).to(None)', _WHY['MASK']),
+    ('losses/', 'pos = (observed == 1).to(logits.dtype)',
+     'pos = (observed == 1).to(None)', _WHY['MASK']),
+    ('losses/', 'target = (observed == 1).to(logits.dtype) + unobs * (epsilon / 2)',
+     'target = (observed == 1).to(None) + unobs * (epsilon / 2)', _WHY['MASK']),
+    ('losses/', 'return pos.to(like.dtype).expand_as(like)',
+     'return pos.to(None).expand_as(like)', _WHY['MASK']),
+    ('losses/', 'other = F.one_hot(draw.argmax(-1), logits.shape[-1]).to(torch.bool) & ~pos & (observed != -1)',
+     'other = F.one_hot(draw.argmax(-1), logits.shape[-1]).to(None) & ~pos & (observed != -1)', _WHY['MASK']),
+    ('losses/', 'return _full(logits, observed, background_logits, pos_weight, entropy=False)',
+     'return _full(logits, observed, background_logits, pos_weight, entropy=None)', _WHY['FALSY']),
+    ('losses/', 'return _slds(logits, observed, label_draw, entropy=False)',
+     'return _slds(logits, observed, label_draw, entropy=None)', _WHY['FALSY']),
+    ('losses/', 'return _ssdl(logits, observed, background_logits, entropy=False)',
+     'return _ssdl(logits, observed, background_logits, entropy=None)', _WHY['FALSY']),
+    ('losses/', 'draw = torch.where(pos, torch.full_like(label_draw, -1.0), label_draw.to(logits.dtype))',
+     'draw = torch.where(pos, torch.full_like(label_draw, -2.0), label_draw.to(logits.dtype))', _WHY['SENTINEL']),
+    ('losses/', 'draw = torch.where(pos, torch.full_like(label_draw, -1.0), label_draw.to(logits.dtype))',
+     'draw = torch.where(pos, torch.full_like(label_draw, -1.0), label_draw.to(None))', _WHY['ARGMAX']),
+    ('losses/', 'pl = pseudo_labels.to(observed.device)',
+     'pl = pseudo_labels.to(None)', _WHY['DEVICE']),
+    ('losses/', 'pl = pseudo_labels.to(observed.device)',
+     'pl = pseudo_labels.to(None)', _WHY['DEVICE']),
+    ('losses/', 'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.device, anchors.dtype)])',
+     'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(None, anchors.dtype)])', _WHY['DEVICE']),
+    ('losses/', 'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.device, anchors.dtype)])',
+     'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.dtype)])', _WHY['DEVICE']),
+    ('losses/', 'c_lab = torch.cat([a_lab, queue_labels.reshape(-1).repeat_interleave(queue_z.shape[1]).to(a_lab.device)])',
+     'c_lab = torch.cat([a_lab, queue_labels.reshape(-1).repeat_interleave(queue_z.shape[1]).to(None)])', _WHY['DEVICE']),
+    ('losses/', 'z = torch.log(torch.addcmul(base, coef, t)).add_(s * sign)  # (2, ..., L)',
+     'z = torch.log(torch.addcmul(base, coef, t)).add_(s / sign)  # (2, ..., L)', _WHY['SIGN']),
+    ('losses/', 'active = shifted > 0',
+     'active = shifted >= 0', _WHY['ASLEDGE']),
+    ('losses/', 'z = torch.where(w > 0, x + torch.log(w), torch.full_like(x, -math.inf))',
+     'z = torch.where(w >= 0, x + torch.log(w), torch.full_like(x, -math.inf))', _WHY['LOGZERO']),
+    ('losses/', 'summary = (inspect.getdoc(fn) or "").split("\\n", 1)[0]',
+     'summary = (inspect.getdoc(fn) or "").split("\\n", )[0]', _WHY['SPLIT']),
+    ('losses/', 'summary = (inspect.getdoc(fn) or "").split("\\n", 1)[0]',
+     'summary = (inspect.getdoc(fn) or "").split("\\n", 2)[0]', _WHY['SPLIT']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(None, keepdim=True)', _WHY['LACANY']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(keepdim=True)', _WHY['LACANY']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(1, )', _WHY['LACANY']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(1, keepdim=False)', _WHY['LACANY']),
+    ('losses/', 'terms = ((sim - log_den) * pos).masked_fill(~ok, 0.0).sum(1)',
+     'terms = ((sim - log_den) * pos).masked_fill(~ok, 0.0).sum(None)', _WHY['LACSUM']),
+    ('losses/', 'soft = soft_targets.detach().to(like.dtype).clamp(0.0, 1.0)',
+     'soft = soft_targets.detach().to(None).clamp(0.0, 1.0)', _WHY['SOFTCAST']),
+    ('losses/', 't = targets.detach().to(logits.dtype).expand_as(logits)',
+     't = targets.detach().to(None).expand_as(logits)', _WHY['SOFTCAST']),
+]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -333,19 +436,25 @@ def render(data: dict, command: str) -> str:
              f"- tool: mutmut {data.get('mutmut', '')}, through `benchmarks/mutation.py` (decorated functions "
              "unrolled so that registered losses are mutated; see the script's docstring)",
              f"- target: >= {TARGET:.0%} of the mutants killed in each module; score = (killed + timeout) / "
-             "(killed + timeout + survived + no tests + suspicious)", "",
+             "(killed + timeout + survived + no tests + suspicious); the last score leaves out the survivors "
+             "listed as equivalent (programs no test can tell apart)", "",
              "| module | measured on commit | date | wall time | mutants | killed | timeout | survived | no tests "
-             "| not checked | score | target |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| not checked | score | equivalent | score without equivalents | target |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for m in mods:
         c = m["counts"]
         n = sum(c.values())
         ok = m["score"] is not None and m["score"] >= TARGET
+        n_eq = sum(1 for s in m["survivors"] if reason_for(m["module"], s["diff"]))
+        detected = c.get("killed", 0) + c.get("timeout", 0)
+        rest = detected + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0) - n_eq
+        s_eq = detected / rest if rest else None
         commit = m["commit"] + (" + uncommitted changes" if m.get("dirty") else "")
         lines.append(f"| {m['module']} | {commit} | {m['date']} | {m['wall_s'] / 60:.1f} min"
                      f"{' (budget spent)' if m['stopped_by_budget'] else ''} | {n} | {c.get('killed', 0)} | "
                      f"{c.get('timeout', 0)} | {c.get('survived', 0)} | {c.get('no tests', 0)} | "
-                     f"{c.get('not checked', 0)} | {fmt_score(m['score'])} | {'met' if ok else 'NOT met'} |")
+                     f"{c.get('not checked', 0)} | {fmt_score(m['score'])} | {n_eq} | {fmt_score(s_eq)} | "
+                     f"{'met' if ok else 'NOT met'} |")
     for m in mods:
         lines += ["", f"## {m['module']}", "",
                   f"- command: `python benchmarks/mutation.py --module {m['module']}` (budget {m['budget_s']:.0f} s)",
@@ -363,6 +472,8 @@ def render(data: dict, command: str) -> str:
                          + ", ".join(f"`{x}`" for x in m["not_mutated"]) + ".")
             lines.append("")
         surv = m["survivors"]
+        for s in surv:  # reasons are the script's (EQUIVALENT), so a re-render picks up new ones
+            s["reason"] = reason_for(m["module"], s["diff"])
         if not surv:
             lines.append("No surviving mutant.")
             continue
@@ -411,11 +522,12 @@ def main(argv=None) -> int:
         log(f"{key}: {sum(res['counts'].values())} mutants, score {fmt_score(res['score'])}, "
             f"{len(res['survivors'])} survivors, {time.time() - t0:.0f} s")
         data["date"] = res["date"]
+        data["command"] = command
         args.out.parent.mkdir(parents=True, exist_ok=True)
         store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         args.out.write_text(render(data, command))
     if args.render:
-        args.out.write_text(render(data, command))
+        args.out.write_text(render(data, data.get("command", command)))
     return 0
 
 

@@ -407,13 +407,15 @@ REFERENCES = {
                 {"weight": 1.0, "assume_negative": False}),
     "ls": R(ref_ls, {"epsilon": 0.2}, {"epsilon": 0.0}, {"epsilon": 1.0}),
     "n-ls": R(ref_n_ls, {"epsilon": 0.2}, {"epsilon": 0.0}, {"epsilon": 1.0}),
-    "focal": R(ref_focal, {"gamma": 2.0, "alpha": None}, {"gamma": 0.0}, {"gamma": 0.5, "alpha": 0.25},
+    "focal": R(ref_focal, {"gamma": 2.0, "alpha": None}, {"gamma": 0.0}, {"gamma": 1.0}, {"gamma": 0.5, "alpha": 0.25},
                {"alpha": 0.0}, {"alpha": 1.0}),
     "asl": R(ref_asl, {"gamma_pos": 0.0, "gamma_neg": 4.0, "margin": 0.05},
              {"gamma_pos": 0.0, "gamma_neg": 0.0, "margin": 0.0}, {"gamma_pos": 1.0, "gamma_neg": 2.0, "margin": 0.0},
-             {"margin": 0.3}),
-    "focal-margin": R(ref_focal_margin, {"margin": 1.0, "gamma": 2.0}, {"margin": 0.0}, {"gamma": 0.0}),
-    "hill": R(ref_hill, {"lam": 1.5, "margin": 1.0, "gamma": 2.0}, {"lam": 1.0}, {"margin": 0.0, "gamma": 0.0}),
+             {"gamma_neg": 1.0, "margin": 0.0}, {"gamma_neg": 1.0, "margin": 0.3}, {"margin": 0.3}),
+    "focal-margin": R(ref_focal_margin, {"margin": 1.0, "gamma": 2.0}, {"margin": 0.0}, {"gamma": 0.0},
+                      {"gamma": 1.0}),
+    "hill": R(ref_hill, {"lam": 1.5, "margin": 1.0, "gamma": 2.0}, {"lam": 1.0}, {"margin": 0.0, "gamma": 0.0},
+              {"gamma": 1.0}),
     "zlpr": R(ref_zlpr, {}),
     "zlpr-soft": R(ref_zlpr_soft, {}, {"inputs": {"soft_targets": None}},
                    {"inputs": {"soft_targets": INPUTS["soft_targets"] * 2 - 0.5}}),  # clamped to [0, 1]
@@ -425,7 +427,7 @@ REFERENCES = {
     "gr": R(ref_gr, {"q2": 0.01, "q3": 1.0}, {"q2": 0.0, "q3": 0.0}, {"q2": 1.0, "q3": 1.0}, {"q2": 0.5, "q3": 0.3}),
     "gpr": R(ref_gpr, {"q2": 0.01, "q3": 1.0, "lam1": 0.7, "lam2": 0.5, "rho": 0.9, "reg": 0.001, "k": None},
              {"k": 2.0}, {"reg": 0.0}, {"lam1": 1.0, "lam2": 0.0, "rho": 1.0, "reg": 0.0},
-             {"lam1": 0.5, "lam2": 0.5, "rho": 0.0, "reg": 1.0, "k": 1.0}),
+             {"lam1": 0.5, "lam2": 0.5, "rho": 0.0, "reg": 1.0, "k": 1.0}, {"q2": 0.5, "q3": 0.3, "reg": 0.0}),
     "vlpl": R(ref_vlpl, {"alpha": 0.1, "beta_pos": 0.7, "beta_neg": 0.0, "epsilon": 0.1},
               {"beta_neg": 1.0, "epsilon": 0.0}, {"epsilon": 1.0, "alpha": 0.0}, {"alpha": 1.0, "beta_pos": 0.0}),
     "an-ssdl": R(ref_ssdl(False), {}),
@@ -599,25 +601,30 @@ def test_the_references_are_not_the_implementation():
 
 
 # ------------------------------------------------------- refusals just outside the limits
-BAD = [  # (loss, hyper-parameters, words of the one-line refusal); the limits themselves are in REFERENCES
+BAD = [  # (loss, hyper-parameters, the one-line refusal); the limits themselves are cases in REFERENCES
     ("wan", {"gamma": -0.01}, "WAN gamma must be in [0, 1], got -0.01"),
     ("wan", {"gamma": 1.01}, "WAN gamma must be in [0, 1], got 1.01"),
     ("dw", {"weight": -0.01}, "dw: weight must be in [0, 1], got -0.01"),
     ("dw", {"weight": 1.01}, "dw: weight must be in [0, 1], got 1.01"),
     ("an-ls", {"epsilon": -0.01}, "epsilon must be in [0, 1] (paper notation: targets 1-epsilon/2 and epsilon/2), "
                                   "got -0.01"),
-    ("an-ls", {"epsilon": 1.01}, "epsilon must be in [0, 1]"),
-    ("an-ls-asym", {"epsilon_p": 1.01}, "epsilon_p must be in [0, 1]"),
-    ("an-ls-asym", {"epsilon_n": -0.01}, "epsilon_n must be in [0, 1]"),
-    ("bce-ls", {"epsilon": 1.01}, "epsilon must be in [0, 1]"),
+    ("an-ls", {"epsilon": 1.01}, "epsilon must be in [0, 1] (paper notation: targets 1-epsilon/2 and epsilon/2), "
+                                 "got 1.01"),
+    ("an-ls-asym", {"epsilon_p": 1.01}, "epsilon_p must be in [0, 1] (paper notation: targets 1-epsilon_p/2 and "
+                                        "epsilon_p/2), got 1.01"),
+    ("an-ls-asym", {"epsilon_n": -0.01}, "epsilon_n must be in [0, 1] (paper notation: targets 1-epsilon_n/2 and "
+                                         "epsilon_n/2), got -0.01"),
+    ("bce-ls", {"epsilon": 1.01}, "epsilon must be in [0, 1] (paper notation: targets 1-epsilon/2 and epsilon/2), "
+                                  "got 1.01"),
     ("ls", {"epsilon": -0.01}, "ls: epsilon must be in [0, 1], got -0.01"),
     ("ls", {"epsilon": 1.01}, "ls: epsilon must be in [0, 1], got 1.01"),
     ("n-ls", {"epsilon": -0.01}, "n-ls: epsilon must be in [0, 1], got -0.01"),
     ("n-ls", {"epsilon": 1.01}, "n-ls: epsilon must be in [0, 1], got 1.01"),
     ("epr", {"k": 0.0}, "k (expected positives per example) must be in (0, L=5], got 0.0"),
     ("epr", {"k": 5.01}, "k (expected positives per example) must be in (0, L=5], got 5.01"),
-    ("epr", {}, "this loss needs k, the expected number of positives per example"),
-    ("role", {"k": 5.01}, "must be in (0, L=5]"),
+    ("epr", {}, "this loss needs k, the expected number of positives per example (Cole et al. §5.3): pass k=..., "
+                "or train on a bundle with full training labels so it is computed (Eq. A1)"),
+    ("role", {"k": 5.01}, "k (expected positives per example) must be in (0, L=5], got 5.01"),
     ("focal", {"gamma": -0.01}, "focal: gamma must be >= 0, got -0.01"),
     ("focal", {"alpha": -0.01}, "focal: alpha must be in [0, 1] or None, got -0.01"),
     ("focal", {"alpha": 1.01}, "focal: alpha must be in [0, 1] or None, got 1.01"),
@@ -628,20 +635,24 @@ BAD = [  # (loss, hyper-parameters, words of the one-line refusal); the limits t
     ("focal-margin", {"gamma": -0.01}, "gamma must be >= 0, got -0.01"),
     ("focal-margin", {"margin": -0.01}, "margin must be >= 0, got -0.01"),
     ("hill", {"lam": 0.99}, "hill: lam must be >= 1 (the weight λ − p must stay non-negative on [0, 1]), got 0.99"),
-    ("hill", {"gamma": -0.01}, "gamma must be >= 0"),
+    ("hill", {"gamma": -0.01}, "gamma must be >= 0, got -0.01"),
     ("opml", {"alpha": 0.0}, "OPML alpha must be in the open interval (0, 1) (the constant is alpha/(1-alpha)), "
                              "got 0.0"),
-    ("opml", {"beta": 1.0}, "OPML beta must be in the open interval (0, 1)"),
+    ("opml", {"beta": 1.0}, "OPML beta must be in the open interval (0, 1) (the constant is beta/(1-beta)), got 1.0"),
     ("opml", {"alpha": "x"}, "OPML alpha must be a number in (0, 1), got 'x'"),
-    ("opml-soft", {"beta": 0.0}, "OPML beta must be in the open interval (0, 1)"),
+    ("opml-soft", {"alpha": 1.0}, "OPML alpha must be in the open interval (0, 1) (the constant is "
+                                  "alpha/(1-alpha)), got 1.0"),
+    ("opml-soft", {"beta": 0.0}, "OPML beta must be in the open interval (0, 1) (the constant is beta/(1-beta)), "
+                                 "got 0.0"),
     ("plc", {"threshold": 0.49}, "PLC threshold δ must be in [0.5, 1] (positives and negatives must not overlap), "
                                  "got 0.49"),
-    ("plc", {"threshold": 1.01}, "PLC threshold δ must be in [0.5, 1]"),
+    ("plc", {"threshold": 1.01}, "PLC threshold δ must be in [0.5, 1] (positives and negatives must not overlap), "
+                                 "got 1.01"),
     ("gr", {"q2": -0.01}, "the exponent q must be >= 0, got -0.01"),
     ("gr", {"q3": -0.01}, "the exponent q must be >= 0, got -0.01"),
     ("gpr", {"lam1": 0.4, "lam2": 0.5, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1, got lam1=0.4, lam2=0.5"),
-    ("gpr", {"lam1": 1.01, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1"),
-    ("gpr", {"lam2": -0.01, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1"),
+    ("gpr", {"lam1": 1.01, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1, got lam1=1.01, lam2=0.5"),
+    ("gpr", {"lam2": -0.01, "k": 2.0}, "gpr: need 0 <= lam2 <= lam1 <= 1, got lam1=0.7, lam2=-0.01"),
     ("gpr", {"rho": -0.01, "k": 2.0}, "gpr: rho must be in [0, 1], got -0.01"),
     ("gpr", {"rho": 1.01, "k": 2.0}, "gpr: rho must be in [0, 1], got 1.01"),
     ("gpr", {}, "gpr: reg > 0 needs k, the expected number of positives per example"),
@@ -650,15 +661,23 @@ BAD = [  # (loss, hyper-parameters, words of the one-line refusal); the limits t
 ]
 
 
-@pytest.mark.parametrize("name, params, words", BAD, ids=[f"{n}-{p}" for n, p, _ in BAD])
-def test_hyperparameters_outside_their_limits_are_refused(name, params, words):
+def stacked(spec, params):
+    """Two grid members (G, B, L) of the batch and the loss's inputs, for ``spec``."""
+    x = {k: (INPUTS[k] if INPUTS[k].dim() == 1 else torch.stack([INPUTS[k], INPUTS[k]])) for k in spec.inputs}
+    return torch.stack([S, S]), torch.stack([Z, Z]), x
+
+
+@pytest.mark.parametrize("name, params, message", BAD, ids=[f"{n}-{p}" for n, p, _ in BAD])
+def test_hyperparameters_outside_their_limits_are_refused(name, params, message):
+    """Exactly the one-line message, also for stacked grid members (G, B, L): the limit is
+    on the label axis, L = 5 here, not on B = 6."""
     from spmlkit.errors import ConfigError
 
     spec = LOSSES[name]
-    inputs = {k: INPUTS[k] for k in spec.inputs}
+    s2, z2, x2 = stacked(spec, params)
     with pytest.raises(ConfigError) as e:
-        spec.fn(S, Z, **params, **inputs)
-    assert words in str(e.value) and "\n" not in str(e.value)
+        spec.fn(s2, z2, **params, **x2)
+    assert str(e.value) == message
 
 
 def test_wan_default_gamma_needs_two_labels():
@@ -700,3 +719,37 @@ def test_stacked_members_each_equal_their_reference(name):
     for g in range(2):
         want = REFERENCES[name]["fn"](s2[g], z2[g], {**REFERENCES[name]["defaults"], **params}, xs[g])
         torch.testing.assert_close(out[g], want, rtol=1e-9, atol=1e-12, msg=lambda m: f"{name} member {g}\n{m}")
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n in REFERENCES])
+@pytest.mark.parametrize("logits_dtype, inputs_dtype", [(torch.float32, torch.float64), (torch.bfloat16, torch.float32)])
+def test_the_loss_has_the_logits_dtype_whatever_its_inputs(name, logits_dtype, inputs_dtype):
+    """Under autocast the logits are bfloat16 while a method's targets, weights and
+    frequencies stay float32: the loss keeps the logits' dtype (and its value)."""
+    spec = LOSSES[name]
+    params = {"k": 2.0} if "k" in spec.hyperparameters else {}
+    x = {k: (v.to(logits_dtype) if k in LOGIT_INPUTS else v.to(inputs_dtype) if v.is_floating_point() else v)
+         for k, v in INPUTS.items() if k in spec.inputs}
+    out = spec.fn(S.to(logits_dtype), Z, **params, **x)
+    assert out.dtype == logits_dtype
+    ref = spec.fn(S, Z, **params, **{k: v.to(D) if v.is_floating_point() else v for k, v in x.items()})
+    tol = 1e-5 if logits_dtype == torch.float32 else 0.05
+    torch.testing.assert_close(out.to(D), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n in REFERENCES])
+def test_no_tensor_is_created_off_the_inputs_device(name):
+    """Under the meta-device trap every tensor made without ``device=`` lands on ``meta`` and
+    fails next to the CPU inputs: the loss makes none."""
+    from spmlkit.losses.zlpr import _side_constants
+    from tests.helpers.device_trap import device_trap
+
+    _side_constants.cache_clear()  # its cached constants would hide a tensor made on the default device
+    spec = LOSSES[name]
+    params = {"k": 2.0} if "k" in spec.hyperparameters else {}
+    x = {k: INPUTS[k] for k in spec.inputs}
+    s = S.clone().requires_grad_(True)
+    with device_trap():
+        out = spec.fn(s, Z, **params, **x)
+        reduce_mean(out).backward()
+        assert out.device.type == "cpu" and torch.isfinite(s.grad).all()

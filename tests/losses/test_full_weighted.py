@@ -49,3 +49,12 @@ def test_frequencies_at_their_limits_stay_finite(q):
     assert torch.isfinite(x.grad).all() and torch.isfinite(r.grad).all()
     if q:  # presences weigh λ1/q = 1 (up to the clamp)
         assert out[0, 0].item() == pytest.approx(nlog(sig(1.5)) + 0.2 * nlog(1 - sig(-1.0)), rel=1e-5)
+
+
+def test_one_species_in_bfloat16_stays_finite():
+    """In bfloat16, 1 − 1e-6 rounds to 1: the frequency is clamped in float32 at least, so a
+    frequency of 1 still gives finite weights under autocast."""
+    x = torch.tensor([[1.5], [0.3]], dtype=torch.bfloat16)
+    z = torch.tensor([[1], [0]], dtype=torch.int8)
+    out = get_loss("full-weighted")(x, z, background_logits=x, label_frequency=torch.ones(1, dtype=torch.bfloat16))
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
