@@ -550,9 +550,13 @@ def main(argv=None) -> int:
     except Exception:  # noqa: BLE001 - not installed: only --render works
         if not args.render:
             raise SystemExit("mutation.py: mutmut is not installed; pip install -e '.[mutation]'")
+    measured: dict = {}
     for key in keys:
         t0 = time.time()
         res = measure(key, args.budget, args.max_children, args.keep_work, log)
+        measured[key] = res
+        if store.exists():  # another run may have written other modules meanwhile: keep them
+            data["modules"] = {**json.loads(store.read_text()).get("modules", {}), **measured}
         data["modules"][key] = res
         log(f"{key}: {sum(res['counts'].values())} mutants, score {fmt_score(res['score'])}, "
             f"{len(res['survivors'])} survivors, {time.time() - t0:.0f} s")
