@@ -319,6 +319,14 @@ def test_region_folders(tmp_path):
     for src, dst in ((rec, "AWTtrain_po.csv"), (eb, "AWTtest_env_bird.csv"), (pb, "AWTtest_pa_bird.csv"),
                      (ep, "AWTtest_env_plant.csv"), (pp, "AWTtest_pa_plant.csv")):
         (folder / dst).write_bytes(src.read_bytes())
+    from spmlkit.data.formats.base import detect_format
+
+    assert detect_format(folder) == "presence-only"  # a folder with <R>train_po.csv
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "AWTtrain_bg.csv").write_text("x\n")  # background alone: not a presence-only folder
+    with pytest.raises(ConfigError, match="cannot tell the format of folder"):
+        detect_format(other)
     f = region_files(folder, "AWT")
     assert f["background"] is None and [e.name for e, _ in f["tests"]] == ["AWTtest_env_bird.csv",
                                                                            "AWTtest_env_plant.csv"]
