@@ -228,6 +228,31 @@ EQUIVALENT: list[tuple] = [
 ]
 
 
+#: survivors of the committed measurement that a test added after it kills (checked by
+#: planting the mutant and running the test): (module, line before, line after, test).
+#: Re-measuring the module drops them from the list.
+KILLED_SINCE: list[tuple[str, str, str, str]] = [
+    ("data/formats/presence_only.py", 'return any(Path(path).glob("*train_po.csv"))', "",
+     "tests/data/formats/test_presence_only.py::test_region_folders (detect_format)"),
+    ("data/formats/presence_only.py",
+     "raise ConfigError(f\"{path}: presence-only folder: name the region with --region ({', '.join(found)})\")", "",
+     "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+    ("data/formats/presence_only.py",
+     'raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")',
+     "", "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+]
+
+
+def killed_since(key: str, diff: str) -> str | None:
+    """The test added after the measurement that kills this survivor (an empty ``after``
+    matches any change of the line)."""
+    minus, plus = changed_lines(diff)
+    for mod, before, after, test in KILLED_SINCE:
+        if (mod == key or key.startswith(mod)) and before.strip() in minus and (not after or after.strip() in plus):
+            return test
+    return None
+
+
 # ----------------------------------------------------------------------------- helpers
 def module_key(arg: str) -> str:
     arg = arg.strip().removeprefix("src/spmlkit/")
@@ -530,10 +555,14 @@ def render(data: dict, command: str) -> str:
             lines.append("No surviving mutant.")
             continue
         explained = sum(1 for s in surv if s["reason"])
-        lines.append(f"Surviving mutants: {len(surv)} ({explained} equivalent, with the reason; "
-                     f"{len(surv) - explained} without a killing test yet).")
+        since = sum(1 for s in surv if not s["reason"] and killed_since(m["module"], s["diff"]))
+        lines.append(f"Surviving mutants: {len(surv)} ({explained} equivalent, with the reason; {since} killed by a "
+                     f"test added after this measurement; {len(surv) - explained - since} without a killing test).")
         for s in surv:
-            why = f"equivalent: {s['reason']}" if s["reason"] else "**needs a test** (or a reason it is equivalent)"
+            k = killed_since(m["module"], s["diff"])
+            why = (f"equivalent: {s['reason']}" if s["reason"] else
+                   f"killed by `{k}`, added after this measurement (checked by planting the mutant)" if k else
+                   "**needs a test** (or a reason it is equivalent)")
             lines += ["", f"- `{s['mutant']}` ({s['status']}) — {why}", "", "```diff", s["diff"] or "(no diff)",
                       "```"]
     return "\n".join(lines) + "\n"

@@ -348,10 +348,14 @@ def test_prepare_entry_points_refuse_missing_region_and_tests(tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
     (folder / "Rtrain_po.csv").write_bytes(rec.read_bytes())
-    with pytest.raises(ConfigError, match=r"presence-only folder: name the region with --region \(R\)"):
+    (folder / "Strain_po.csv").write_bytes(rec.read_bytes())
+    with pytest.raises(ConfigError) as e:
         _load(folder)
-    with pytest.raises(ConfigError, match=r"need surveyed test tables: --test ENV.csv:PA.csv"):
+    assert str(e.value) == f"{folder}: presence-only folder: name the region with --region (R, S)"
+    with pytest.raises(ConfigError) as e:
         _load(rec, background=bg)
+    assert str(e.value) == ("presence-only records need surveyed test tables: --test "
+                            "ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")
     ds = _load(rec, background=bg, test=f"{eb}:{pb},{ep}:{pp}", name="x", label_column="spid", categorical="")
     assert ds.name == "x" and ds.feature_names == ["t", "soil"] and ds.splits["test"].Y.shape == (3, 3)
 
