@@ -418,7 +418,40 @@ def collect(repo: Path) -> dict:
     return out
 
 
-def show(repo: Path, name: str) -> str:
+def _functions(path: Path) -> dict:
+    """The source of every function (also methods, as ``Class.method``) in a file of mutmut's
+    ``mutants/`` tree, by name."""
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    out = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.setdefault(node.name, ast.get_source_segment(text, node))
+    return out
+
+
+_FUNCS: dict = {}
+
+
+def show(repo: Path, name: str, rel: str | None = None) -> str:
+    """The mutant's diff against the original function (what ``mutmut show`` prints, read
+    from mutmut's generated source without starting mutmut once per mutant)."""
+    import difflib
+
+    if rel is not None:
+        path = repo / "mutants" / rel
+        funcs = _FUNCS.setdefault(str(path), _functions(path)) if path.exists() else {}
+        short = name.rsplit(".", 1)[-1]  # x_func__mutmut_3 or xǁClassǁmethod__mutmut_3
+        orig = funcs.get(short.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
+        mutant = funcs.get(short)
+        if orig and mutant:
+            a = orig.replace(short.rsplit("__mutmut_", 1)[0] + "__mutmut_orig", "FUNC").splitlines()
+            b = mutant.replace(short, "FUNC").splitlines()
+            base = short.rsplit("__mutmut_", 1)[0]
+            plain = (base[2:] if base.startswith("x_") else base[1:]).replace("ǁ", ".").strip(".")
+            diff = [ln for ln in difflib.unified_diff(a, b, lineterm="", n=3)][2:]
+            return "\n".join([f"# {name}"] + [ln.replace("FUNC", plain) for ln in diff])
     exe = Path(sys.executable).with_name("mutmut")
     r = subprocess.run([str(exe) if exe.exists() else "mutmut", "show", name], cwd=repo, capture_output=True,
                        text=True, timeout=120)
@@ -470,7 +503,7 @@ def measure(key: str, budget: float, max_children: int, keep: bool, log) -> dict
             files[rel.removeprefix("src/")] = c
             for name, s in st.items():
                 if s in ("survived", "no tests", "suspicious"):
-                    diff = show(work / "repo", name)
+                    diff = show(work / "repo", name, rel)
                     survivors.append({"file": rel.removeprefix("src/"), "mutant": name, "status": s, "diff": diff,
                                       "reason": reason_for(key, diff)})
         total: dict[str, int] = {}
