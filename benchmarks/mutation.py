@@ -424,10 +424,12 @@ def _functions(path: Path) -> dict:
     import ast
 
     text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
     out = {}
     for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out.setdefault(node.name, ast.get_source_segment(text, node))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in out:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            out[node.name] = "\n".join(lines[start - 1:node.end_lineno])
     return out
 
 
@@ -441,7 +443,9 @@ def show(repo: Path, name: str, rel: str | None = None) -> str:
 
     if rel is not None:
         path = repo / "mutants" / rel
-        funcs = _FUNCS.setdefault(str(path), _functions(path)) if path.exists() else {}
+        if str(path) not in _FUNCS:
+            _FUNCS[str(path)] = _functions(path) if path.exists() else {}
+        funcs = _FUNCS[str(path)]
         short = name.rsplit(".", 1)[-1]  # x_func__mutmut_3 or xǁClassǁmethod__mutmut_3
         orig = funcs.get(short.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
         mutant = funcs.get(short)
@@ -486,12 +490,19 @@ def score(counts: dict) -> float | None:
     return detected / checked if checked else None
 
 
-def measure(key: str, budget: float, max_children: int, keep: bool, log) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="spml-mutation-"))
+def measure(key: str, budget: float, max_children: int, keep: bool, log, from_work: Path | None = None) -> dict:
+    work = from_work or Path(tempfile.mkdtemp(prefix="spml-mutation-"))
     try:
-        kept = prepare_work(key, work, max_children)
-        log(f"{key}: mutating {mutate_pattern(key)} against {' '.join(tests_for(key))} (work folder {work})")
-        wall, stopped = run_mutmut(work / "repo", budget, max_children, log)
+        if from_work is None:
+            kept = prepare_work(key, work, max_children)
+            log(f"{key}: mutating {mutate_pattern(key)} against {' '.join(tests_for(key))} (work folder {work})")
+            wall, stopped = run_mutmut(work / "repo", budget, max_children, log)
+        else:  # a run whose mutmut finished but whose report was not written: its results, its wall time
+            kept = []
+            metas = list((work / "repo" / "mutants").rglob("*.py.meta"))
+            wall = max(m.stat().st_mtime for m in metas) - (work / "repo" / "pyproject.toml").stat().st_mtime
+            stopped = False
+            log(f"{key}: reading mutmut's results in {work}")
         statuses = collect(work / "repo")
         tail = (work / "repo" / "mutmut.log").read_text(errors="replace")[-3000:]
         files = {}
@@ -520,7 +531,7 @@ def measure(key: str, budget: float, max_children: int, keep: bool, log) -> dict
                 "counts": total, "files": files, "score": score(total), "survivors": survivors,
                 "not_mutated": kept, "log_tail": tail if not statuses else ""}
     finally:
-        if keep:
+        if keep or from_work is not None:
             log(f"  work folder kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -610,6 +621,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2)")
     ap.add_argument("--keep-work", action="store_true", help="keep the temporary copy (to inspect mutants)")
     ap.add_argument("--render", action="store_true", help="only re-write mutation.md from mutation.json")
+    ap.add_argument("--from-work", type=Path, help="report the finished mutmut run in this work folder (one "
+                    "--module) instead of running mutmut again")
     ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     args = ap.parse_args(argv)
     keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
@@ -632,7 +645,7 @@ def main(argv=None) -> int:
     measured: dict = {}
     for key in keys:
         t0 = time.time()
-        res = measure(key, args.budget, args.max_children, args.keep_work, log)
+        res = measure(key, args.budget, args.max_children, args.keep_work, log, from_work=args.from_work)
         measured[key] = res
         if store.exists():  # another run may have written other modules meanwhile: keep them
             data["modules"] = {**json.loads(store.read_text()).get("modules", {}), **measured}
