@@ -492,6 +492,8 @@ def score(counts: dict) -> float | None:
 
 def measure(key: str, budget: float, max_children: int, keep: bool, log, from_work: Path | None = None) -> dict:
     work = from_work or Path(tempfile.mkdtemp(prefix="spml-mutation-"))
+    commit = git("rev-parse", "--short", "HEAD")  # what is copied and measured (HEAD may move during the run)
+    dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
     try:
         if from_work is None:
             kept = prepare_work(key, work, max_children)
@@ -523,8 +525,7 @@ def measure(key: str, budget: float, max_children: int, keep: bool, log, from_wo
                 total[s] = total.get(s, 0) + n
         if not statuses:
             log(f"  no mutant results; mutmut's log ends with:\n{tail}")
-        return {"module": key, "tests": tests_for(key), "commit": git("rev-parse", "--short", "HEAD"),
-                "dirty": bool(git("status", "--porcelain", "--", "src", "tests")),
+        return {"module": key, "tests": tests_for(key), "commit": commit, "dirty": dirty,
                 "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "wall_s": round(wall, 1), "budget_s": budget, "stopped_by_budget": stopped,
                 "machine": machine(), "device": device(), "max_children": max_children,
