@@ -385,10 +385,22 @@ from .base import register_format  # noqa: E402  (the registration below is this
                  description="presence-only records (<R>train_po.csv, <R>train_bg.csv, <R>test_env/pa.csv; "
                              "--region), or a records CSV with --background and --test ENV.csv:PA.csv")
 def _load(path, *, test=None, name=None, region=None, background=None, view="records", categorical=None,
-          label_column=None, val_blocks=None, **_ignored) -> MultiLabelDataset:
-    """``spml prepare`` of presence-only data: a folder and ``region``, or a records CSV with
-    ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``."""
+          label_column=None, val_blocks=None, rasters=None, raster_options=None, log=None,
+          **_ignored) -> MultiLabelDataset:
+    """``spml prepare`` of presence-only data: a folder and ``region``, a records CSV with
+    ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``, or a records CSV
+    with covariate ``rasters`` (:func:`spmlkit.data.formats.occurrences.records_on_rasters`,
+    its options in ``raster_options``)."""
     path = Path(path)
+    if rasters:
+        from .occurrences import records_on_rasters
+
+        if test or background or region:
+            raise ConfigError("--rasters draws the background from the rasters and holds out test rows: "
+                              "--test, --background and --region do not apply")
+        return records_on_rasters(path, rasters, categorical=categorical, label_column=label_column,
+                                  val_blocks=int(val_blocks) if val_blocks else None, name=name, log=log,
+                                  **(raster_options or {}))
     opts = {"categorical": categorical} if categorical is not None else {}
     if val_blocks:
         opts["val_blocks"] = int(val_blocks)
