@@ -197,7 +197,9 @@ class RasterStack:
         xy = np.asarray(xy, dtype=np.float64)
         col = inv.a * xy[:, 0] + inv.b * xy[:, 1] + inv.c
         row = inv.d * xy[:, 0] + inv.e * xy[:, 1] + inv.f
-        return np.floor(row).astype(np.int64), np.floor(col).astype(np.int64)
+        ok = np.isfinite(row) & np.isfinite(col) & (np.abs(row) < 2**62) & (np.abs(col) < 2**62)
+        return (np.where(ok, np.floor(np.where(ok, row, 0)), -1).astype(np.int64),
+                np.where(ok, np.floor(np.where(ok, col, 0)), -1).astype(np.int64))
 
 
 def _files(sources) -> list[Path]:

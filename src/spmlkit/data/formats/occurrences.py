@@ -58,7 +58,7 @@ MISSING = ("", "NA", "NaN", "nan", "NULL", "null")
 SPECIES_COLUMNS = ("species", "scientificName", "scientific_name", "spid", "name", "taxon")
 X_COLUMNS = ("x", "lon", "longitude", "decimalLongitude", "long", "lng")
 Y_COLUMNS = ("y", "lat", "latitude", "decimalLatitude")
-ID_COLUMNS = ("id", "gbifID", "siteid", "catalogNumber")
+ID_COLUMNS = ("id", "gbifID", "siteid")
 #: the reasons a record is dropped, in the order they are checked
 REASONS = ("no species name", "not identified to species", "no coordinates", "coordinates not numbers",
            "coordinates out of range", "coordinates 0, 0", "duplicate")
@@ -171,6 +171,8 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
         ii = header.index(id_column) if id_column and id_column in header else None
         if id_column and ii is None:
             raise DataFormatError(path, f"no id column {id_column!r}", line=1)
+        if id_column is None:  # an id column by its usual name (a cleaned file's 'id', GBIF's 'gbifID'), else FILE:LINE
+            ii = next((header.index(c) for c in ID_COLUMNS if c in header), None)
         width = max(si, xi, yi, ii or 0) + 1
         for n, r in enumerate(rows):
             line = n + 2
