@@ -469,7 +469,8 @@ def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[
             fh.write(",".join(_csv_field(h) for h in [*_lead(xy), *label_names]) + "\n")
             for s, P in chunks:
                 pre = _prefixes(ids, xy, s, len(P))
-                fh.write("".join(fmt % (p, *row) for p, row in zip(pre, P.tolist())))
+                for p, row in zip(pre, P):  # one format call per row; no chunk-sized list of Python floats
+                    fh.write(fmt % (p, *row.tolist()))
                 if progress is not None:
                     progress.update(len(P))
     return out
