@@ -121,8 +121,9 @@ def add_parser(sub) -> None:
                      "(comma-separated, or 'all') with their training records overlaid, beside the GeoTIFF")
     geo.add_argument("--records", help="--rasters --maps: the bundle whose training records to overlay (default: "
                                        "the model's training bundle, when it is still there)")
-    geo.add_argument("--window-rows", type=_pos_int, default=256,
-                     help="--rasters: raster rows read and predicted at a time (memory stays bounded; default 256)")
+    geo.add_argument("--window-rows", type=_pos_int,
+                     help="--rasters: raster rows read and predicted at a time (default: about 65,536 cells' worth; "
+                          "memory stays bounded whatever the raster's size)")
     geo.add_argument("--unseen-levels", choices=("error", "nodata"), default="error",
                      help="--rasters: a cell whose categorical covariate has a level the model never saw: an error "
                           "naming the layer and the level (default), or nodata in the output (counted)")

@@ -190,8 +190,9 @@ def add_parser(sub) -> None:
     geo.add_argument("--y-column", help="--rasters: the records' y (latitude) column (default: y, lat, latitude, ...)")
     geo.add_argument("--rank", choices=("species", "as-is"), default="species",
                      help="--rasters: species names reduced to 'Genus epithet' (default) or kept as written")
-    geo.add_argument("--window-rows", type=_pos_int, default=256,
-                     help="--rasters: raster rows read at a time (memory stays bounded; default 256)")
+    geo.add_argument("--window-rows", type=_pos_int,
+                     help="--rasters: raster rows read at a time (default: about 65,536 cells' worth; memory stays "
+                          "bounded whatever the raster's size)")
     p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
     p.set_defaults(func=run)

@@ -6,6 +6,9 @@ Reading is done by GDAL through ``rasterio`` (the optional extra ``[geo]``: ``pi
 ``.grd``/``.gri``, ASCII grids, ...  Every step reads the rasters in **windows** of
 ``window_rows`` rows, so memory stays bounded for rasters larger than memory.
 
+Windows hold about :data:`WINDOW_CELLS` cells (whole rows: ``65536 // width`` of them,
+at least one) unless ``window_rows`` is given.
+
 The stack
 ---------
 :func:`open_stack` takes files and folders (a folder: every raster file in it, sorted
@@ -50,6 +53,9 @@ from ..errors import ConfigError, DataFormatError, SpmlError
 RASTER_SUFFIXES = (".tif", ".tiff", ".grd", ".asc", ".img", ".vrt", ".bil", ".nc", ".flt", ".rst", ".sdat")
 #: the CRS of records' x, y when none is given: longitude, latitude (WGS84), as GBIF gives them
 DEFAULT_RECORDS_CRS = "EPSG:4326"
+#: cells per window when ``window_rows`` is not given: memory per window is this times
+#: (layers + species) numbers, whatever the raster's size
+WINDOW_CELLS = 1 << 16
 #: extraction status codes
 VALID, OFF_RASTER, NODATA = 0, 1, 2
 STATUS_NAMES = {OFF_RASTER: "outside the rasters", NODATA: "on a nodata cell"}
@@ -176,8 +182,13 @@ class RasterStack:
             vals[i] = data
         return vals, valid
 
-    def windows(self, window_rows: int = 256):
+    def window_rows(self, window_rows: int | None = None) -> int:
+        """Rows per window: ``window_rows``, or about :data:`WINDOW_CELLS` cells of whole rows."""
+        return int(window_rows) if window_rows else max(1, WINDOW_CELLS // max(self.width, 1))
+
+    def windows(self, window_rows: int | None = None):
         """``(row0, values, valid)`` for consecutive windows of whole rows."""
+        window_rows = self.window_rows(window_rows)
         with self.opened() as ds:
             for r in range(0, self.height, window_rows):
                 n = min(window_rows, self.height - r)
@@ -280,7 +291,7 @@ def check_same_grid(path, stack: RasterStack, what: str):
     return other
 
 
-def extract(stack: RasterStack, xy, *, window_rows: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def extract(stack: RasterStack, xy, *, window_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Covariates at points ``xy`` ``(N, 2)`` (in the stack's CRS): ``(values (N, C) float64,
     status (N,))`` with status :data:`VALID`, :data:`OFF_RASTER` or :data:`NODATA` (values of
     the other rows are NaN).  Rasters are read in windows of ``window_rows`` rows holding
@@ -292,6 +303,7 @@ def extract(stack: RasterStack, xy, *, window_rows: int = 256) -> tuple[np.ndarr
     inside = (rows >= 0) & (rows < stack.height) & (cols >= 0) & (cols < stack.width) & np.isfinite(xy).all(1)
     if not inside.any():
         return values, status
+    window_rows = stack.window_rows(window_rows)
     with stack.opened() as ds:
         for r0 in np.unique(rows[inside] // window_rows) * window_rows:
             sel = np.flatnonzero(inside & (rows >= r0) & (rows < r0 + window_rows))
@@ -305,13 +317,14 @@ def extract(stack: RasterStack, xy, *, window_rows: int = 256) -> tuple[np.ndarr
 
 
 def sample_background(stack: RasterStack, n: int, *, seed: int = 0, mask=None, bias=None,
-                      window_rows: int = 256) -> tuple[np.ndarray, np.ndarray, dict]:
+                      window_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """``n`` distinct valid cells drawn with probability proportional to ``bias`` (uniform
     without), inside ``mask`` (see the module docstring): ``(xy (m, 2) cell centres,
     values (m, C), info)`` with ``m = min(n, valid cells)``; ``info`` counts the valid
     cells and says when all of them were taken.  Rows are in row-major cell order."""
     extra = [(check_same_grid(p, stack, what), what) for p, what in ((mask, "mask"), (bias, "bias")) if p is not None]
     rng = np.random.default_rng(seed)
+    window_rows = stack.window_rows(window_rows)
     keys = np.empty(0)
     cells = np.empty(0, dtype=np.int64)
     vals = np.empty((0, len(stack.layers)))

@@ -7,7 +7,8 @@ windows of ``window_rows`` rows, encodes each valid cell as in training (the mod
 :class:`~spmlkit.data.encoding.CovariateEncoding`; a categorical level the model never
 saw is an error naming the layer and the level, or with ``unseen_levels="nodata"`` the
 cell is left nodata and counted), scores it, and writes the probabilities window by
-window — memory is O(window x (layers + species)) whatever the raster's size.
+window — memory is O(window x (layers + species)) whatever the raster's size (a window
+holds about 65,536 cells unless ``window_rows`` says otherwise).
 
 Outputs: one float32 GeoTIFF with a band per species (band descriptions = species
 names), or with ``per_species`` one single-band GeoTIFF per species in a folder; same
@@ -112,7 +113,7 @@ def _requested(maps, species: list[str]) -> list[str]:
 
 
 def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str | None = None, records=None,
-                    window_rows: int = 256, overwrite: bool = False, unseen_levels: str = "error",
+                    window_rows: int | None = None, overwrite: bool = False, unseen_levels: str = "error",
                     log=None) -> dict:
     """Write ``model``'s probability of each species on the grid of ``rasters`` (module
     docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``."""
@@ -188,7 +189,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
                 P = np.empty((len(raw), len(species)), dtype=np.float32)
                 if len(raw):
                     X = enc.transform(raw, unseen="ignore")
-                    for s, logits in model.iter_decision_function(X, 65536):
+                    for s, logits in model.iter_decision_function(X, 16384):
                         P[s:s + len(logits)] = expit(logits)
                 cells += len(raw)
                 block = np.full((len(species), n * stack.width), out_nodata, dtype=np.float32)
@@ -210,6 +211,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
                 t.unlink()
         raise
     seconds = time.perf_counter() - t0
+    window_rows = stack.window_rows(window_rows)
     written = [str(t) for t in tifs]
     for s, png in zip(want, pngs):
         src = tifs[species.index(s)] if per_species else tifs[0]

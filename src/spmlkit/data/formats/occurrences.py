@@ -247,7 +247,7 @@ def _detect_categorical(stack, values: np.ndarray, max_levels: int) -> list[str]
 def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=None, covariates=None,
                        max_levels: int = 6, background: int = 10000, mask=None, bias=None, seed: int = 0,
                        val_blocks: int | None = None, one_per_cell: bool = False, off_raster: str = "drop",
-                       window_rows: int = 256, name: str | None = None, label_column: str | None = None,
+                       window_rows: int | None = None, name: str | None = None, label_column: str | None = None,
                        x_column: str | None = None, y_column: str | None = None, rank: str = "species",
                        log=None) -> MultiLabelDataset:
     """The :class:`MultiLabelDataset` of records on a raster stack (module docstring):
