@@ -56,6 +56,9 @@ DEFAULT_RECORDS_CRS = "EPSG:4326"
 #: cells per window when ``window_rows`` is not given: memory per window is this times
 #: (layers + species) numbers, whatever the raster's size
 WINDOW_CELLS = 1 << 16
+#: GDAL's block cache (MB) while spmlkit reads or writes rasters: GDAL's default is 5% of
+#: the machine's memory, which a large raster fills, so peak memory would grow with it
+GDAL_CACHE_MB = 64
 #: extraction status codes
 VALID, OFF_RASTER, NODATA = 0, 1, 2
 STATUS_NAMES = {OFF_RASTER: "outside the rasters", NODATA: "on a nodata cell"}
@@ -160,6 +163,7 @@ class RasterStack:
         """The open datasets, one per layer (a file with several layers is opened once)."""
         rio = rasterio()
         with contextlib.ExitStack() as stack:
+            stack.enter_context(rio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB))
             files = {}
             for l in self.layers:
                 if l.path not in files:

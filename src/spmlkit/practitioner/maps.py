@@ -155,6 +155,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
         for t in tmps:
             t.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as es:
+            es.enter_context(rio.Env(GDAL_CACHEMAX=R.GDAL_CACHE_MB))
             dsts = [es.enter_context(rio.open(t, "w", **profile, count=len(species) if not per_species else 1))
                     for t in tmps]
             for d, s in zip(dsts, species if per_species else [None]):
