@@ -225,9 +225,11 @@ def main() -> int:
              f"| valid cells compared | Spearman ρ | Pearson r |", "|---:|---:|---:|",
              f"| {int(both.sum())} | {rho:.3f} | {pearson:.3f} |", "",
              "![MaxEnt and spmlkit](maxent_vs_spmlkit.png)", "",
-             "The two surfaces are ranked alike where ρ is high; the difference is that spmlkit's model is one "
-             "network for both species (each species' records are also the other's target-group contrast), "
-             "MaxEnt one model per species. There are no surveyed absences in this data, so neither map is "
+             "Both maps put the sloth in the same places (Central America, the Amazon basin, the Atlantic "
+             "forest) and rank the cells alike (Spearman ρ above); the values differ in scale — MaxEnt's cloglog "
+             "output against spmlkit's sigmoid of one network trained on both species (`full-weighted`: "
+             "presences, the other species' records and the background, weighted) — which is why the rank "
+             "correlation is the comparison. There are no surveyed absences in this data, so neither map is "
              "scored here: the AUC comparison on surveyed sites is disdat's (`benchmarks/results/disdat/`).", ""]
     (out / "table.md").write_text("\n".join(lines))
     print(f"wrote {out / 'table.md'}")

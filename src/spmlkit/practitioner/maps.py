@@ -212,7 +212,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
                 t.unlink()
         raise
     seconds = time.perf_counter() - t0
-    window_rows = stack.window_rows(window_rows)
+    window_rows = min(stack.window_rows(window_rows), stack.height)
     written = [str(t) for t in tifs]
     for s, png in zip(want, pngs):
         src = tifs[species.index(s)] if per_species else tifs[0]
@@ -278,7 +278,9 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
         f = max(1, int(np.ceil(max(ds.width, ds.height) / max_pixels)))
         a = ds.read(band, out_shape=(max(1, ds.height // f), max(1, ds.width // f)), masked=True)
         b = ds.bounds
-    fig, ax = plt.subplots(figsize=(6.4, 6.4 * min(1.6, max(0.5, (b.top - b.bottom) / max(b.right - b.left, 1e-9)))))
+        geographic = ds.crs is not None and ds.crs.is_geographic
+    aspect = min(1.6, max(0.5, (b.top - b.bottom) / max(b.right - b.left, 1e-9)))
+    fig, ax = plt.subplots(figsize=(6.6, 5.2 * aspect + 0.8), layout="constrained")
     im = ax.imshow(a, extent=(b.left, b.right, b.bottom, b.top), vmin=0, vmax=1, cmap="viridis",
                    interpolation="nearest")
     if records is not None and len(records):
@@ -286,10 +288,9 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
                    label=f"training records ({len(records)})")
         ax.legend(loc="lower left", fontsize=8, framealpha=0.8)
     ax.set_title(species, fontstyle="italic")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
-    fig.colorbar(im, ax=ax, shrink=0.8, label="predicted probability")
-    fig.tight_layout()
+    ax.set_xlabel("longitude" if geographic else "x")
+    ax.set_ylabel("latitude" if geographic else "y")
+    fig.colorbar(im, ax=ax, shrink=0.9, label="predicted probability")
     out = Path(out)
     with atomic_path(out) as tmp:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": f"{PNG_SOFTWARE} map"})
