@@ -102,3 +102,13 @@ def test_mask_and_bias(stack, tmp_path):
     write_raster(tmp_path / "off.tif", np.ones((3, 3), np.float32))
     with pytest.raises(DataFormatError, match="the mask raster is not on the covariates' grid"):
         R.sample_background(stack, 5, mask=tmp_path / "off.tif")
+
+
+def test_without_rasterio_the_error_says_how_to_install(monkeypatch):
+    import sys
+
+    from spmlkit.errors import SpmlError
+
+    monkeypatch.setitem(sys.modules, "rasterio", None)  # an import of it now fails
+    with pytest.raises(SpmlError, match=r"pip install 'spmlkit\[geo\]'"):
+        R.rasterio()

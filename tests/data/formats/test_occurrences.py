@@ -61,10 +61,8 @@ def test_columns_are_found_or_named(tmp_path):
         clean_records(write_records(tmp_path / "e.csv", [["a b", "NA", "NA"]]))
 
 
-pytest.importorskip("rasterio")
-
-
 def on_rasters(tmp_path, rows, **kw):
+    pytest.importorskip("rasterio")
     from spmlkit.data.formats.occurrences import records_on_rasters
 
     env = make_stack(tmp_path / "env")
