@@ -62,6 +62,7 @@ def crop(shared_data, out):
 
 
 @pytest.mark.slow
+@pytest.mark.shared_data
 def test_the_day_runs_on_a_crop(shared_data, tmp_path, capsys, monkeypatch):
     rasterio = pytest.importorskip("rasterio")
     from spmlkit.data import Bundle
