@@ -10,7 +10,7 @@ rule expected-k with k = 2) predicts N rows of random features.  Each case runs
   writes a CSV with one format call per value, and turns them into label sets by a full
   sort of every row;
 * **after**: this checkout: rows in chunks of ``4M / L`` rows (memory O(chunk x L)),
-  ``--proba`` to ``.npy`` through a memory map, CSV one format call per row (refused above
+  ``--proba`` to ``.npy`` appended chunk by chunk, CSV one format call per row (refused above
   50 million values), label sets by the model's rule applied chunk by chunk, ``--top-k``
   by partial selection.
 

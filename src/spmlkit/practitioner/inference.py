@@ -28,7 +28,7 @@ still be given directly).
 Outputs (written atomically, streamed: rows are scored in chunks, memory O(chunk x L))
 --------------------------------------------------------------------------------------
 * probabilities: ``id,<label 1>,<label 2>,...`` — one row per example; or, for large
-  outputs, ``.npy``: a float32 ``(N, L)`` matrix written through a memory map (a CSV is
+  outputs, ``.npy``: a float32 ``(N, L)`` matrix written chunk by chunk (a CSV is
   refused above :data:`CSV_MAX_VALUES` probabilities with a message saying so);
 * label sets: ``id,labels`` with the labels of the set joined by ``;`` (the model's rule
   applied chunk by chunk: every rule decides each row on its own);
@@ -273,7 +273,7 @@ def prediction_input(model, source: str | Path, *, split: str = "test", path_col
 # ---------------------------------------------------------------------- outputs
 #: ``spml predict --proba`` writes a CSV only up to this many probabilities (rows x
 #: labels, about 9 bytes of text each: ~450 MB); above it, ``-o FILE.npy`` (a binary
-#: float32 matrix written chunk by chunk through a memory map)
+#: float32 matrix written chunk by chunk)
 CSV_MAX_VALUES = 50_000_000
 #: rows x labels of one prediction chunk (memory: 8 bytes each while scored in float64)
 CHUNK_VALUES = 1 << 22
@@ -447,8 +447,8 @@ def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[
                              n_rows: int | None = None, xy: np.ndarray | None = None, progress=None) -> Path:
     """Write the probabilities of ``chunks`` (``(start, P)`` pairs, as
     :func:`iter_probabilities` yields them) to ``out``, atomically: a ``.npy`` file is a
-    float32 ``(N, L)`` matrix written chunk by chunk through a memory map (rows in the
-    input's order, columns in the model's label order); anything else is a CSV
+    float32 ``(N, L)`` matrix written chunk by chunk (its header, then the rows appended;
+    rows in the input's order, columns in the model's label order); anything else is a CSV
     ``id[,x,y],<label 1>,...`` with each value as ``%.6g``, formatted one row per call
     (not one call per value)."""
     out = Path(out)
@@ -456,13 +456,22 @@ def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[
     n_rows = len(ids) if n_rows is None else n_rows
     with atomic_path(out) as tmp:
         if out.suffix.lower() == ".npy":
-            M = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n_rows, L))
-            for s, P in chunks:
-                M[s:s + len(P)] = P
-                if progress is not None:
-                    progress.update(len(P))
-            M.flush()
-            del M
+            # the .npy header, then each chunk's rows appended in order (C order): the file is
+            # written incrementally, and nothing N x L is held — not even as mapped pages, which
+            # a memory map would count in the process's resident memory until written back
+            with open(tmp, "wb") as fh:
+                np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")),
+                                                          "fortran_order": False, "shape": (n_rows, L)})
+                written = 0
+                for s, P in chunks:
+                    if s != written:
+                        raise ValueError(f"chunks out of order: row {s} after {written} rows")
+                    fh.write(np.ascontiguousarray(P, dtype="<f4").tobytes())
+                    written += len(P)
+                    if progress is not None:
+                        progress.update(len(P))
+                if written != n_rows:
+                    raise ValueError(f"{written} rows predicted, {n_rows} expected")
             return out
         fmt = "%s" + ",%.6g" * L + "\n"
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
@@ -536,7 +545,7 @@ def predict_to_file(model, inp: PredictionInput, out: str | Path, *, kind: str =
                     top_k: int | None = None, rows: int | None = None) -> dict:
     """``spml predict``: score ``inp`` with ``model`` chunk by chunk and write ``kind``
     (``"proba"``, ``"labels"`` or ``"top_k"``) to ``out``.  Memory is O(chunk x L): no
-    N x L array is ever held (a ``.npy`` output is filled through a memory map).  Returns
+    N x L array is ever held (a ``.npy`` output is appended chunk by chunk).  Returns
     ``{"message", "warning", ...}`` (``warning``: the label-set warning of
     :func:`spmlkit.practitioner.labelsets.label_set_stats_warning`, or None)."""
     from ..errors import ConfigError
