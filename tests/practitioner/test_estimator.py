@@ -350,3 +350,12 @@ def test_categorical_columns_are_encoded_and_the_encoding_saved(tmp_path):
         loaded.predict_proba(df[["t", "soil"]])
     plain = SPMLClassifier("an", epochs=2).fit(df, y)  # no categorical: a DataFrame is still matched by name
     assert np.array_equal(plain.predict_proba(df[["u", "t", "soil"]]), plain.predict_proba(df))
+
+
+def test_the_lazy_names_are_in_dir_spmlkit():
+    """Issue 37: SPMLClassifier (imported on first use) shows in dir(spmlkit) and tab completion."""
+    import spmlkit
+
+    names = dir(spmlkit)
+    assert {"SPMLClassifier", "LabelSetWarning", "load", "__version__"} <= set(names)
+    assert all(hasattr(spmlkit, n) for n in spmlkit.__all__)

@@ -49,7 +49,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import TrainConfig
-from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError
+from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError, did_you_mean
 from ..io import (FolderLock, append_jsonl, check_output_folder, claim_output_folder, dumps_json, read_json,
                   read_jsonl, remove_stale_temporaries, safe_filename, sha256_file, write_json)
 from ..labels import REGIMES, get_regime, regime_sort_key  # noqa: F401  (regime_sort_key re-exported)
@@ -242,7 +242,8 @@ def validate_spec(spec: BenchSpec) -> BenchSpec:
             if unknown:
                 shown = f"row {m}" if where == "inline" else f"--param {m}:{sorted(unknown)[0]}=..."
                 raise ConfigError(f"{shown}: method {split_row(m)[0]!r} has no hyper-parameter "
-                                  f"{sorted(unknown)[0]!r}; it takes {sorted(hp) or 'none'}")
+                                  f"{sorted(unknown)[0]!r}{did_you_mean(sorted(unknown)[0], hp)}; it takes "
+                                  f"{sorted(hp) or 'none'}")
         from ..methods.base import _check_param_types
 
         # values checked before any bundle is prepared or group trained

@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..labels import expected_positives  # noqa: F401  (k, Cole Eq. A1: defined once, re-exported here)
 from ..losses import LossSpec, get_loss, reduce_mean
 from ..registry import Registry
@@ -395,7 +395,8 @@ def build_method(name: str, **params) -> Method:
     spec = get_method_spec(name)
     unknown = set(params) - set(spec.hyperparameters)
     if unknown:
-        raise ConfigError(f"method {name!r} has no hyper-parameter(s) {sorted(unknown)}; "
+        raise ConfigError(f"method {name!r} has no hyper-parameter(s) {sorted(unknown)}"
+                          f"{did_you_mean(sorted(unknown)[0], spec.hyperparameters)}; "
                           f"it takes {sorted(spec.hyperparameters) or 'none'}")
     _check_param_types(spec, params)
     method = spec.factory(**params)
