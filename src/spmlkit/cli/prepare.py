@@ -173,7 +173,7 @@ def add_parser(sub) -> None:
     p.add_argument("--val-blocks", type=_pos_int, metavar="G",
                    help="presence-only: validate on 20%% of a G x G grid of spatial blocks (records and background "
                         "there) instead of a random 20%% of the rows")
-    geo = p.add_argument_group("records on covariate rasters (issue 36; needs the [geo] extra: pip install "
+    geo = p.add_argument_group("records on covariate rasters (needs the [geo] extra: pip install "
                                "'spmlkit[geo]'; docs/presence_only.md)")
     geo.add_argument("--rasters", nargs="+", metavar="DIR_OR_FILE",
                      help="covariate rasters (a folder or files GDAL reads; band/file names = covariate names): the "
