@@ -88,7 +88,7 @@ def as_full_labels(Y, *, source: str | None = None) -> np.ndarray:
         row, col = np.argwhere(bad)[0]
         raise DataFormatError(
             source,
-            f"label value {Y[row, col]!r} at row {row + 1}, label column {col + 1}; expected 0 or 1",
+            f"label value {Y[row, col].item()!r} at row {row + 1}, label column {col + 1}; expected 0 or 1",
         )
     return Y.astype(bool)
 
@@ -107,7 +107,7 @@ def as_observations(Z, *, source: str | None = None) -> np.ndarray:
         row, col = np.argwhere(bad)[0]
         raise DataFormatError(
             source,
-            f"observation value {Z[row, col]!r} at row {row + 1}, label column {col + 1}; "
+            f"observation value {Z[row, col].item()!r} at row {row + 1}, label column {col + 1}; "
             "expected +1 (observed positive), -1 (observed negative) or 0 (unobserved)",
         )
     return Z.astype(np.int8)

@@ -340,6 +340,29 @@ def test_bench_refuses_a_folder_that_is_not_its_own_but_resumes_its_own(bench, t
     assert run(capsys, *BENCH, "-o", b)[0] == 0
 
 
+@pytest.mark.parametrize("command, target", [
+    ("diagnose", "bench"), ("analyze", "bench"), ("bench", "diagnostics"), ("bench", "forged")])
+def test_output_folders_of_another_kind_or_owner_are_refused(yeast, bench, tmp_path, capsys, command, target):
+    """A folder spmlkit wrote for another command (its marker names another kind), or one
+    whose marker spmlkit did not write, is not this command's: refused in one line before
+    anything is written, every file as it was."""
+    folder = tmp_path / "T"
+    if target == "bench":
+        shutil.copytree(bench, folder)
+    elif target == "diagnostics":
+        assert run(capsys, "diagnose", yeast / "b", yeast / "run", "-o", folder)[0] == 0
+    else:  # the user's files, with a marker that names the right kind but not spmlkit as its writer
+        user_folder(folder)
+        (folder / ".spml-output.json").write_text(json.dumps({"written_by": "me", "kind": "bench"}))
+    before = snapshot(folder)
+    argv = {"bench": BENCH,
+            "analyze": ["analyze", "li-confidence-histogram", yeast / "b", "--epochs", "1"],
+            "diagnose": ["diagnose", yeast / "b", yeast / "run"]}[command]
+    code, _, err = run(capsys, *argv, "-o", folder)
+    assert one_line_error(code, err) and "refusing to write into" in err, err
+    assert snapshot(folder) == before
+
+
 @pytest.mark.parametrize("edit", ["nan", "int", "duplicate_label"])
 def test_damaged_saved_models_are_refused(yeast, tmp_path, capsys, edit):
     r = tmp_path / "R"
