@@ -223,6 +223,54 @@ def test_a_million_single_positives_prepare_without_the_dense_matrix(tmp_path, c
     assert b.observations("train").single_index() is not None
 
 
+# ------------------------------------------------------------ records on rasters (issue 36)
+def _bad_raster_case(tmp_path, case):
+    from tests.helpers.rasters import located_records, make_stack, write_raster, write_records
+
+    env = make_stack(tmp_path / "env")
+    rec = write_records(tmp_path / "r.csv", located_records(5))
+    extra = []
+    if case == "crs":
+        extra = ["--crs", "EPSG:3857"]
+    elif case == "off":
+        rec = write_records(tmp_path / "r.csv", located_records(5) + [["Aus alpha", 100.0, 0.0]])
+        extra = ["--off-raster", "error"]
+    elif case == "all-off":
+        rec = write_records(tmp_path / "r.csv", [["Aus alpha", 45.0, 12.0]])
+    elif case == "not-gdal":
+        (env / "junk.tif").write_text("not a raster")
+    elif case == "missing-covariate":
+        extra = ["--covariates", "temp,bio1"]
+    elif case == "grid":
+        write_raster(env / "small.tif", np.ones((3, 3), np.float32))
+    return ["prepare", rec, "--rasters", env, *extra, "-o", tmp_path / "b"]
+
+
+@pytest.mark.parametrize("case, msg", [
+    ("crs", "are in EPSG:3857 but the rasters (rain.tif, ...) are in EPSG:4326"),
+    ("off", "(Aus alpha, x 100, y 0) is outside the rasters"),
+    ("all-off", "no record falls on a valid raster cell"),
+    ("not-gdal", "junk.tif: not a raster GDAL can read"),
+    ("missing-covariate", "no raster for covariate 'bio1'"),
+    ("grid", "small.tif: its grid (3 rows x 3 columns"),
+])
+def test_raster_inputs_bad_one_line_nothing_written(tmp_path, capsys, case, msg):
+    pytest.importorskip("rasterio")
+    from tests.helpers.cli import one_line_error, run_cli
+
+    code, out, err = run_cli(capsys, *_bad_raster_case(tmp_path, case))
+    assert code == 2 and msg in one_line_error(err)
+    assert not (tmp_path / "b").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".b")]
+
+
+def test_raster_options_need_rasters(tmp_path, capsys, toy_csv):
+    from tests.helpers.cli import one_line_error, run_cli
+
+    code, out, err = run_cli(capsys, "prepare", toy_csv, "--label-columns", "a,b,c", "--crs", "EPSG:4326", "-o",
+                             tmp_path / "b")
+    assert code == 2 and "--crs goes with --rasters" in one_line_error(err)
+
+
 # ------------------------------------------- issue 37: no silent full labels
 def _readme_own_table_line() -> list[str]:
     """The README's own-table line (the CLI tour's '# your own table: spml prepare ...')."""

@@ -196,3 +196,30 @@ def test_single_positive_bundle_files_grow_with_n_not_n_times_l(tmp_path):
     size = sum(f.stat().st_size for f in (tmp_path / "w").rglob("*.npy") if "X.npy" not in f.name
                and "index.npy" not in f.name)
     assert size < 16 * n + 4096, size  # dense int8 would be n x L = 100 MB
+
+
+def test_bundle_keeps_ids_places_and_the_encoding(tmp_path):
+    """Issue 36: a source's ids and places (x, y) are stored per split (small per-row
+    arrays) and read back checked; the covariate encoding and places go to meta.json."""
+    from spmlkit.data import prepare_bundle
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.errors import CorruptFileError
+
+    rng = np.random.default_rng(0)
+    Z = np.zeros((40, 2), np.int8)
+    Z[np.arange(40), rng.integers(0, 2, 40)] = 1
+    xy = rng.normal(size=(40, 2))
+    ids = [f"site-{i}" for i in range(40)]
+    ds = MultiLabelDataset("located", ["a", "b"], {"train": Split(X=rng.normal(size=(40, 3)), Z=Z, ids=ids, xy=xy)},
+                           encoding={"covariates": ["u", "v", "w"], "categorical": {}}, places={"crs": "EPSG:4326"})
+    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    assert b.meta["encoding"]["covariates"] == ["u", "v", "w"] and b.meta["places"] == {"crs": "EPSG:4326"}
+    for split in ("train", "val", "test"):
+        rows = b.index(split)
+        assert b.ids(split) == [ids[i] for i in rows] and np.array_equal(b.xy(split), xy[rows])
+    np.save(tmp_path / "b" / "test" / "ids.npy", np.array(["x"] * b.size("test")))
+    with pytest.raises(CorruptFileError, match="ids.npy"):
+        b.ids("test")
+    plain = prepare_bundle(MultiLabelDataset("plain", ["a", "b"], {"train": Split(X=np.ones((40, 3)), Z=Z)}),
+                           tmp_path / "p", log=lambda m: None)
+    assert plain.ids("train") is None and plain.xy("train") is None and "encoding" not in plain.meta

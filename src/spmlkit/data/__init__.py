@@ -132,7 +132,8 @@ def _load_any(source: str, *, data_root=None, format: str | None = None, test: s
             raise unknown_dataset_error(source, data_root)
         raise DataFormatError(path, "file or folder not found")
     # presence-only options name their format (a records CSV is otherwise read as a table)
-    fmt = format or ("presence-only" if {"region", "background"} & set(table_options) else detect_format(path))
+    fmt = format or ("presence-only" if {"region", "background", "rasters"} & set(table_options)
+                     else detect_format(path))
     spec = FILE_FORMATS.lookup(fmt)
     if not spec.observed_auto:
         observed = bool(observed)

@@ -8,6 +8,8 @@ every later step reads (memory-mapped, never loaded whole)::
     <bundle>/{train,val,test}/paths.txt image paths, one per line (image datasets)
     <bundle>/{train,val,test}/Y.*.npy   full labels, sparse (absent for observed-only data)
     <bundle>/{train,val,test}/index.npy row numbers in the source split
+    <bundle>/{train,val,test}/ids.npy  example identifiers (unicode), when the source has them
+    <bundle>/{train,val,test}/xy.npy   float64 (N, 2) places (x, y), when the source has them
     <bundle>/val/Z.*.npy, test/Z.*.npy  observations (observed-only data only), sparse
     <bundle>/{val,test}/mask.*.npy      where Y is known (labels surveyed on part of the examples), sparse
     <bundle>/observed/<regime>.*.npy    training observations Z, one matrix per regime
@@ -249,6 +251,10 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             if s.mask is not None and s.Y is not None:  # where Y is known (issue 24)
                 save_labels(d, "mask", as_sparse(s.mask, dtype=bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
+            if s.ids is not None:  # issue 36: ids and places pass through to predictions
+                save_npy(d / "ids.npy", np.asarray(s.ids, dtype=str).reshape(-1))
+            if s.xy is not None:
+                save_npy(d / "xy.npy", s.xy.astype(np.float64))
             arrays[split] = len(s)
         (tmp / "observed").mkdir()
         Z = train.Z if observed_only else observe(as_sparse(train.Y), regime_name, seed=obs_ss,
@@ -263,6 +269,8 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             "kind": dataset.kind,
             "label_names": list(dataset.label_names),
             "feature_names": dataset.feature_names,
+            **({"encoding": dataset.encoding} if dataset.encoding is not None else {}),
+            **({"places": dataset.places} if dataset.places is not None else {}),
             "n_features": int(train.X.shape[1]) if train.X is not None else None,
             "has_full_labels": not observed_only,
             "full_label_splits": [sp for sp in SPLITS if parts[sp][0].Y is not None],
@@ -577,6 +585,33 @@ class Bundle:
             raise CorruptFileError(f"{p}: row numbers are negative or repeated; the file was altered — re-run "
                                    "'spml prepare'")
         return idx
+
+    def ids(self, split: str) -> list[str] | None:
+        """Example identifiers of ``split`` (``ids.npy``: the source's ``siteid``/``id``
+        column), or None when the source had none.  Checked like every array (checksum,
+        one per row) and read without unpickling."""
+        self._check_split(split)
+        rel = f"{split}/ids.npy"
+        p = self.path / rel
+        if not p.exists():
+            return None
+        _verify_checksum(p, (self.meta.get("checksums") or {}).get(rel))
+        try:
+            arr = np.load(p, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise CorruptFileError(f"{p}: not a readable array of identifiers ({exc}); re-run 'spml prepare'") from None
+        if arr.dtype.kind != "U" or arr.ndim != 1 or len(arr) != self.size(split):
+            raise CorruptFileError(f"{p}: expected {self.size(split)} identifiers (text), found {arr.ndim}-D "
+                                   f"{arr.dtype} of {len(arr)}; re-run 'spml prepare'")
+        return [str(i) for i in arr]
+
+    def xy(self, split: str) -> np.ndarray | None:
+        """``(N, 2)`` places of ``split`` (``xy.npy``; in the coordinate system of
+        ``meta.json["places"]``), or None."""
+        self._check_split(split)
+        if not (self.path / split / "xy.npy").exists():
+            return None
+        return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")
 
     def label_mask(self, split: str, *, mmap: bool = True) -> SparseLabels | None:
         """``(N, L)`` bool, sparse: where the full labels of ``split`` are known (a label

@@ -33,6 +33,10 @@ class Split:
     #: optional (N, L) bool (dense or sparse): where the full label ``Y`` is known (surveyed); a
     #: species surveyed only at its own group's sites is evaluated there only.  None = everywhere.
     mask: "np.ndarray | SparseLabels | None" = None
+    #: optional (N, 2) float64 (issue 36): each example's place (x, y) in the dataset's
+    #: coordinate system (``MultiLabelDataset.places``); kept by the bundle so that
+    #: predictions can be put on a map
+    xy: np.ndarray | None = None
 
     def __post_init__(self):
         if (self.X is None) == (self.paths is None):
@@ -48,7 +52,12 @@ class Split:
             self.areas = np.asarray(self.areas, dtype=np.float64)
         if self.mask is not None and not isinstance(self.mask, SparseLabels):
             self.mask = np.asarray(self.mask, dtype=bool)
-        for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas), ("mask", self.mask)):
+        if self.xy is not None:
+            self.xy = np.asarray(self.xy, dtype=np.float64).reshape(-1, 2)
+        if self.ids is not None:
+            self.ids = [str(i) for i in self.ids]
+        for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas), ("mask", self.mask),
+                          ("xy", self.xy)):
             if arr is not None and len(arr) != n:
                 raise DataFormatError(None, f"{name} has {len(arr)} rows but the inputs have {n}")
 
@@ -69,6 +78,7 @@ class Split:
             ids=None if self.ids is None else [self.ids[i] for i in rows],
             areas=None if self.areas is None else self.areas[rows],
             mask=None if self.mask is None else self.mask[rows],
+            xy=None if self.xy is None else self.xy[rows],
         )
 
 
@@ -83,6 +93,13 @@ class MultiLabelDataset:
     #: issue 24: training examples with no observed label are **background rows** (e.g. an
     #: ecologist's random background sites), kept by ``spml prepare`` rather than dropped
     background: bool = False
+    #: issue 36: how raw covariates became ``feature_names``
+    #: (:meth:`spmlkit.data.encoding.CovariateEncoding.to_dict`), so that a model predicts from
+    #: a table in the training layout; None for data read as ready-made features
+    encoding: dict | None = None
+    #: issue 36: what the splits' ``xy`` are: ``{"columns": ["x", "y"], "crs": "EPSG:4326" or
+    #: None, "rasters": {...the grid they were extracted from, when they were}}``
+    places: dict | None = None
 
     def __post_init__(self):
         if "train" not in self.splits:

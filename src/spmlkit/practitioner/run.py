@@ -149,7 +149,11 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
         if (isinstance(names, list) and len(names) == bundle.meta.get("n_features")
                 and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
             # 'spml predict' matches the columns of a CSV by these names, not by position
-            return {"kind": "features", "feature_names": list(names)}
+            out = {"kind": "features", "feature_names": list(names)}
+            for key in ("encoding", "places"):  # issue 36: predict from the raw training layout, on a map
+                if isinstance(bundle.meta.get(key), dict):
+                    out[key] = bundle.meta[key]
+            return out
         return {"kind": "features"}
     sets = bundle.feature_sets()
     fs = config.feature_set or (sets[0] if len(sets) == 1 else None)
