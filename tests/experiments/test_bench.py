@@ -202,7 +202,7 @@ def test_regime_override(toy_bundle, tmp_path):
 def test_bundle_partial_observations_per_hide_prob(toy_bundle):
     Y = toy_bundle.labels("train")
     Zs = {p: toy_bundle.observations("train", "partial", hide_prob=p) for p in (0.0, 0.3, 0.7)}
-    assert (toy_bundle.path / "observed" / "partial-p0.3.npy").exists()
+    assert (toy_bundle.path / "observed" / "partial-p0.3.header.npy").exists()
     np.testing.assert_array_equal(Zs[0.0], np.where(Y, 1, -1))
     hidden = {p: Z == 0 for p, Z in Zs.items()}
     assert 0.15 < hidden[0.3].mean() < 0.45 and 0.55 < hidden[0.7].mean() < 0.85

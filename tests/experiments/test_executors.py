@@ -362,6 +362,67 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
+class _Submitted(Exception):
+    pass
+
+
+class _FakeRay:
+    """What RayExecutor.train asks of Ray before the first task runs: the cluster's
+    resources, a remote function, its options.  Submitting a task ends the test."""
+
+    def __init__(self, resources):
+        self.resources = resources
+        self.requests = []
+
+    def cluster_resources(self):
+        return dict(self.resources)
+
+    def remote(self, fn):
+        fake = self
+
+        class Task:
+            def options(self, **kw):
+                fake.requests.append(kw)
+                return self
+
+            def remote(self, *args):
+                raise _Submitted
+
+        return Task()
+
+
+@pytest.mark.parametrize("short", [None, "CPU", "GPU", "memory"])
+def test_ray_precheck_accepts_an_exact_fit_and_refuses_one_unit_short(tmp_path, short):
+    """The resource pre-check: a group whose request equals what the cluster has is
+    submitted; one unit less of any resource is refused in one line naming it, before
+    anything is written or submitted (a request above the cluster would wait forever)."""
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(config={"device": "cuda"})
+    g = SimpleNamespace(n_members=2, n_train=100, dataset="toy", method="an", batch_size=8, hash="h")
+    bundle = SimpleNamespace(path=tmp_path / "no-bundle", meta={"label_names": ["a", "b"]})
+    need = E.group_resources(spec, g, bundle, threads=3)
+    assert need == {"num_cpus": 3, "num_gpus": 1, "memory": 16 * 2 * 100 * 2 + (256 << 20)}
+    have = {"CPU": 3.0, "GPU": 1.0, "memory": float(need["memory"])}
+    if short:
+        have[short] -= 1
+    ray = _FakeRay(have)
+    ex = E.RayExecutor(threads=3)
+    ex.ray = ray
+    runner = SimpleNamespace(spec=spec, out=tmp_path / "out", _draw_bundle=lambda g, by_label: bundle)
+    if short is None:
+        with pytest.raises(_Submitted):
+            ex.train(runner, [g], {}, [g], None, None)
+        assert ray.requests and {k: ray.requests[0][k] for k in need} == need
+        return
+    name = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}[short]
+    with pytest.raises(ConfigError) as e:
+        ex.train(runner, [g], {}, [g], None, None)
+    msg = str(e.value)
+    assert f"group toy an bs 8 needs {name}={need[name]} but the Ray cluster has {have[short]:g} {short}" == msg
+    assert "\n" not in msg and not ray.requests and not (tmp_path / "out").exists()
+
+
 # ------------------------------------------------------------- one GPU per worker
 @pytest.fixture
 def two_gpus(monkeypatch):
