@@ -137,17 +137,17 @@ def finetune_section(device, args, rows_out, bundle):
                 gen = torch.Generator(device="cpu").manual_seed(0)
                 x = torch.rand(bs, 3, size, size, generator=gen, device="cpu").to(device)
                 x = x.contiguous(memory_format=torch.channels_last)
-                obs_dev = learner.observed.to(device)
+                obs_dev = learner.observed.to(device)  # spmlkit.sparse_labels.DeviceLabels: dense blocks of rows
 
                 def synthetic(epoch, k):
                     for t in range(k):
                         idx = torch.arange(t * bs, (t + 1) * bs, device=device).view(1, -1)
-                        yield Batch(inputs=x, index=idx, observed=obs_dev[idx[0]].unsqueeze(0), distinct=True)
+                        yield Batch(inputs=x, index=idx, observed=obs_dev.block(idx), distinct=True)
 
                 method = build_method("an")
                 method.setup(TrainContext(n_train=n, n_labels=L, observed=learner.observed, device=device))
                 learner.model.train()
-                targets = (obs_dev[:bs] == 1).float()
+                targets = (obs_dev.block(torch.arange(bs, device=device)) == 1).float()
                 opt = torch.optim.Adam(bare.parameters(), lr=1e-4, **fused)
                 crit = nn.BCEWithLogitsLoss()
                 bare.train()
