@@ -1,6 +1,6 @@
 """File output and input (spmlkit.io): atomic writes, JSON and JSON-lines, checksums,
-numpy and torch files read without unpickling, and output folders that are never a
-folder of the user's."""
+numpy and torch files read without unpickling, lock files.  Output folders: see
+tests/test_ownership.py."""
 import hashlib
 import os
 
@@ -78,25 +78,6 @@ def test_torch_files_with_python_objects_are_refused(tmp_path):
         io.safe_torch_load(tmp_path / "cut.pt")
 
 
-def test_output_folders_of_the_user_are_refused(tmp_path):
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("the user's")
-    with pytest.raises(ConfigError, match="refusing to write into .*: it holds files that are not a bench"):
-        io.claim_output_folder(mine, kind="bench", what="a bench")
-    out = io.claim_output_folder(tmp_path / "new", kind="bench", what="a bench")
-    assert io.output_folder_kind(out) == "bench" and io.claim_output_folder(out, kind="bench", what="a bench") == out
-    with pytest.raises(ConfigError, match="it holds spmlkit's bench output, not an analysis"):
-        (out / "runs.json").write_text("{}")
-        io.claim_output_folder(out, kind="analyze", what="an analysis")
-    (tmp_path / "f").write_text("")
-    with pytest.raises(ConfigError, match="is a file; expected a folder"):
-        io.check_output_folder(tmp_path / "f")
-    with pytest.raises(ConfigError, match="it is not a bundle written by spmlkit"):
-        io.check_replaceable(mine, is_ours=lambda p: False, what="bundle")
-    assert (mine / "notes.txt").read_text() == "the user's"
-
-
 def test_a_second_writer_of_a_folder_is_refused(tmp_path):
     with io.FolderLock(tmp_path):
         assert (tmp_path / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
@@ -115,11 +96,16 @@ def test_safe_filename():
     assert io.safe_filename("coco/2014 val:x.y-z") == "coco_2014_val_x.y-z"
 
 
-def test_check_input_paths(tmp_path):
-    from spmlkit.io import check_input_paths
+def test_atomic_temporaries_carry_spmlkits_signature(tmp_path):
+    """'.NAME.spml-XXXXXXXX.tmp': the name spmlkit.ownership recognises a killed writer's temporary by."""
+    seen = []
+    with io.atomic_path(tmp_path / "x.json", before_replace=lambda t: seen.append(t.name)) as tmp:
+        tmp.write_text("{}")
+    assert seen and seen[0].startswith(".x.json.spml-") and seen[0].endswith(".tmp")
 
-    f = tmp_path / "data.csv"
-    f.write_text("x\n")
-    check_input_paths([None, f, tmp_path, tmp_path / "not-yet"])  # files, folders, absent paths: fine
-    with pytest.raises(ConfigError, match=r"^/dev/null: not a regular file or folder \(a device"):
-        check_input_paths([f, "/dev/null"])
+
+def test_a_shared_lock_admits_shared_holders_only(tmp_path):
+    with io.FolderLock(tmp_path, shared=True), io.FolderLock(tmp_path, shared=True):
+        with pytest.raises(ConfigError, match="in use"):
+            io.FolderLock(tmp_path).acquire()
+    io.FolderLock(tmp_path).acquire().release()

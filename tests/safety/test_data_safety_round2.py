@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from spmlkit.cli import main
+from tests.helpers.owned import spmlkit_wrote
 
 
 def run(capsys, *argv):
@@ -305,6 +306,7 @@ def test_malformed_bench_work_checkpoint(bench, tmp_path, capsys, name):
     work.mkdir(parents=True)
     torch.save(MALFORMED[name], work / "last.pt")
     set_checksum(work / "last.pt")
+    spmlkit_wrote(b, "bench", work / "last.pt", work / "last.pt.sha256")  # (someone else's would not be read)
     group.unlink()  # unfinished again: the bench resumes from its work folder
     code, _, err = run(capsys, *BENCH, "-o", b)
     assert ends_in_one_error(code, err) and "last.pt" in err and "--no-resume" in err, err

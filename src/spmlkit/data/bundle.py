@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +38,9 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import (FolderLock, check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy,
-                  sha256_file, write_json, write_text)
+from .. import ownership
+from ..io import FolderLock, read_json, sha256_file
+from ..ownership import save_npy, write_json, write_text
 from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
 from .dataset import MultiLabelDataset, Split
 
@@ -105,73 +105,6 @@ def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
     _VERIFIED[key] = True
 
 
-_OWNER = ".spml-owner"
-
-
-def _remove_abandoned_builds(out: Path) -> None:
-    """Delete the temporary ``.NAME.XXXX/`` build folders that ``spml prepare`` processes
-    left in ``out``'s parent folder when they were killed (of any bundle there, not only
-    ``out``): only folders holding spmlkit's owner file, and only when no process holds
-    it — a running prepare keeps its owner file locked (``fcntl.flock``, released by the
-    kernel when the process dies, so a reused pid cannot keep a dead build alive).  Owner
-    files of older versions hold a pid alone: removed when that process no longer exists."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        fcntl = None
-    for d in out.parent.glob(".*"):
-        owner = d / _OWNER
-        if d.is_symlink() or not d.is_dir() or owner.is_symlink() or not owner.is_file():
-            continue
-        try:
-            words = owner.read_text().split()
-            pid = int(words[0])
-        except (ValueError, OSError, IndexError):
-            continue
-        if "flock" in words[1:]:
-            if fcntl is None:
-                continue
-            try:
-                fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)  # its prepare is still running
-                continue
-            shutil.rmtree(d, ignore_errors=True)
-            os.close(fd)
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _inside(path: str | Path, folder: Path) -> bool:
-    try:
-        p, f = Path(path).resolve(), folder.resolve()
-    except (OSError, RuntimeError):
-        return False
-    return p == f or f in p.parents
-
-
-def refuse_sources_inside(out: str | Path, sources, *, option: str = "--overwrite") -> None:
-    """``--overwrite`` replaces ``out``: refused (one-line :class:`ConfigError`) when a file
-    or folder the command reads (``sources``: paths, ``None`` skipped) lies inside it —
-    replacing the bundle would delete the user's data with it."""
-    out = Path(out)
-    if not out.exists():
-        return
-    for src in sources:
-        if src is not None and str(src) and Path(str(src)).exists() and _inside(src, out):
-            raise ConfigError(f"refusing {option}: {src} lies inside {out}, which would be replaced (and the file "
-                              "deleted with it); move the data out of the bundle folder or choose another -o")
-
-
 def is_bundle_folder(path: str | Path) -> bool:
     """True when ``path`` holds a bundle written by spmlkit (its ``meta.json``)."""
     try:
@@ -181,26 +114,22 @@ def is_bundle_folder(path: str | Path) -> bool:
     return isinstance(meta, dict) and "format" in meta and "spmlkit_version" in meta and "sizes" in meta
 
 
+ownership.register_kind("bundle", "a bundle", is_ours=is_bundle_folder,
+                        layout=("meta.json", "train", "val", "test", "observed", "features"))
+
+
 def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, regime_name: str, obs_ss,
                   hide_prob: float, seed: int, val_fraction: float, test_fraction: float, n_dropped: int,
-                  notes: list, replacing: bool) -> None:
-    """Write the bundle into a temporary sibling folder, then move it into place: only over
-    nothing, an empty folder, or the bundle ``--overwrite`` was checked to replace (checked
-    again here, under the lock: a folder that appeared meanwhile is never removed)."""
-    import fcntl
-
-    tmp = mkdtemp_like_umask(prefix=f".{out.name}.", dir=out.parent)
-    owner = tmp / _OWNER
-    write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building: a later prepare removes
-    owner_fd = os.open(owner, os.O_RDONLY)         # the folder only when this process is gone
-    fcntl.flock(owner_fd, fcntl.LOCK_EX)
-    old = None
-    try:
+                  notes: list, replacing: bool, sources=()) -> None:
+    """Write the bundle into a temporary sibling folder, then move it into place
+    (:func:`spmlkit.ownership.build`): only over nothing, an empty folder, or the bundle
+    ``--overwrite`` was checked to replace (checked again there, under the lock: a folder
+    that appeared meanwhile is never removed, nor a file of anyone else's in the old bundle)."""
+    with ownership.build(out, "bundle", replace=replacing, inputs=sources) as tmp:
         arrays = {}
         for split in SPLITS:
             s, rows = parts[split]
             d = tmp / split
-            d.mkdir()
             if s.X is not None:
                 save_npy(d / "X.npy", s.X.astype(np.float32))
             else:
@@ -215,7 +144,6 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
                 save_npy(d / "mask.npy", s.mask.astype(bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
             arrays[split] = len(s)
-        (tmp / "observed").mkdir()
         Z = train.Z if observed_only else observe(train.Y, regime_name, seed=obs_ss, hide_prob=hide_prob,
                                                   areas=train.areas)
         save_npy(tmp / "observed" / f"{regime_name}.npy", Z)
@@ -242,35 +170,10 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             "train_label_stats": label_stats(train.Y) if not observed_only else None,
             "train_observation_stats": observation_stats(Z),
             "notes": notes,
-            # integrity of every array written here (verified when read; see Bundle._npy)
+            # integrity of every array written here (verified when read, mandatory; see Bundle._npy)
             "checksums": {str(f.relative_to(tmp)): sha256_file(f) for f in sorted(tmp.rglob("*.npy"))},
         }
         write_json(tmp / "meta.json", meta)
-        owner.unlink()
-        if out.is_symlink() or out.exists():
-            if replacing and not out.is_symlink() and is_bundle_folder(out):  # the bundle --overwrite replaces
-                old = tmp.with_name(tmp.name + ".old")
-                out.rename(old)
-            elif out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
-                out.rmdir()  # an empty folder (the user's own files are never removed)
-            else:
-                raise ConfigError(f"{out} appeared (or changed) while the bundle was being built and is not a "
-                                  "bundle spmlkit wrote; nothing was replaced — choose another -o")
-        try:
-            tmp.rename(out)
-        except OSError as exc:
-            raise ConfigError(f"{out}: cannot move the new bundle into place ({exc.strerror or exc}); "
-                              "nothing was replaced") from None
-    except BaseException:
-        if old is not None and not out.exists():
-            old.rename(out)  # put the previous bundle back
-            old = None
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        os.close(owner_fd)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _seed_streams(seed: int):
@@ -285,12 +188,14 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
     folder is renamed into place at the end)."""
     given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
     out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
-    check_output_folder(out)
+    ownership.check_output_folder(out)
+    # an output is never an input: not the source file, nor a folder holding it (by inode)
+    sources = [s for s in (dataset.source, *getattr(dataset, "inputs", ())) if s]
+    ownership.refuse_inputs(out, sources)
     if out.exists():
         if not overwrite:
             raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
-        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
-        refuse_sources_inside(out, [dataset.source])
+        ownership.check_clearable(out, "bundle", inputs=sources)
     observed_only = not dataset.has_full_labels
     regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
     split_rng, test_rng, obs_ss = _seed_streams(seed)
@@ -345,7 +250,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
     parts["train"] = (train, train_rows)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
+    ownership.parent(out)  # (checked inside a folder spmlkit owns: a bench's bundles/)
     # one prepare (or features run) per bundle at a time: a lock file beside it (the bundle
     # folder itself is replaced), and the existing bundle's own lock when it is replaced
     with FolderLock(out, what="bundle", lock_file=out.parent / f".{out.name}{FolderLock.NAME}", remove=True), \
@@ -353,9 +258,8 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         replacing = out.exists()
         if replacing and is_bundle_folder(out):
             held.enter_context(FolderLock(out, what="bundle"))
-        _remove_abandoned_builds(out)
         _build_bundle(out, parts, train, observed_only, dataset, regime_name, obs_ss, hide_prob, seed, val_fraction,
-                      test_fraction, n_dropped, notes, replacing)
+                      test_fraction, n_dropped, notes, replacing, sources)
     return Bundle(given)
 
 
@@ -571,6 +475,7 @@ class Bundle:
         _, _, obs_ss = _seed_streams(int(self.meta["seed"]))
         hp = float(self.meta.get("hide_prob", 0.5)) if hide_prob is None else float(hide_prob)
         Z = observe(self.labels("train"), name, seed=obs_ss, hide_prob=hp, areas=self.areas("train"))
+        ownership.folder(self.path, "bundle")  # a bundle spmlkit wrote (never a link inside it followed)
         save_npy(p, Z)
         write_text(p.with_name(p.name + ".sha256"), sha256_file(p) + "\n")
         return Z

@@ -9,14 +9,13 @@ observed labels only, and a takeaway about what a user without full labels gets.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from ..config import TrainConfig
 from ..data import load_dataset, prepare_bundle
 from ..data.bundle import Bundle
-from ..io import write_json
+from ..ownership import write_json
 from ..labels import REGIME_ORDER, get_regime
 from ..methods import METHODS, build_method, get_method_spec
 from .protocol import run_grid, select_best
@@ -37,20 +36,36 @@ def demo_methods() -> list[str]:
 RECIPE = "auto"
 
 
+def _is_demo_folder(path: Path) -> bool:
+    """A demo folder written before the marker existed: its results (rows of methods) or
+    its yeast bundle (spmlkit's metadata), not merely files of those names."""
+    from ..data.bundle import is_bundle_folder
+    from ..io import read_json
+
+    try:
+        rows = read_json(path / "demo_results.json").get("rows")
+    except (OSError, AttributeError, ValueError):
+        rows = None
+    return isinstance(rows, list) or is_bundle_folder(path / "yeast-bundle")
+
+
 def run_demo(out_dir: str | None = None, *, epochs: int = 25, seed: int = 0, quick: bool = False,
              methods: list[str] | None = None, device: str = "auto") -> int:
     """Run the demo; without ``out_dir`` everything goes to a temporary folder that is
     removed at the end (the table is printed; ``--out DIR`` keeps bundle and results)."""
-    if out_dir:
-        from ..io import claim_output_folder
+    from .. import ownership
 
-        claim_output_folder(out_dir, kind="demo", what="a demo folder",  # never a folder of the user's
-                            is_ours=lambda p: (p / "demo_results.json").is_file() or (p / "yeast-bundle").is_dir())
+    ownership.register_kind("demo", "a demo folder", layout=("demo_results.json", "yeast-bundle"),
+                            is_ours=_is_demo_folder)
+    if out_dir:
+        ownership.claim(out_dir, "demo")  # never a folder of the user's
         return _run_demo(Path(out_dir), epochs=epochs, seed=seed, quick=quick, methods=methods, device=device,
                          keep=True)
-    with tempfile.TemporaryDirectory(prefix="spml-demo-") as tmp:
-        return _run_demo(Path(tmp), epochs=epochs, seed=seed, quick=quick, methods=methods, device=device,
-                         keep=False)
+    tmp = ownership.temporary_folder("spml-demo-", "demo")
+    try:
+        return _run_demo(tmp, epochs=epochs, seed=seed, quick=quick, methods=methods, device=device, keep=False)
+    finally:
+        ownership.discard(tmp)
 
 
 def _run_demo(root: Path, *, epochs: int, seed: int, quick: bool, methods: list[str] | None, device: str,
@@ -58,7 +73,6 @@ def _run_demo(root: Path, *, epochs: int, seed: int, quick: bool, methods: list[
     from ..progress import progress
 
     t0 = time.perf_counter()
-    root.mkdir(parents=True, exist_ok=True)
     bpath = root / "yeast-bundle"
     bundle = Bundle(bpath) if (bpath / "meta.json").exists() else prepare_bundle(
         load_dataset("yeast"), bpath, seed=seed, log=lambda m: print(m, file=sys.stderr))

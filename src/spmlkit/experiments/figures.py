@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorruptFileError, SpmlError
-from ..io import read_json, safe_filename, write_bytes
+from ..io import read_json, safe_filename
+from ..ownership import write_bytes
 from .protocol import select_best
 from .tables import select_cells
 

@@ -24,7 +24,7 @@ import math
 import time
 from pathlib import Path
 
-from ..io import write_json, write_text
+from ..ownership import write_json, write_text
 from ..labels import REGIMES, get_regime, regime_sort_key
 from .protocol import Selection, select_best
 

@@ -21,7 +21,6 @@ globally average-pooled (Cole et al. 2021 §6, the "linear" setting).
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,9 @@ import torch
 from .._version import __version__
 from ..data.bundle import SPLITS, Bundle
 from ..errors import ConfigError, DataFormatError, SpmlError
-from ..io import read_json, write_json
+from .. import ownership
+from ..io import read_json, sha256_file
+from ..ownership import write_json
 from .backbones import BACKBONES, DEFAULT_BACKBONE, build_backbone
 from .transforms import ImageSet, image_loader
 
@@ -111,7 +112,8 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             return name
 
     net = _backbone_on(device, backbone, weights=weights, image_size=image_size)
-    folder.mkdir(parents=True, exist_ok=True)
+    ownership.folder(bundle.path, "bundle")  # the bundle spmlkit wrote: its features/NAME/ made and checked
+    ownership.mkdir(folder)
     if meta is None:
         write_json(folder / "meta.json", {
             **wanted, "dim": net.out_dim, "normalisation": {"mean": net.norm_mean.flatten().tolist(),
@@ -137,14 +139,12 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             n = len(paths)
             partial = folder / f".{split}.npy.partial"
             if done > 0 and partial.exists():
-                from ..io import load_numpy
-
-                arr = load_numpy(partial, mmap="r+")  # never unpickles
+                arr = ownership.open_memmap(partial, mode="r+")  # spmlkit's own file (never a link); never unpickles
                 if arr.shape != (n, net.out_dim) or arr.dtype != np.float32:
                     raise SpmlError(f"{partial} has shape {arr.shape}, expected ({n}, {net.out_dim}); delete {folder}")
             else:
                 done = 0
-                arr = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(n, net.out_dim))
+                arr = ownership.open_memmap(partial, mode="w+", dtype=np.float32, shape=(n, net.out_dim))
             starts = list(range(done, n, batch_size))
             batches = [list(range(s, min(s + batch_size, n))) for s in starts]
             if max_batches is not None:
@@ -162,8 +162,9 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             del arr
             if not finished:
                 return None
-            os.replace(partial, folder / f"{split}.npy")
-            (folder / f".{split}.progress.json").unlink(missing_ok=True)
+            ownership.write_text(folder / f"{split}.npy.sha256", sha256_file(partial) + "\n")  # (checked on read)
+            ownership.rename(partial, folder / f"{split}.npy")
+            ownership.remove(folder / f".{split}.progress.json")
     finally:
         bar.close()
     dt = time.perf_counter() - t0

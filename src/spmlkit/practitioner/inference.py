@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError, SpmlError
-from ..io import atomic_path
+from ..ownership import is_checked_file, write_output_file
 
 from ..features.transforms import IMAGE_SUFFIXES as IMAGE_EXTENSIONS  # noqa: E402  (one list of suffixes)
 PATH_COLUMN = "path"
@@ -231,41 +231,28 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
 
 # ---------------------------------------------------------------------- outputs
 def check_prediction_output(out: str | Path, *, label_names: list[str], source: str | Path | None = None,
-                            overwrite: bool = False, option: str = "-o/--out") -> Path:
-    """``out`` as the CSV file ``spml predict`` writes: refused (one-line
-    :class:`~spmlkit.errors.ConfigError`, before anything is read or written) when it is a
-    folder, when it is the input file itself (even with ``overwrite``), or when it is an
-    existing file that is not a prediction file spmlkit wrote — one whose first line is
-    ``id,labels`` or ``id,<the model's labels>`` — unless ``overwrite``.  Re-running a
-    prediction into the same file therefore works, and a user's data file is never replaced
-    by accident."""
-    from ..errors import ConfigError
+                            overwrite: bool = False, option: str = "-o/--out", model: str | Path | None = None) -> Path:
+    """``out`` as the CSV file ``spml predict`` writes (:func:`spmlkit.ownership.output_file`):
+    refused (one-line :class:`~spmlkit.errors.ConfigError`, before anything is read or
+    written) when it is a folder or a symbolic link; when it is, or lies inside, an input —
+    the input data (``source``) or the model folder read (``model``), compared by device and
+    inode — even with ``overwrite``; or when it is an existing file that is not a prediction
+    file spmlkit wrote — one whose first line is ``id,labels`` or ``id,<the model's
+    labels>`` — unless ``overwrite``.  Re-running a prediction into the same file therefore
+    works, and a user's data file is never replaced by accident."""
+    from .. import ownership
 
-    out = Path(out)
-    if out.is_dir():
-        raise ConfigError(f"-o {out} is a folder; expected the path of the CSV file to write")
-    if not out.exists():
-        return out
-    if source is not None and Path(source).is_file():
+    def is_prediction_file(p: Path) -> bool:
         try:
-            same = out.samefile(source)
-        except OSError:
-            same = False
-        if same:
-            raise ConfigError(f"{option} {out} is the input file; choose another file for the predictions")
-    if overwrite:
-        return out
-    try:
-        with open(out, encoding="utf-8", newline="") as fh:
-            first = fh.readline(1 << 20)
-        header = next(csv.reader([first.rstrip("\r\n")]), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        header = None
-    if header in (["id", "labels"], ["id", *label_names]):
-        return out
-    raise ConfigError(f"refusing to replace {out}: it is not a prediction file spmlkit wrote (its first line is "
-                      f"neither 'id,labels' nor 'id,' and the model's labels); choose a new file with {option} "
-                      "or pass --overwrite")
+            with open(p, encoding="utf-8", newline="") as fh:
+                first = fh.readline(1 << 20)
+            header = next(csv.reader([first.rstrip("\r\n")]), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return False
+        return header in (["id", "labels"], ["id", *label_names])
+
+    return ownership.output_file(out, inputs=[source, model], overwrite=overwrite, is_ours=is_prediction_file,
+                                 option=option, what="prediction file")
 
 
 def predicted_label_sets(model, P: np.ndarray, *, rule: str | None = None, threshold: float | None = None,
@@ -289,7 +276,9 @@ def predicted_label_sets(model, P: np.ndarray, *, rule: str | None = None, thres
 
 def write_probabilities(out: str | Path, ids: list[str], label_names: list[str], P: np.ndarray) -> Path:
     out = Path(out)
-    with atomic_path(out) as tmp:
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(["id", *label_names])
@@ -303,7 +292,9 @@ def write_label_sets(out: str | Path, ids: list[str], label_names: list[str], S:
     from .labelsets import format_label_sets
 
     out = Path(out)
-    with atomic_path(out) as tmp:
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(["id", "labels"])

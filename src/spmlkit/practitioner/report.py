@@ -19,7 +19,8 @@ import numpy as np
 
 from .._version import __version__
 from .evaluation import OBSERVED_NOTE, evaluate_label_sets
-from ..io import atomic_path, read_jsonl, write_text
+from ..io import read_jsonl
+from ..ownership import atomic_path, write_text
 
 
 # ------------------------------------------------------------- label-set quality

@@ -27,6 +27,7 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
+from . import distributed
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
@@ -112,6 +113,10 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     m_lrs = [lr for lr in method.candidate_lrs for _ in unique_seeds]
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
     runs: dict[str, list] = {}
+    if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
+        from .. import ownership
+
+        ownership.folder(run_dir, "run")
     for i, name in enumerate(candidates):
         cfg = config.replace(method=name, params=(), selection=selection)
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / name
