@@ -37,7 +37,7 @@ def test_a_new_folder_is_made_with_its_marker_and_manifest(tmp_path):
 
 
 def test_folders_of_the_user_are_refused(tmp_path, user):
-    with pytest.raises(ConfigError, match="refusing to write into .*: it holds files that are not a run"):
+    with pytest.raises(ConfigError, match="refusing to write into .*: it holds files that are not a .*run"):
         ownership.claim(user, "run")
     out = ownership.claim(tmp_path / "new", "bench")
     assert ownership.folder_kind(out) == "bench" and ownership.claim(out, "bench") == out

@@ -346,9 +346,13 @@ def safe_torch_load(path: str | Path, *, map_location="cpu") -> Any:
 
     from .errors import CorruptFileError
 
+    import warnings
+
     path = Path(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch's remarks on a foreign file ("pickle protocol 4 ...") precede
+            warnings.simplefilter("ignore")  # the refusal below, which says what matters in one line
+            return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
         detail = next((ln.strip() for ln in str(exc).splitlines() if "Unsupported" in ln or "GLOBAL" in ln), "")
         detail = detail.split(" was not an allowed global")[0].replace("WeightsUnpickler error: ", "")

@@ -24,3 +24,12 @@ def spmlkit_wrote(root: Path, kind: str, *paths: Path) -> None:
     ownership.claim(root, kind)
     for p, b in data.items():
         ownership.write_bytes(p, b)
+
+
+def seal_feature_cache(folder: Path) -> None:
+    """A feature cache a test wrote by hand (``BUNDLE/features/NAME/{split}.npy``) gets the
+    SHA-256 sidecars ``spml features`` writes (the reader refuses an array without one)."""
+    import hashlib
+
+    for p in sorted(Path(folder).glob("*.npy")):
+        p.with_name(p.name + ".sha256").write_text(hashlib.sha256(p.read_bytes()).hexdigest() + "\n")

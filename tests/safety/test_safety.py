@@ -170,6 +170,9 @@ def test_bundle_and_feature_cache_payloads_are_refused(yeast, tmp_path, capsys):
     fs.mkdir(parents=True)
     for split in ("train", "val", "test"):
         plant_npy_payload(fs / f"{split}.npy", marker)
+    from tests.helpers.owned import seal_feature_cache
+
+    seal_feature_cache(fs)  # the attacker writes the checksums too
     with pytest.raises(Exception, match="Python objects"):
         Bundle(b).features("test", "evil")
     assert not marker.exists()

@@ -70,23 +70,70 @@ def split_indices(n: int, fraction: float, rng: np.random.Generator, *,
 _VERIFIED: dict[tuple, bool] = {}  # (path, size, mtime_ns) -> checked, so each file is hashed once per process
 
 
-def _verify_checksum(path: Path, expected: str | None) -> None:
+def _verify_checksum(path: Path, expected: str | None, *, advice: str = "re-run 'spml prepare'") -> None:
     """Compare ``path`` with its recorded SHA-256 (``expected``, or the ``.sha256``
-    sidecar of an array written after the bundle was prepared); bundles written before
-    checksums were recorded have neither and are not checked."""
+    sidecar of an array written after the bundle was prepared).  A checksum is mandatory:
+    an array with neither (a ``meta.json`` whose ``checksums`` were removed, an array added
+    by hand) is refused — verification can never be turned off by deleting it."""
     side = path.with_name(path.name + ".sha256")
-    if expected is None and side.exists():
+    if expected is None and side.is_file() and not side.is_symlink():
         expected = side.read_text().strip()
-    if expected is None:
-        return
+    if not isinstance(expected, str) or not expected:
+        raise CorruptFileError(f"{path}: no checksum is recorded for it (not in meta.json's 'checksums', no "
+                               f"{side.name}); spmlkit reads only arrays it can verify — {advice}")
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, expected)
     if key in _VERIFIED:
         return
     if sha256_file(path) != expected:
         raise CorruptFileError(f"{path}: checksum mismatch with the bundle's record; the file was altered or "
-                               "truncated — re-run 'spml prepare'")
+                               f"truncated — {advice}")
     _VERIFIED[key] = True
+
+
+def check_observations(Z: np.ndarray, path, regime: str | None = None, *, background_rows: int = 0) -> np.ndarray:
+    """Observations as files.md promises them: int8 in {-1, 0, +1}; for the training
+    observations of a ``regime`` (None: values only), what the regime promises — one
+    observed positive per example for the single-positive regimes, no unobserved entry for
+    ``full``, at least one observed positive for every regime, and (the user's own
+    observations, ``observed``) no example without any observation beyond the declared
+    ``background_rows``.  Anything else is a one-line :class:`CorruptFileError` naming
+    ``path`` (and the row).  (One function, so the sparse storage can adapt it.)"""
+    if Z.dtype != np.int8:
+        raise CorruptFileError(f"{path}: observations must be int8 (+1 / 0 / -1), found {Z.dtype}; re-run "
+                               "'spml prepare'")
+    A = np.asarray(Z)
+    if A.size and (int(A.min()) < -1 or int(A.max()) > 1):
+        bad = np.argwhere((A < -1) | (A > 1))[0]
+        raise CorruptFileError(f"{path}: row {int(bad[0]) + 1}, column {int(bad[1]) + 1} holds "
+                               f"{int(A[bad[0], bad[1]])}; observations must be +1, 0 or -1")
+    if regime is None or not A.size:
+        return Z
+    pos = (A == 1).sum(axis=1)
+    if not pos.any():
+        raise CorruptFileError(f"{path}: no observed positive at all (regime {regime!r} observes at least one); the "
+                               "file was altered — re-run 'spml prepare'")
+    from ..labels import REGIMES
+
+    r = REGIMES.get(regime)
+    if r is not None and r.needs_positive and regime != "partial":
+        row = int(np.flatnonzero(pos != 1)[0]) if (pos != 1).any() else None
+        if row is not None:
+            raise CorruptFileError(f"{path}: row {row + 1} has {int(pos[row])} observed positives; regime "
+                                   f"{regime!r} observes exactly one per example — the file was altered, re-run "
+                                   "'spml prepare'")
+    if regime == "full" and (A == 0).any():
+        row = int(np.argwhere(A == 0)[0][0])
+        raise CorruptFileError(f"{path}: row {row + 1} has unobserved labels; regime 'full' observes every label — "
+                               "the file was altered, re-run 'spml prepare'")
+    if regime == OBSERVED_ONLY:
+        empty = int((~A.any(axis=1)).sum())
+        if empty > background_rows:
+            row = int(np.flatnonzero(~A.any(axis=1))[0])
+            raise CorruptFileError(f"{path}: {empty} example(s) without any observation (first: row {row + 1}) but "
+                                   f"the bundle declares {background_rows} background row(s); the file was altered "
+                                   "— re-run 'spml prepare'")
+    return Z
 
 
 def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
@@ -292,6 +339,10 @@ class Bundle:
             raise CorruptFileError(f"{meta_path}: damaged bundle description ("
                                    + (f"missing {', '.join(missing)}" if missing else
                                       "sizes or label_names are not valid") + "); re-run 'spml prepare'")
+        if not isinstance(self.meta.get("checksums"), dict) or not self.meta["checksums"]:
+            raise CorruptFileError(f"{meta_path}: records no checksums of the bundle's arrays (written by an older "
+                                   "spmlkit, or edited); spmlkit reads only arrays it can verify — re-run "
+                                   "'spml prepare'")
 
     # ---------------------------------------------------------------- properties
     @property
@@ -323,7 +374,7 @@ class Bundle:
 
     # -------------------------------------------------------------------- arrays
     def _npy(self, rel: str, mmap: bool = True, *, rows: int | None = None, cols: int | None = None,
-             what: str = "array", ndim: int = 2) -> np.ndarray:
+             what: str = "array", ndim: int = 2, dtype=None, advice: str = "re-run 'spml prepare'") -> np.ndarray:
         """Load ``rel`` after checking it against the checksum recorded when it was
         written (``meta.json["checksums"]``, or a ``.sha256`` sidecar for arrays written
         later); never unpickles (object arrays are refused).  ``rows``/``cols``: the
@@ -331,25 +382,28 @@ class Bundle:
         p = self.path / rel
         if not p.exists():
             raise SpmlError(f"{p} is missing from the bundle")
-        _verify_checksum(p, (self.meta.get("checksums") or {}).get(rel))
+        _verify_checksum(p, self.meta["checksums"].get(rel), advice=advice)
         try:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "allow_pickle" in msg or "Object arrays" in msg:
                 msg = "holds Python objects (an object array); spmlkit never unpickles bundle files"
-            raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); re-run 'spml prepare'") from None
+            raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); {advice}") from None
         except (OSError, EOFError) as exc:
             raise CorruptFileError(f"{p}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
-                                   "re-run 'spml prepare'") from None
+                                   f"{advice}") from None
         if arr.dtype.hasobject or arr.ndim != ndim or arr.dtype.kind not in "biuf":
             raise CorruptFileError(f"{p}: expected a {ndim}-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
-                                   "re-run 'spml prepare'")
+                                   f"{advice}")
         if rows is not None and arr.shape[0] != rows:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[0]} rows but the bundle's meta.json says {rows}; "
-                                   "re-run 'spml prepare'")
+                                   f"{advice}")
         if cols is not None and ndim > 1 and arr.shape[1] != cols:
-            raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; re-run 'spml prepare'")
+            raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; {advice}")
+        if dtype is not None and arr.dtype != dtype:
+            raise CorruptFileError(f"{p}: {what} must be {np.dtype(dtype).name} (as spmlkit writes it), found "
+                                   f"{arr.dtype}; {advice}")
         return arr
 
     def features(self, split: str, feature_set: str | None = None, *, mmap: bool = True) -> np.ndarray:
@@ -360,7 +414,7 @@ class Bundle:
         self._check_split(split)
         if self.kind == "features" and feature_set is None:
             return self._npy(f"{split}/X.npy", mmap, rows=self.size(split), cols=self.meta.get("n_features"),
-                             what="feature matrix")
+                             what="feature matrix", dtype=np.float32)
         sets = self.feature_sets()
         if feature_set is None:
             if len(sets) == 1:
@@ -371,7 +425,11 @@ class Bundle:
                 raise SpmlError(f"{self.path} has several feature caches {sets}; choose one with --feature-set")
         if feature_set not in sets:
             raise SpmlError(f"feature set {feature_set!r} not in {self.path}; available: {sets or 'none'}")
-        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix",
+                      dtype=np.float32, advice=f"run 'spml features {self.path}' again with the options that "
+                                                f"made it (a cache an older spmlkit wrote gets its checksums "
+                                                f"recorded; a damaged one: delete {self.path / 'features' / feature_set} "
+                                                "first)")
         _check_finite(self.path / "features" / feature_set / f"{split}.npy", X)
         return X
 
@@ -433,7 +491,7 @@ class Bundle:
         if not (self.path / split / "areas.npy").exists():
             return None
         return self._npy(f"{split}/areas.npy", False, rows=self.size(split), cols=self.n_labels,
-                         what="instance-area matrix")
+                         what="instance-area matrix", dtype=np.float64)
 
     def observations(self, split: str = "train", regime: str | None = None, *,
                      hide_prob: float | None = None, mmap: bool = True) -> np.ndarray:
@@ -449,8 +507,8 @@ class Bundle:
         if split != "train":
             p = self.path / split / "Z.npy"
             if p.exists():
-                return self._checked_z(self._npy(f"{split}/Z.npy", mmap, rows=self.size(split), cols=self.n_labels,
-                                                 what="observation matrix"), p)
+                return check_observations(self._npy(f"{split}/Z.npy", mmap, rows=self.size(split), cols=self.n_labels,
+                                                    what="observation matrix"), p)
             Y = self.labels(split)
             if Y is None:
                 raise SpmlError(f"{self.path}: split {split!r} has neither labels nor observations")
@@ -467,8 +525,9 @@ class Bundle:
             fname = f"partial-p{float(hide_prob):g}"
         p = self.path / "observed" / f"{fname}.npy"
         if p.exists():
-            return self._checked_z(self._npy(f"observed/{fname}.npy", mmap, rows=self.size("train"),
-                                             cols=self.n_labels, what="observation matrix"), p)
+            return check_observations(self._npy(f"observed/{fname}.npy", mmap, rows=self.size("train"),
+                                                cols=self.n_labels, what="observation matrix"), p, name,
+                                      background_rows=int(self.meta.get("background_rows") or 0))
         if not self.has_full_labels:
             raise SpmlError(f"{self.path} holds the user's own observations only; regime {name!r} cannot be "
                             "simulated without full labels")
@@ -503,17 +562,6 @@ class Bundle:
         stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw
         return observe(Y, name, seed=stream, hide_prob=float(self.meta.get("hide_prob", 0.5)),
                        areas=self.areas(split))
-
-    @staticmethod
-    def _checked_z(Z: np.ndarray, path: Path) -> np.ndarray:
-        """Observations must be int8 in {-1, 0, +1}."""
-        if Z.dtype != np.int8:
-            raise CorruptFileError(f"{path}: observations must be int8 (+1 / 0 / -1), found {Z.dtype}")
-        if Z.size and (int(Z.min()) < -1 or int(Z.max()) > 1):
-            bad = np.argwhere((np.asarray(Z) < -1) | (np.asarray(Z) > 1))[0]
-            raise CorruptFileError(f"{path}: row {int(bad[0]) + 1}, column {int(bad[1]) + 1} holds "
-                                   f"{int(Z[bad[0], bad[1]])}; observations must be +1, 0 or -1")
-        return Z
 
     def _check_split(self, split: str) -> None:
         if split not in SPLITS:

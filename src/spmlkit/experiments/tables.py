@@ -295,8 +295,10 @@ def _invocations(manifest_path: Path, ctx: dict, n_trained: int) -> list[dict]:
 def write_outputs(runner, groups, ctx: dict) -> dict:
     """(Re)build every table of ``runner``'s bench from its finished groups (the figures
     are drawn by the caller, :mod:`.figures`, from what this writes)."""
+    from .. import ownership
     from .machine import machine_info
 
+    ownership.folder(runner.out, "bench")  # (a bench's folder: claimed by run(), checked here for library callers)
     spec = runner.spec
     out = runner.out
     runs = []

@@ -108,7 +108,10 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
         if got != wanted:
             raise ConfigError(f"{folder} holds features of {got}, not {wanted}; delete it or choose another --name")
         if (folder / "test.npy").exists():
-            log(f"feature set {name!r} of {bundle.path} is complete; nothing to do")
+            sealed = _seal_checksums(bundle, folder)
+            log(f"feature set {name!r} of {bundle.path} is complete; nothing to do" +
+                (f" (recorded the checksums of its {sealed} array(s), which an older spmlkit wrote without them)"
+                 if sealed else ""))
             return name
 
     net = _backbone_on(device, backbone, weights=weights, image_size=image_size)
@@ -267,6 +270,20 @@ def _progress_rows(folder: Path, split: str) -> int:
         return int(read_json(p)["rows"])
     except (KeyError, ValueError, TypeError, SpmlError):
         return 0
+
+
+def _seal_checksums(bundle: Bundle, folder: Path) -> int:
+    """A complete cache written before checksums were recorded: its arrays' SHA-256
+    sidecars are written now (the reader refuses an array without one).  Returns how many."""
+    n = 0
+    for split in SPLITS:
+        p = folder / f"{split}.npy"
+        side = folder / f"{split}.npy.sha256"
+        if p.is_file() and not side.exists():
+            ownership.folder(bundle.path, "bundle")
+            ownership.write_text(side, sha256_file(p) + "\n")
+            n += 1
+    return n
 
 
 def ensure_features(bundle: Bundle, *, backbone: str, weights: str | None, image_size: int, batch_size: int = 32,

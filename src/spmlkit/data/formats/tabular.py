@@ -152,6 +152,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     if not rows:
         raise DataFormatError(path, "empty file; expected a header row")
     header = [h.strip() for h in rows[0][1]]
+    check_header(header, path)
     body = [(line, r) for line, r in rows[1:] if any(c.strip() for c in r)]
     if not body:
         raise DataFormatError(path, "no data rows after the header")
@@ -177,6 +178,11 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         lab_idx = list(range(len(header) - labels_last, len(header)))
     else:
         lab_idx = []
+    for opt in ("id_column", "path_column"):  # an id (or image path) is never also a label
+        if opt in special and special[opt] in lab_idx:
+            raise DataFormatError(path, f"column {header[special[opt]]!r} is both the {opt.replace('_', ' ')} and a "
+                                        "label column; leave it out of the label columns (or choose another "
+                                        f"--{opt.replace('_', '-')})", line=1)
     for line, r in body:
         if len(r) != len(header):
             hint = ("; a quoted field of this row runs over several lines — is a closing quote missing?"
@@ -221,6 +227,10 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
                 if neg and not observed:
                     raise DataFormatError(path, f"negative label {t!r} is only meaningful for observations "
                                                 "(--observed)", line=line)
+                if M[k, index[name]] == (1 if neg else -1):
+                    raise DataFormatError(path, f"label {name!r} is both observed positive and negative ('{name}' and "
+                                                f"'-{name}') in column {label_set_column!r}; keep one of them",
+                                          line=line)
                 M[k, index[name]] = -1 if neg else 1
         if not observed:
             M = (M == 1).astype(np.int8)
@@ -276,6 +286,49 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
                 raise DataFormatError(path, f"feature column {header[c]!r} has non-finite value {v!r}", line=line)
     X = _features_to_float32(X, path, [line for line, _ in body], [header[c] for c in feat_idx])
     return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), [header[i] for i in feat_idx]
+
+
+def check_header(header: list[str], path) -> None:
+    """Column names must be distinct and not empty, and a header of numbers only is a
+    data line read as a header (a file without its header line)."""
+
+    def number(h):
+        try:
+            float(h)
+            return True
+        except ValueError:
+            return False
+
+    if header and all(number(h) for h in header):
+        raise DataFormatError(path, f"the first line holds numbers ({', '.join(header[:4])}"
+                                    f"{', ...' if len(header) > 4 else ''}), not column names: add a header line",
+                              line=1)
+    for i, h in enumerate(header):
+        if not h:
+            raise DataFormatError(path, f"column {i + 1} of the header has no name (a saved row index? write the "
+                                        "table without it); every column needs a distinct name", line=1)
+    if len(set(header)) != len(header):
+        seen: set = set()
+        dup = next(h for h in header if h in seen or seen.add(h))
+        raise DataFormatError(path, f"column {dup!r} appears {header.count(dup)} times in the header; every column "
+                                    "needs a distinct name", line=1)
+
+
+def describe_name_difference(expected: list, got: list, what: str) -> str:
+    """How two name lists differ, in words: the same names in another order, or which are
+    missing and which are unexpected (a count alone — "4 vs 4" — says nothing)."""
+    missing = [n for n in expected if n not in got]
+    extra = [n for n in got if n not in expected]
+
+    def shown(names):
+        return ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    if not missing and not extra:
+        first = next(i for i, (a, b) in enumerate(zip(expected, got)) if a != b) if len(expected) == len(got) else 0
+        return (f"the same {what}s in another order (position {first + 1}: {expected[first]!r} expected, "
+                f"{got[first]!r} found)") if len(expected) == len(got) else f"{what}s repeated"
+    return "; ".join(p for p in (f"missing {shown(missing)}" if missing else "",
+                                 f"unexpected {shown(extra)}" if extra else "") if p)
 
 
 def _merge_repeated_paths(path: Path, paths: list[str], M: np.ndarray, ids, lines: list[int], names):
@@ -386,9 +439,17 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
         kw = dict(kwargs)
         if kw.get("label_set_column") is not None or kw.get("label_column") is not None:
             kw["label_names"] = labels
-        te, labels_te, _ = read_table(test, **kw)
+        te, labels_te, feats_te = read_table(test, **kw)
         if labels_te != labels:
-            raise DataFormatError(test, "label columns differ from the training table's")
+            raise DataFormatError(test, "label columns differ from the training table's: "
+                                  + describe_name_difference(labels, labels_te, "label"))
+        if feats is not None and feats_te != feats:  # matched by name, never by position
+            if sorted(feats_te) != sorted(feats):
+                raise DataFormatError(test, "feature columns differ from the training table's: "
+                                      + describe_name_difference(feats, feats_te, "feature column"), line=1)
+            import dataclasses
+
+            te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
     return MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits,
                              source=str(train), feature_names=feats, notes=notes)
