@@ -452,11 +452,11 @@ def _validate(root: _Root) -> None:
     root.__dict__.update(fresh.__dict__)
 
 
-def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "-o/--out", create: bool = True,
-          accept: Iterable[str] = ()) -> Path:
+def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "-o/--out",
+          create: bool = True) -> Path:
     """``path`` as a folder of ``kind`` that this process writes: created (with its marker
-    and manifest) when new; accepted when empty, holding spmlkit's marker of ``kind`` (or
-    of a kind in ``accept``), or written by an older spmlkit (see :class:`Kind`); otherwise
+    and manifest) when new; accepted when empty, holding spmlkit's marker of ``kind``, or
+    written by an older spmlkit (see :class:`Kind`); otherwise
     refused in one line before anything is written.  ``inputs``: what the command reads
     (see :func:`refuse_inputs`).  ``create=False`` checks only.  Inside a folder this process
     owns already, ``path`` becomes a checked sub-folder of it.  Returns ``path``."""
@@ -466,7 +466,7 @@ def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "
     k = _kind(kind)
     if a in _ROOTS:
         _validate(_ROOTS[a])
-        if _ROOTS[a].kind == kind or _ROOTS[a].kind in accept:
+        if _ROOTS[a].kind == kind:
             return p
     reg = _registered(a)
     if reg is not None and reg[1]:
@@ -476,7 +476,7 @@ def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "
     if os.path.isdir(a):
         mark = _read_marker(a)
         if mark is not None:
-            if mark["kind"] != kind and mark["kind"] not in set(accept):
+            if mark["kind"] != kind:
                 raise OwnershipError(f"refusing to write into {p}: it holds spmlkit's {mark['kind']} output, not "
                                      f"{k.what}; choose a new (or empty) folder with {option}")
             if not create:
@@ -537,17 +537,6 @@ def created(path: str | Path) -> bool:
     return bool(root is not None and root.created)
 
 
-def release(path: str | Path) -> None:
-    """Forget the registration of ``path`` (this process writes it no more)."""
-    _ROOTS.pop(_abs(path), None)
-
-
-def is_owned(path: str | Path) -> bool:
-    """True when ``path`` lies in (or is) a folder this process owns."""
-    return _registered(_abs(path)) is not None
-
-
-# ---------------------------------------------------------------- checked paths
 def _nested(root: _Root, rel: str) -> _Root:
     """The folder owned on its own at ``rel`` inside ``root`` (an ``o`` entry)."""
     a = os.path.join(root.path, *rel.split("/"))
@@ -610,7 +599,7 @@ def _locate(path) -> tuple[_Root, str]:
     return _walk_dirs(root, rel, create=True)
 
 
-def parent(path: str | Path) -> Path:
+def ensure_parent(path: str | Path) -> Path:
     """Make (or check, inside an owned folder) the folder ``path`` will be created in."""
     a = os.path.dirname(_abs(path))
     reg = _registered(a)
@@ -684,18 +673,6 @@ def save_npy(path: str | Path, array) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-
-
-def torch_save_atomic(obj: Any, path: str | Path) -> str:
-    import io as _pyio
-
-    import torch
-
-    buf = _pyio.BytesIO()
-    torch.save(obj, buf)
-    data = buf.getvalue()
-    write_bytes(path, data)
-    return _io.sha256_bytes(data)
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:
@@ -1110,7 +1087,7 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
     out_a = _abs(out)
     parent_a = os.path.dirname(out_a)
     reg = _registered(parent_a)
-    globals()["parent"](out_a)
+    ensure_parent(out_a)
     _remove_abandoned_builds(out_a)
     tmp = _io.mkdtemp_like_umask(prefix=f".{os.path.basename(out_a)}.", dir=parent_a)
     owner = tmp / BUILD_OWNER

@@ -297,7 +297,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
     parts["train"] = (train, train_rows)
 
-    ownership.parent(out)  # (checked inside a folder spmlkit owns: a bench's bundles/)
+    ownership.ensure_parent(out)  # (checked inside a folder spmlkit owns: a bench's bundles/)
     # one prepare (or features run) per bundle at a time: a lock file beside it (the bundle
     # folder itself is replaced), and the existing bundle's own lock when it is replaced
     with FolderLock(out, what="bundle", lock_file=out.parent / f".{out.name}{FolderLock.NAME}", remove=True), \
