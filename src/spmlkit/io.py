@@ -179,6 +179,19 @@ def torch_save_atomic(obj: Any, path: str | Path) -> str:
 
 
 # ------------------------------------------------------------ folders and locks
+def check_input_paths(paths) -> None:
+    """Every input path given (None: not given) that exists must be a regular file or a
+    folder: a device or a pipe (``/dev/zero``) would be read until memory runs out."""
+    from .errors import ConfigError
+
+    for p in paths:
+        if p is None:
+            continue
+        q = Path(p)
+        if q.exists() and not q.is_file() and not q.is_dir():
+            raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
+
+
 def mkdtemp_like_umask(prefix: str, dir: str | Path) -> Path:
     """``tempfile.mkdtemp`` (a fresh private folder) given the permissions a normal
     ``mkdir`` would have (mkdtemp creates 0700): the folder becomes a user's output."""

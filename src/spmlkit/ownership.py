@@ -42,12 +42,14 @@ import os
 import re
 import shutil
 import stat
+import struct
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from . import io as _io
+from .io import check_input_paths  # noqa: F401  (an input check; kept in io, named here too)
 from .errors import ConfigError, SpmlError
 
 #: written into every folder spmlkit makes: ``{"written_by": "spmlkit", "kind": KIND, "manifest": MANIFEST}``
@@ -106,10 +108,38 @@ def _kind(name: str) -> Kind:
 @dataclass
 class _Entry:
     type: str                      # 'f', 'd' or 'o'
-    #: (device, inode) -> (mtime_ns, size) the file had when spmlkit wrote it, or None for a
-    #: file spmlkit modifies in place (appended, memory-mapped): a file of someone else's that
-    #: got a freed inode number of spmlkit's back has another time stamp
+    #: (device, inode) -> (generation, stamp): the inode's generation number where the file
+    #: system has one (``FS_IOC_GETVERSION``: a freed inode number given to someone else's new
+    #: file or folder gets another), and for a file written whole its (mtime_ns, size) — None
+    #: for a file spmlkit modifies in place (appended, memory-mapped) or a folder
     inodes: dict = field(default_factory=dict)
+
+
+_GETVERSION = 0x80087601 if struct.calcsize("l") == 8 else 0x80047601  # _IOR('v', 1, long)
+
+
+def _generation(path: str, st: os.stat_result | None) -> int | None:
+    """The generation number of the inode at ``path`` (a regular file or a folder, opened
+    without following links), or None where the file system (or the platform) has none."""
+    if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_ino != st.st_ino:
+            return None
+        return struct.unpack("l", fcntl.ioctl(fd, _GETVERSION, b"\0" * struct.calcsize("l")))[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class _Root:
@@ -177,25 +207,29 @@ class _Root:
             if t == "-":
                 self.entries.pop(rel, None)
                 continue
-            try:
-                nums = [int(x) for x in ident.split(":")]
+            try:  # DEV:INO:GEN:MTIME:SIZE, '-' where there is none
+                nums = [None if x == "-" else int(x) for x in ident.split(":")]
             except ValueError:
                 continue
-            if len(nums) not in (2, 4):
+            if len(nums) != 5 or nums[0] is None or nums[1] is None:
                 continue
             e = self.entries.get(rel)
             if e is None or e.type != t:
                 e = self.entries[rel] = _Entry(t)
-            e.inodes[(nums[0], nums[1])] = (nums[2], nums[3]) if len(nums) == 4 else None
+            e.inodes[(nums[0], nums[1])] = (nums[2], None if nums[3] is None else (nums[3], nums[4]))
         self._offset += end
 
-    def record(self, t: str, rel: str, st: os.stat_result | None = None, *, inplace: bool = False) -> None:
-        """List ``rel`` (``t``: 'f', 'd', 'o'; '-': removed) with its inode and, for a file
-        written whole (not ``inplace``), its modification time and size."""
+    def record(self, t: str, rel: str, st: os.stat_result | None = None, *, inplace: bool = False,
+               at: str | None = None) -> None:
+        """List ``rel`` (``t``: 'f', 'd', 'o'; '-': removed) with its inode, the inode's
+        generation and, for a file written whole (not ``inplace``), its modification time and
+        size.  ``at``: where the inode is now, when not at ``rel`` yet (a temporary file)."""
         if "\n" in rel or "\r" in rel:
             raise OwnershipError(f"{os.path.join(self.path, rel)}: spmlkit does not write names holding a line break")
         stamp = (st.st_mtime_ns, st.st_size) if st is not None and t == "f" and not inplace else None
-        ident = "0:0" if st is None else f"{st.st_dev}:{st.st_ino}" + (f":{stamp[0]}:{stamp[1]}" if stamp else "")
+        gen = _generation(at or os.path.join(self.path, *rel.split("/")), st) if st is not None else None
+        ident = "0:0:-:-:-" if st is None else ":".join("-" if v is None else str(v) for v in (
+            st.st_dev, st.st_ino, gen, *(stamp or (None, None))))
         line = f"{t} {ident} {rel}\n".encode("utf-8")
         fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
         try:
@@ -210,7 +244,7 @@ class _Root:
             e = self.entries.get(rel)
             if e is None or e.type != t:
                 e = self.entries[rel] = _Entry(t)
-            e.inodes[(st.st_dev, st.st_ino)] = stamp
+            e.inodes[(st.st_dev, st.st_ino)] = (gen, stamp)
 
     def show(self, rel: str = "") -> str:
         return os.path.join(self.shown, *rel.split("/")) if rel else self.shown
@@ -220,13 +254,19 @@ class _Root:
         e = self.entries.get(rel)
         if e is None or e.type not in types or (st.st_dev, st.st_ino) not in e.inodes:
             return False
-        stamp = e.inodes[(st.st_dev, st.st_ino)]
-        return stamp is None or stamp == (st.st_mtime_ns, st.st_size)
+        gen, stamp = e.inodes[(st.st_dev, st.st_ino)]
+        if stamp is not None and stamp != (st.st_mtime_ns, st.st_size):
+            return False
+        if gen is not None:
+            now = _generation(os.path.join(self.path, *rel.split("/")), st)
+            if now is not None and now != gen:
+                return False
+        return True
 
     def inplace(self, rel: str, st: os.stat_result) -> None:
         """``rel`` (spmlkit's file) is about to be modified in place: listed without a stamp."""
         e = self.entries.get(rel)
-        if e is None or e.inodes.get((st.st_dev, st.st_ino), ()) is not None:
+        if e is None or e.inodes.get((st.st_dev, st.st_ino), (None, ()))[1] is not None:
             self.record("f", rel, st, inplace=True)
 
     def entry_type(self, rel: str) -> str | None:
@@ -376,18 +416,6 @@ def refuse_inputs(out: str | Path, inputs: Iterable, *, option: str = "-o/--out"
                                  "writes over (or removes) its inputs — choose another output")
 
 
-def check_input_paths(paths) -> None:
-    """Every input path given (None: not given) that exists must be a regular file or a
-    folder: a device or a pipe (``/dev/zero``) would be read until memory runs out."""
-    for p in paths:
-        if p is None:
-            continue
-        q = Path(p)
-        if q.exists() and not q.is_file() and not q.is_dir():
-            raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
-
-
-# --------------------------------------------------------------- claiming folders
 def _is_protected(path: str) -> str | None:
     """Why ``path`` may never be replaced or emptied (None when it may)."""
     p = Path(path).resolve()
@@ -642,7 +670,7 @@ def target(path: str | Path, *, inplace: bool = False) -> Path:
 def _record_file(path, tmp: str | Path | None = None) -> None:
     root, rel = _locate(path)
     st = os.lstat(tmp if tmp is not None else path)
-    root.record("f", rel, st)
+    root.record("f", rel, st, at=None if tmp is None else str(tmp))
 
 
 @contextlib.contextmanager
@@ -786,7 +814,7 @@ def rename(src: str | Path, dst: str | Path) -> None:
         raise _refuse_foreign(a, rs)
     target(dst)
     rd, rel_d = _locate(dst)
-    rd.record("f", rel_d, st)
+    rd.record("f", rel_d, st, at=a)
     os.replace(a, os.path.join(rd.path, *rel_d.split("/")))
     rs.record("-", rel_s)
 

@@ -53,6 +53,20 @@ def test_every_write_goes_through_the_ownership_module():
     assert not found, "writes that bypass spmlkit.ownership:\n" + "\n".join(found)
 
 
+#: spmlkit.io's writers, called from anywhere but the ownership module: a write that skips the check
+IO_WRITERS = re.compile(r"(from \.+io import .*\b|\bio\.|spml_io\.)(atomic_path|write_bytes|write_text|write_json\w*"
+                        r"|save_npy|append_jsonl|torch_save_atomic|mkdtemp_like_umask)\b")
+
+
+def test_no_module_calls_the_low_level_writers_directly():
+    found = [f"{p.relative_to(SRC / 'spmlkit')}:{n}: {line.strip()}"
+             for p in sorted(SRC.glob("spmlkit/**/*.py")) if p.name not in HELPERS
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if IO_WRITERS.search(line)]
+    assert not found, "spmlkit.io writers used directly (use spmlkit.ownership's):\n" + "\n".join(found)
+
+
 def test_the_scan_sees_a_write():
     assert WRITES.search("shutil.rmtree(out / 'work')") and WRITES.search("p.write_text('x')")
     assert WRITES.search('with open(p, "w") as fh:') and not WRITES.search('with open(p, "rb") as fh:')
+    assert IO_WRITERS.search("from ..io import read_json, write_json") and not IO_WRITERS.search("from ..io import "
+                                                                                                 "read_json")

@@ -85,6 +85,8 @@ def decode_state(obj: Any) -> Any:
 def save_checkpoint(obj, path: str | Path) -> str:
     path = Path(path)
     sidecar = path.with_name(path.name + ".sha256")
+    ownership.target(path)  # both spmlkit's (or new): a link or a file of anyone else's is refused before
+    ownership.target(sidecar)  # anything is read or written
     buf = io.BytesIO()
     torch.save(encode_state(obj), buf)
     data = buf.getvalue()
