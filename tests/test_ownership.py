@@ -207,6 +207,19 @@ def test_folders_of_an_older_spmlkit_are_adopted_by_their_layout(tmp_path):
     ownership.write_text(old / "config.json", '{"again": 1}')
 
 
+def test_an_older_spmlkits_folder_is_replaced_by_its_layout(tmp_path):
+    ownership.register_kind("legacy-build", "a legacy build", is_ours=lambda p: (p / "meta.json").exists(),
+                            layout=("meta.json", "train"))
+    old = tmp_path / "B"
+    (old / "train").mkdir(parents=True)
+    (old / "meta.json").write_text("{}")
+    (old / "train" / "X.npy").write_text("x")
+    with ownership.build(old, "legacy-build", replace=True) as tmp:
+        ownership.write_text(tmp / "meta.json", '{"new": 1}')
+    assert (old / "meta.json").read_text() == '{"new": 1}' and not (old / "train").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["B"]  # the old one removed, nothing left behind
+
+
 def test_writing_outside_a_claimed_folder_is_a_programming_error(tmp_path):
     with pytest.raises(ownership.UnownedPathError):
         ownership.write_text(tmp_path / "x.txt", "no")

@@ -1166,6 +1166,8 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
         os.close(owner_fd)
     if old is not None:
         _ROOTS.pop(old, None)
+        if folder_kind(old) is None or _lstat(os.path.join(old, MANIFEST)) is None:
+            claim(old, kind)  # an older spmlkit's folder: its entries that follow the layout are listed first
         if not discard(old):
             import sys
 
