@@ -1216,6 +1216,13 @@ def write_output_file(path: str | Path) -> Iterator[Path]:
         yield tmp
 
 
+def replace_file(path: str | Path):
+    """The context that writes ``path`` atomically: :func:`write_output_file` for a single
+    output file :func:`output_file` checked, else :func:`atomic_path` (a file inside a folder
+    this process owns)."""
+    return write_output_file(path) if is_checked_file(path) else atomic_path(path)
+
+
 def _recheck_file(path) -> None:
     st = _lstat(_abs(path))
     if st is not None and not stat.S_ISREG(st.st_mode):

@@ -232,17 +232,17 @@ def test_index_arrays_go_through_the_checked_reader(yeast, tmp_path, capsys, how
 @pytest.mark.parametrize("checksums", ["updated", "absent"])
 def test_labels_that_are_not_bool_are_refused(yeast, tmp_path, capsys, checksums):
     b = copy_bundle(yeast, tmp_path)
-    p = b / "test" / "Y.npy"
-    np.save(p, np.load(p).astype(np.float64) * 3)
+    p = b / "test" / "Y.values.npy"  # full labels of 3 where 1 is stored (a bool matrix has no values)
+    np.save(p, np.full(np.load(b / "test" / "Y.indices.npy").shape, 3.0))
     meta = json.loads((b / "meta.json").read_text())  # tampered consistently: the dtype check refuses it
     if checksums == "absent":
         meta.pop("checksums")
     else:
-        meta["checksums"]["test/Y.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
+        meta["checksums"]["test/Y.values.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
     (b / "meta.json").write_text(json.dumps(meta))
     code, out, err = run(capsys, "evaluate", yeast / "run", b)
     # (without checksums the bundle is refused before any array is read: issue 33 made them mandatory)
-    why = "Y.npy" if checksums == "updated" else "records no checksums"
+    why = "test/Y." if checksums == "updated" else "records no checksums"
     assert one_line_error(code, err) and why in err and "mAP" not in out, err
 
 
@@ -342,6 +342,29 @@ def test_bench_refuses_a_folder_that_is_not_its_own_but_resumes_its_own(bench, t
     shutil.copytree(bench, b)
     (b / ".spml-output.json").unlink()  # a bench folder written before the marker: its groups/ tell
     assert run(capsys, *BENCH, "-o", b)[0] == 0
+
+
+@pytest.mark.parametrize("command, target", [
+    ("diagnose", "bench"), ("analyze", "bench"), ("bench", "diagnostics"), ("bench", "forged")])
+def test_output_folders_of_another_kind_or_owner_are_refused(yeast, bench, tmp_path, capsys, command, target):
+    """A folder spmlkit wrote for another command (its marker names another kind), or one
+    whose marker spmlkit did not write, is not this command's: refused in one line before
+    anything is written, every file as it was."""
+    folder = tmp_path / "T"
+    if target == "bench":
+        shutil.copytree(bench, folder)
+    elif target == "diagnostics":
+        assert run(capsys, "diagnose", yeast / "b", yeast / "run", "-o", folder)[0] == 0
+    else:  # the user's files, with a marker that names the right kind but not spmlkit as its writer
+        user_folder(folder)
+        (folder / ".spml-output.json").write_text(json.dumps({"written_by": "me", "kind": "bench"}))
+    before = snapshot(folder)
+    argv = {"bench": BENCH,
+            "analyze": ["analyze", "li-confidence-histogram", yeast / "b", "--epochs", "1"],
+            "diagnose": ["diagnose", yeast / "b", yeast / "run"]}[command]
+    code, _, err = run(capsys, *argv, "-o", folder)
+    assert one_line_error(code, err) and "refusing to write into" in err, err
+    assert snapshot(folder) == before
 
 
 @pytest.mark.parametrize("edit", ["nan", "int", "duplicate_label"])

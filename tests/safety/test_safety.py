@@ -277,12 +277,12 @@ def _damage(b: Path, how: str) -> None:
     elif how == "wrong width":
         np.save(x, np.zeros((np.load(x).shape[0], 7), np.float32))
     elif how == "short observed":
-        z = b / "observed" / "single_positive.npy"
+        z = b / "observed" / "single_positive.indptr.npy"
         np.save(z, np.load(z)[:-3])
     elif how == "Z value 5":
-        z = b / "observed" / "single_positive.npy"
-        a = np.load(z)
-        a[0, 0] = 5
+        z = b / "observed" / "single_positive.values.npy"  # the first observation becomes 5
+        a = np.ones(np.load(b / "observed" / "single_positive.indices.npy").shape, dtype=np.int8)
+        a[0] = 5
         np.save(z, a)
     elif how == "short label_names":
         meta = json.loads((b / "meta.json").read_text())

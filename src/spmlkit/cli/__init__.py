@@ -20,11 +20,13 @@ from ..errors import SpmlError
 from . import (
     analyze,
     bench,
+    clean,
     datasets,
     demo,
     diagnose,
     estimate_k,
     evaluate,
+    explain,
     features,
     figures,
     methods,
@@ -38,8 +40,8 @@ from .methods import SAME_AT_DEFAULTS
 __all__ = ["SAME_AT_DEFAULTS", "build_parser", "main"]  # (what callers and tests import)
 
 #: the commands in the order ``spml --help`` lists them
-COMMANDS = (datasets, methods, prepare, train, features, evaluate, predict, diagnose, estimate_k, demo, bench,
-            figures, analyze)
+COMMANDS = (datasets, methods, clean, prepare, train, features, evaluate, predict, explain, diagnose, estimate_k,
+            demo, bench, figures, analyze)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,7 +48,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import TrainConfig
-from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError
+from ..errors import ConfigError, CorruptFileError, SpmlError, UnknownNameError, did_you_mean
 from .. import ownership
 from ..io import FolderLock, dumps_json, read_json, read_jsonl, safe_filename, sha256_file
 from ..ownership import append_jsonl, write_json
@@ -242,7 +242,8 @@ def validate_spec(spec: BenchSpec) -> BenchSpec:
             if unknown:
                 shown = f"row {m}" if where == "inline" else f"--param {m}:{sorted(unknown)[0]}=..."
                 raise ConfigError(f"{shown}: method {split_row(m)[0]!r} has no hyper-parameter "
-                                  f"{sorted(unknown)[0]!r}; it takes {sorted(hp) or 'none'}")
+                                  f"{sorted(unknown)[0]!r}{did_you_mean(sorted(unknown)[0], hp)}; it takes "
+                                  f"{sorted(hp) or 'none'}")
         from ..methods.base import _check_param_types
 
         # values checked before any bundle is prepared or group trained

@@ -58,7 +58,12 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
         raise SpmlError(f"{bundle.path} has no {split} split (0 examples); evaluate another --split, or prepare the "
                         f"data with a {split} split")
     Y = bundle.labels(split)
-    scores = model.decision_function(model_features(model, bundle, split))
+    X = model_features(model, bundle, split)  # matched to the model's columns by name
+    from ..training.scores import needs_streaming
+
+    if needs_streaming(1, len(X), len(model.label_names)) and not model.takes_images:
+        return _evaluate_streamed(model, X, bundle, split, Y, empty=empty)
+    scores = model.decision_function(X)
     if Y is None:
         from scipy.special import expit
 
@@ -92,6 +97,48 @@ def model_features(model, bundle, split: str):
                         + describe_name_difference(list(want), list(have), "feature column")
                         + "; prepare the data with the columns the model was trained on")
     return np.asarray(X)[:, [list(have).index(n) for n in want]]
+
+
+def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
+    """:func:`evaluate_model` for a split whose ``N × L`` scores are too large to hold:
+    the model's logits in row blocks, metrics from streamed rank counts and label sets
+    tallied block by block (issue 32; the same numbers, tested)."""
+    import math
+
+    from scipy.special import expit
+
+    from ..metrics import (average_precision_from_counts, roc_auc_from_counts, stream_rank_counts,
+                           streamed_observed_scores)
+    from .report import _SetTally
+
+    rows = model.stream_rows(16 * 2 ** 20)
+
+    def chunks():
+        return model.iter_decision_function(X, batch_rows=rows)
+
+    if Y is None:
+        Z = bundle.observations(split)
+        (ev,) = streamed_observed_scores(Z, chunks)
+        tally = _SetTally(len(model.label_names), observed=True)
+        for start, block in chunks():
+            S = model.label_sets_from_proba(expit(block.astype(np.float64)))
+            tally.add(S, Z.dense(slice(start, start + len(block))))
+        ev["label_sets"] = tally.result()
+        ev["split"] = split
+        return ev
+    mask = bundle.label_mask(split)
+    rc = stream_rank_counts(Y, chunks, mask=mask)
+    ap, auc = average_precision_from_counts(rc)[0] * 100.0, roc_auc_from_counts(rc)[0]
+    missing = np.isnan(ap)
+    vals = np.where(missing, 0.0, ap) if empty == "zero" else ap[~missing]
+    ok = auc[~np.isnan(auc)]
+    as_list = (lambda a: [None if math.isnan(v) else float(v) for v in a])
+    return {"split": split, "map": float(vals.mean()) if vals.size else float("nan"), "n_classes": int(vals.size),
+            "n_empty_classes": int(missing.sum()), "empty_classes": empty,
+            "ap": dict(zip(model.label_names, as_list(ap))),
+            "auc_mean": float(ok.mean()) if ok.size else float("nan"),
+            "auc_median": float(np.median(ok)) if ok.size else float("nan"), "n_auc_classes": int(ok.size),
+            "masked": mask is not None, "auc": dict(zip(model.label_names, as_list(auc)))}
 
 
 def format_scores(ev: dict) -> str:

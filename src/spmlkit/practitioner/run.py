@@ -151,7 +151,11 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
         if (isinstance(names, list) and len(names) == bundle.meta.get("n_features")
                 and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
             # 'spml predict' matches the columns of a CSV by these names, not by position
-            return {"kind": "features", "feature_names": list(names)}
+            out = {"kind": "features", "feature_names": list(names)}
+            for key in ("encoding", "places"):  # issue 36: predict from the raw training layout, on a map
+                if isinstance(bundle.meta.get(key), dict):
+                    out[key] = bundle.meta[key]
+            return out
         return {"kind": "features"}
     sets = bundle.feature_sets()
     fs = config.feature_set or (sets[0] if len(sets) == 1 else None)
@@ -302,22 +306,28 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
                       method=method, device=device)
     if dctx.is_main:
         st = result.state
-        rule, quality = _label_sets(bundle, result, st)
         info = {"bundle": str(bundle.path), "best_epoch": result.best_epoch, "val_score": result.val_score,
                 "selection": result.selection, "test_map": result.test_map, "feature_set": config.feature_set,
                 "has_full_labels": bundle.has_full_labels, "method_state_keys": sorted(st["method"].keys()),
                 "world_size": dctx.world_size, "setting": config.setting}
+        provisional = {"rule": "top_k", "k": 1, "k_source": None, "note": "provisional: the label-set step "
+                       "did not finish (the rule is written when it does)"}
         if finetune:  # the whole backbone + head: the model takes image files
             model = SavedModel(label_names=bundle.label_names, head=st["spec"]["head"], hidden=st["spec"]["hidden"],
                                n_features=0, state=st["model"], method=config.method, params=result.params,
-                               config=config.to_dict(), label_sets=rule, info=info,
+                               config=config.to_dict(), label_sets=provisional, info=info,
                                input={"kind": "images", "fine_tuned": True, "backbone": config.backbone,
                                       "image_size": config.image_size},
                                image={**st["spec"], "image_size": config.image_size})
         else:
             model = SavedModel.from_training_state(
                 st, label_names=bundle.label_names, config=config.to_dict(), method=config.method,
-                params=result.params, label_sets=rule, input=input_description(bundle, config), info=info)
+                params=result.params, label_sets=provisional, input=input_description(bundle, config), info=info)
+        # the trained model is saved before any reporting step that could fail or run out of
+        # memory (issue 32); the label-set rule is written into it once computed
+        save_model(model, out / "model")
+        rule, quality = _label_sets(bundle, result, st, model=model, feature_set=config.feature_set)
+        model.label_sets = rule
         save_model(model, out / "model")
         record = result.to_record()
         from ..device import device_info
@@ -341,34 +351,77 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
     return result
 
 
-def _label_sets(bundle: Bundle, result: RunResult, st: dict) -> tuple[dict, list]:
+def _split_logits(model, bundle: Bundle, split: str, stored, feature_set: str | None):
+    """``chunks()`` over the logits of ``split``: the run's stored logits when it kept
+    them (small data), else computed in row blocks by the saved model from the bundle's
+    features (issue 32: never ``N × L`` at once).  None when the split is empty."""
+    if not bundle.size(split):
+        return None
+    if stored is not None:
+        if not len(stored):
+            return None
+        return lambda: iter([(0, stored)])
+    if model.takes_images and model.image is not None:
+        return None  # a fine-tuned image model keeps its logits in the state; nothing to stream
+    X = bundle.features(split, feature_set)
+    rows = model.stream_rows(8 * 2 ** 20)  # probabilities in float64 and every rule's sets per block: small blocks
+    return lambda: model.iter_decision_function(X, batch_rows=rows)
+
+
+def _label_sets(bundle: Bundle, result: RunResult, st: dict, *, model=None,
+                feature_set: str | None = None) -> tuple[dict, list]:
     """The model's default label-set rule and the label-set quality on the test split.
 
     With full validation labels: per-label thresholds are tuned on them (F1) and stored,
     and the default rule is chosen among fixed threshold, expected-k and per-label by
     validation example-F1 (per-label scored out of fold; :func:`spmlkit.practitioner.labelsets.choose_rule`).
     Otherwise expected-k with k known (--k, Eq. A1 on full labels) or estimated from the
-    validation observations (:func:`spmlkit.practitioner.labelsets.default_rule`); ``k`` is stored."""
+    validation observations (:func:`spmlkit.practitioner.labelsets.estimate_k_observed`); ``k`` is stored.
+
+    Logits the run kept (small data) are used whole; otherwise they stream from ``model``
+    in row blocks (:func:`_split_logits`), the k estimate by ``argmax`` and the test
+    quality tallied block by block; the out-of-fold choice among rules, which needs the
+    whole validation matrix, is then skipped (expected-k is kept, and the rule says so)."""
     from scipy.special import expit
 
-    from .labelsets import choose_rule, default_rule
-    from .report import label_set_quality
+    from .labelsets import choose_rule, default_rule, estimate_k_observed_streamed
+    from .report import label_set_quality, label_set_quality_streamed
 
     k = None if result.expected_positives is None else float(result.expected_positives)
     Y_val = bundle.labels("val") if bundle.size("val") else None
-    has_val = bundle.size("val") and len(st["val_logits"])
-    P_val = expit(st["val_logits"].astype(np.float64)) if has_val else None
-    rule = default_rule(k=k, k_source="given (--k) or Eq. A1 on full labels",
-                        Z=bundle.observations("val") if has_val and Y_val is None else None, P=P_val,
-                        where="validation")
-    if Y_val is not None and has_val:
-        base = rule
-        rule, _ = choose_rule(Y_val, P_val, k=k, seed=result.seed)
-        rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
-        rule.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
+    val = _split_logits(model, bundle, "val", st.get("val_logits"), feature_set)
+    whole_val = st.get("val_logits") is not None
+    if k is None and val is not None and Y_val is None:
+        Z_val = bundle.observations("val")
+        if Z_val.count(1):
+            k_hat = estimate_k_observed_streamed(Z_val, val)
+            rule = {"rule": "expected_k", "k": k_hat, "k_estimate": k_hat,
+                    "k_source": f"1 / observed recall@1 on {len(Z_val)} validation example(s), no full labels"}
+        else:
+            rule = default_rule(where="validation")
+    else:
+        rule = default_rule(k=k, k_source="given (--k) or Eq. A1 on full labels", where="validation")
+    if Y_val is not None and val is not None:
+        if whole_val:
+            base = rule
+            rule, _ = choose_rule(np.asarray(Y_val), expit(st["val_logits"].astype(np.float64)), k=k,
+                                  seed=result.seed)
+            rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
+            rule.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
+        elif rule.get("k") is not None:
+            rule["note"] = ("validation too large to hold whole: per-label thresholds were not tuned; "
+                            "expected-k with k from the full labels")
     quality: list = []
-    if bundle.size("test") and len(st["test_logits"]):
+    test = _split_logits(model, bundle, "test", st.get("test_logits"), feature_set)
+    if test is not None:
         Y_test = bundle.labels("test")
         Z_test = bundle.observations("test") if Y_test is None else None
-        quality = label_set_quality(expit(st["test_logits"].astype(np.float64)), Y=Y_test, Z=Z_test, spec=rule)
+        if st.get("test_logits") is not None:
+            quality = label_set_quality(expit(st["test_logits"].astype(np.float64)),
+                                        Y=None if Y_test is None else np.asarray(Y_test),
+                                        Z=None if Z_test is None else np.asarray(Z_test), spec=rule)
+        else:
+            quality = label_set_quality_streamed(
+                lambda: ((s, expit(np.asarray(b, dtype=np.float64))) for s, b in test()), Y=Y_test, Z=Z_test,
+                spec=rule)
     return rule, quality

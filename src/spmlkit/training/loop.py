@@ -253,8 +253,9 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
             return cache["train"]
 
         logs = method.on_epoch_end(epoch, predict_train) or {}
-        with torch.no_grad():
-            val_logits = learner.scores("val")
+        with torch.no_grad():  # whole logits, or row chunks computed on demand when too large (issue 32)
+            view = getattr(learner, "score_view", None)
+            val_logits = view("val") if view is not None else learner.scores("val")
         own = evaluate(val_logits) if ctx.is_main else None
         own = distributed.broadcast_object(own)  # every rank takes the same decisions
         scores = [math.nan] * G
