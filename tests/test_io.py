@@ -1,6 +1,6 @@
 """File output and input (spmlkit.io): atomic writes, JSON and JSON-lines, checksums,
-numpy and torch files read without unpickling, and output folders that are never a
-folder of the user's."""
+numpy and torch files read without unpickling, lock files.  Output folders: see
+tests/test_ownership.py."""
 import hashlib
 import os
 
@@ -116,25 +116,6 @@ def test_torch_files_with_python_objects_are_refused(tmp_path):
         io.safe_torch_load(tmp_path / "cut.pt")
 
 
-def test_output_folders_of_the_user_are_refused(tmp_path):
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("the user's")
-    with pytest.raises(ConfigError, match="refusing to write into .*: it holds files that are not a bench"):
-        io.claim_output_folder(mine, kind="bench", what="a bench")
-    out = io.claim_output_folder(tmp_path / "new", kind="bench", what="a bench")
-    assert io.output_folder_kind(out) == "bench" and io.claim_output_folder(out, kind="bench", what="a bench") == out
-    with pytest.raises(ConfigError, match="it holds spmlkit's bench output, not an analysis"):
-        (out / "runs.json").write_text("{}")
-        io.claim_output_folder(out, kind="analyze", what="an analysis")
-    (tmp_path / "f").write_text("")
-    with pytest.raises(ConfigError, match="is a file; expected a folder"):
-        io.check_output_folder(tmp_path / "f")
-    with pytest.raises(ConfigError, match="it is not a bundle written by spmlkit"):
-        io.check_replaceable(mine, is_ours=lambda p: False, what="bundle")
-    assert (mine / "notes.txt").read_text() == "the user's"
-
-
 def test_a_second_writer_of_a_folder_is_refused(tmp_path):
     with io.FolderLock(tmp_path):
         assert (tmp_path / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
@@ -172,6 +153,21 @@ def test_safe_filename():
     assert io.safe_filename("coco/2014 val:x.y-z") == "coco_2014_val_x.y-z"
 
 
+def test_atomic_temporaries_carry_spmlkits_signature(tmp_path):
+    """'.NAME.spml-XXXXXXXX.tmp': the name spmlkit.ownership recognises a killed writer's temporary by."""
+    seen = []
+    with io.atomic_path(tmp_path / "x.json", before_replace=lambda t: seen.append(t.name)) as tmp:
+        tmp.write_text("{}")
+    assert seen and seen[0].startswith(".x.json.spml-") and seen[0].endswith(".tmp")
+
+
+def test_a_shared_lock_admits_shared_holders_only(tmp_path):
+    with io.FolderLock(tmp_path, shared=True), io.FolderLock(tmp_path, shared=True):
+        with pytest.raises(ConfigError, match="in use"):
+            io.FolderLock(tmp_path).acquire()
+    io.FolderLock(tmp_path).acquire().release()
+
+
 def test_check_input_paths(tmp_path):
     from spmlkit.io import check_input_paths
 
@@ -199,15 +195,20 @@ def test_atomic_writes_create_parents_name_their_temporary_and_follow_the_umask(
 
 
 def test_stale_temporaries_and_private_scratch_folders(tmp_path):
-    (tmp_path / ".x.npy.abc.tmp").write_text("half")
-    (tmp_path / "keep.tmp").write_text("not ours: no leading dot")
-    (tmp_path / ".hidden").write_text("not a temporary")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / ".y.json.q.tmp").write_text("half")
-    assert io.remove_stale_temporaries(tmp_path) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".hidden", "keep.tmp", "sub"]
-    assert io.remove_stale_temporaries(tmp_path, recursive=True) == 1 and not any((tmp_path / "sub").iterdir())
-    assert io.remove_stale_temporaries(tmp_path / "missing") == 0
+    from spmlkit import ownership  # (stale temporaries are removed by the ownership module: issue 33)
+
+    out = ownership.claim(tmp_path / "o", "run")
+    ownership.mkdir(out / "sub")
+    (out / ".x.npy.spml-abc.tmp").write_text("half")
+    (out / "keep.tmp").write_text("not ours: no leading dot")
+    (out / ".hidden").write_text("not a temporary")
+    (out / ".draft.abc.tmp").write_text("not ours: no spml- signature")
+    (out / "sub" / ".y.json.spml-q.tmp").write_text("half")
+    assert ownership.remove_stale_temporaries(out) == 1
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".spml")) == [
+        ".draft.abc.tmp", ".hidden", "keep.tmp", "sub"]
+    assert ownership.remove_stale_temporaries(out, recursive=True) == 1 and not any((out / "sub").iterdir())
+    assert ownership.remove_stale_temporaries(tmp_path / "missing") == 0
     d = io.mkdtemp_like_umask("spml-x-", tmp_path)
     mask = os.umask(0)
     os.umask(mask)
@@ -244,26 +245,30 @@ def test_torch_files_load_to_the_requested_device(tmp_path):
 
 
 def test_output_folders_new_empty_legacy_and_the_option_named(tmp_path):
-    out = io.claim_output_folder(tmp_path / "n" / "e" / "w", kind="demo", what="a demo folder")
-    assert out.is_dir() and io.output_folder_kind(out) == "demo"  # parents created, marked
+    from spmlkit import ownership  # (output folders are claimed by the ownership module: issue 33)
+
+    out = ownership.claim(tmp_path / "n" / "e" / "w", "demo")
+    assert out.is_dir() and ownership.folder_kind(out) == "demo"  # parents created, marked
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert io.claim_output_folder(empty, kind="bench", what="a bench", create=False) == empty
-    assert not (empty / io.OUTPUT_MARKER).exists()  # create=False: only checked
+    assert ownership.claim(empty, "bench", create=False) == empty
+    assert not (empty / ownership.MARKER).exists()  # create=False: only checked
+    ownership.register_kind("io-test-legacy", "an io test folder", is_ours=lambda p: (p / "runs.json").exists(),
+                            layout=("runs.json",))
     legacy = tmp_path / "legacy"
     legacy.mkdir()
     (legacy / "runs.json").write_text("{}")
-    assert io.claim_output_folder(legacy, kind="bench", what="a bench", is_ours=lambda p: True) == legacy
+    assert ownership.claim(legacy, "io-test-legacy") == legacy and ownership.foreign(legacy) == []
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("x")
     with pytest.raises(ConfigError) as e:
-        io.claim_output_folder(mine, kind="bench", what="a bench", is_ours=lambda p: False, option="--out-dir")
-    assert str(e.value) == (f"refusing to write into {mine}: it holds files that are not a bench written by "
-                            "spmlkit; choose a new (or empty) folder with --out-dir")
+        ownership.claim(mine, "io-test-legacy", option="--out-dir")
+    assert str(e.value) == (f"refusing to write into {mine}: it holds files that are not an io test folder written "
+                            "by spmlkit (no spmlkit marker); choose a new (or empty) folder with --out-dir")
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError) as e:
-        io.claim_output_folder(tmp_path / "file", kind="bench", what="a bench")
+        ownership.claim(tmp_path / "file", "bench")
     assert str(e.value) == f"-o/--out {tmp_path / 'file'} is a file; expected a folder (a new one, or one spmlkit wrote)"
 
 
@@ -300,8 +305,8 @@ def test_lock_files_that_are_not_ours_are_refused_exactly(tmp_path):
     (ok / ".spml.lock").write_text("pid " + "1" * 27 + "\n")  # 32 bytes: a (stale) lock of ours
     with io.FolderLock(ok):
         assert (ok / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
-    with io.FolderLock(tmp_path / "new" / "deep"):  # the folder is created
-        assert (tmp_path / "new" / "deep" / ".spml.lock").is_file()
+    with pytest.raises(FileNotFoundError):  # a lock never makes its folder (spmlkit.ownership does, checked)
+        io.FolderLock(tmp_path / "new" / "deep").acquire()
     empty = tmp_path / "e"
     empty.mkdir()
     with io.FolderLock(empty):

@@ -30,6 +30,6 @@ def test_clean_refuses_to_replace_a_users_file(tmp_path, capsys):
     code, out, err = run(capsys, "clean", a, "-o", mine)
     assert code == 2 and "refusing to replace" in one_line_error(err) and mine.read_text() == "my data\n"
     code, out, err = run(capsys, "clean", a, "-o", a, "--overwrite")
-    assert code == 2 and "is an input file" in one_line_error(err)
+    assert code == 2 and "is an input of this command" in one_line_error(err)
     code, out, err = run(capsys, "clean", tmp_path / "none.csv", "-o", tmp_path / "x.csv")
     assert code == 2 and "file not found" in one_line_error(err) and not (tmp_path / "x.csv").exists()

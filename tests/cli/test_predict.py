@@ -139,6 +139,9 @@ def image_model(tmp_path, capsys):
     for split in ("train", "val", "test"):
         save_npy(fs / f"{split}.npy", fake_extract(b.paths(split), backbone="fake-net", image_size=8))
     write_json(fs / "meta.json", {"backbone": "fake-net", "image_size": 8, "dim": 3})
+    from tests.helpers.owned import seal_feature_cache
+
+    seal_feature_cache(fs)  # (the checksums spml features records)
     code, out, err = run(capsys, "train", b.path, "-m", "an", "--feature-set", "fake-8", "--epochs", 10, "--lr", "0.05",
                          "-o", tmp_path / "r")
     assert code == 0, err
@@ -225,7 +228,7 @@ def test_predict_replaces_only_its_own_output(capsys, trained, tmp_path):
     data.write_bytes((d / "new.csv").read_bytes())
     for extra in ((), ("--overwrite",)):
         code, _, err = run(capsys, "predict", d / "r", data, "-o", data, *extra)
-        assert code == 2 and "is the input file" in err
+        assert code == 2 and "is an input of this command" in err
         assert data.read_bytes() == (d / "new.csv").read_bytes()
 
 

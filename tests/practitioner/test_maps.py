@@ -102,7 +102,7 @@ def test_bad_inputs(env, tmp_path):
     with pytest.raises(ConfigError, match="refusing to replace .*mine.tif: it is not a map spmlkit wrote"):
         predict_rasters(model, [tmp_path / "env2"], mine)
     assert mine.read_text() == "my own file"
-    with pytest.raises(ConfigError, match="is one of the input rasters"):
+    with pytest.raises(ConfigError, match="is an input of this command"):
         predict_rasters(model, [tmp_path / "env2"], tmp_path / "env2" / "temp.tif", overwrite=True)
     with pytest.raises(ConfigError, match="must end in .tif"):
         predict_rasters(model, [tmp_path / "env2"], tmp_path / "p.png")

@@ -7,23 +7,15 @@ from pathlib import Path
 
 
 def run(args) -> int:
-    from ..data.formats.occurrences import clean_records, write_clean_records
-    from ..errors import ConfigError
+    from .. import ownership
+    from ..data.formats.occurrences import clean_records, is_clean_records_file, write_clean_records
     from ..io import check_input_paths
 
     check_input_paths(args.records)
     out = Path(args.out)
-    for src in args.records:
-        try:
-            if out.exists() and out.samefile(src):
-                raise ConfigError(f"-o {out} is an input file; choose another file for the cleaned records")
-        except OSError:
-            pass
-    if out.is_dir():
-        raise ConfigError(f"-o {out} is a folder; expected the path of the CSV file to write")
-    if out.exists() and not args.overwrite and not _is_clean_file(out):
-        raise ConfigError(f"refusing to replace {out}: it is not a records file spmlkit wrote (first line "
-                          "'id,species,x,y'); choose a new file with -o or pass --overwrite")
+    # a folder, a link, an input (or inside one): refused; an existing file only when spmlkit wrote it, or --overwrite
+    ownership.output_file(out, inputs=args.records, overwrite=args.overwrite, is_ours=is_clean_records_file,
+                          option="-o", what="cleaned-records file")
     clean = clean_records(args.records, species_column=args.label_column, x_column=args.x_column,
                           y_column=args.y_column, id_column=args.id_column, rank=args.rank,
                           geographic=not args.projected)
@@ -32,14 +24,6 @@ def run(args) -> int:
     write_clean_records(clean, out)
     print(f"wrote {clean.kept} records of {len(clean.spellings)} species to {out}")
     return 0
-
-
-def _is_clean_file(path) -> bool:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.readline().strip() == "id,species,x,y"
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def add_parser(sub) -> None:

@@ -27,7 +27,8 @@ def run(args) -> int:
     device = _device(args)
     model = load_model(args.model)
     model.device = device
-    check_prediction_output(args.out, label_names=model.label_names, source=args.input, overwrite=args.overwrite)
+    check_prediction_output(args.out, label_names=model.label_names, source=args.input, overwrite=args.overwrite,
+                            model=model.path)
     inp = prediction_input(model, args.input, split=args.split, path_column=args.path_column,
                            id_column=args.id_column, backbone=args.backbone, image_size=args.image_size,
                            batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))

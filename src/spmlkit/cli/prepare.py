@@ -9,20 +9,19 @@ from .common import _csv_list, _label_names, _pos_int, _regime_name, _seed, _uni
 
 def run(args) -> int:
     from ..data import load_any, prepare_bundle
+    from .. import ownership
     from ..errors import ConfigError
-    from ..io import check_input_paths
 
     inputs = [args.source, args.test, args.labels_xml, args.images, args.test_images, args.val_file,
               args.label_names if args.label_names and Path(args.label_names).exists() else None,
               *(args.rasters or []), args.mask, args.bias]
-    check_input_paths(inputs)
+    ownership.check_input_paths(inputs)
+    ownership.refuse_inputs(args.out, inputs)  # the bundle is never written over (or into) what it is made of
     if args.label_set_column and not args.separator:
         raise ConfigError("--separator must not be empty (the text between label names in a --label-set-column "
                           "cell, e.g. ';')")
     if args.overwrite:  # replacing the bundle must not delete anything the command reads
-        from ..data.bundle import refuse_sources_inside
-
-        refuse_sources_inside(args.out, inputs + [args.data_root])
+        ownership.refuse_inputs(args.out, [args.data_root], option="--overwrite", inside_ok=True)
     table = _table_options(args)
     if args.observed and args.full_labels:
         raise ConfigError("--observed and --full-labels contradict each other; pass one of them")

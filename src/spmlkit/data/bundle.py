@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +47,9 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import (FolderLock, check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy,
-                  sha256_file, write_json, write_text)
+from .. import ownership
+from ..io import FolderLock, read_json, sha256_file
+from ..ownership import save_npy, write_json, write_text
 from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
 from ..sparse_labels import SparseLabels, as_sparse
 from .dataset import MultiLabelDataset, Split
@@ -82,23 +82,78 @@ def split_indices(n: int, fraction: float, rng: np.random.Generator, *,
 _VERIFIED: dict[tuple, bool] = {}  # (path, size, mtime_ns) -> checked, so each file is hashed once per process
 
 
-def _verify_checksum(path: Path, expected: str | None) -> None:
+def _verify_checksum(path: Path, expected: str | None, *, advice: str = "re-run 'spml prepare'") -> None:
     """Compare ``path`` with its recorded SHA-256 (``expected``, or the ``.sha256``
-    sidecar of an array written after the bundle was prepared); bundles written before
-    checksums were recorded have neither and are not checked."""
+    sidecar of an array written after the bundle was prepared).  A checksum is mandatory:
+    an array with neither (a ``meta.json`` whose ``checksums`` were removed, an array added
+    by hand) is refused — verification can never be turned off by deleting it."""
     side = path.with_name(path.name + ".sha256")
-    if expected is None and side.exists():
+    if expected is None and side.is_file() and not side.is_symlink():
         expected = side.read_text().strip()
-    if expected is None:
-        return
+    if not isinstance(expected, str) or not expected:
+        raise CorruptFileError(f"{path}: no checksum is recorded for it (not in meta.json's 'checksums', no "
+                               f"{side.name}); spmlkit reads only arrays it can verify — {advice}")
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, expected)
     if key in _VERIFIED:
         return
     if sha256_file(path) != expected:
         raise CorruptFileError(f"{path}: checksum mismatch with the bundle's record; the file was altered or "
-                               "truncated — re-run 'spml prepare'")
+                               f"truncated — {advice}")
     _VERIFIED[key] = True
+
+
+def check_observations(Z, path, regime: str | None = None, *, background_rows: int = 0):
+    """Observations as files.md promises them: int8 in {-1, 0, +1}; for the training
+    observations of a ``regime`` (None: values only), what the regime promises — one
+    observed positive per example for the single-positive regimes, no unobserved entry for
+    ``full``, at least one observed positive for every regime, and (the user's own
+    observations, ``observed``) no example without any observation beyond the declared
+    ``background_rows``.  Anything else is a one-line :class:`CorruptFileError` naming
+    ``path`` (and the row).  ``Z``: a dense array or :class:`~spmlkit.sparse_labels.SparseLabels`
+    (whose constructor has checked the values); returned unchanged."""
+    sparse = hasattr(Z, "row_counts")
+    if np.dtype(Z.dtype) != np.int8:
+        raise CorruptFileError(f"{path}: observations must be int8 (+1 / 0 / -1), found {Z.dtype}; re-run "
+                               "'spml prepare'")
+    if not sparse:
+        A = np.asarray(Z)
+        if A.size and (int(A.min()) < -1 or int(A.max()) > 1):
+            bad = np.argwhere((A < -1) | (A > 1))[0]
+            raise CorruptFileError(f"{path}: row {int(bad[0]) + 1}, column {int(bad[1]) + 1} holds "
+                                   f"{int(A[bad[0], bad[1]])}; observations must be +1, 0 or -1")
+    n, L = Z.shape
+    if regime is None or not n or not L:
+        return Z
+
+    def counts(value):
+        return Z.row_counts(value) if sparse else (np.asarray(Z) == value).sum(axis=1)
+
+    pos = counts(1)
+    if not pos.any():
+        raise CorruptFileError(f"{path}: no observed positive at all (regime {regime!r} observes at least one); the "
+                               "file was altered — re-run 'spml prepare'")
+    from ..labels import REGIMES
+
+    r = REGIMES.get(regime)
+    if r is not None and r.needs_positive and regime != "partial" and (pos != 1).any():
+        row = int(np.flatnonzero(pos != 1)[0])
+        raise CorruptFileError(f"{path}: row {row + 1} has {int(pos[row])} observed positives; regime "
+                               f"{regime!r} observes exactly one per example — the file was altered, re-run "
+                               "'spml prepare'")
+    unobserved = counts(0)
+    if regime == "full" and unobserved.any():
+        row = int(np.flatnonzero(unobserved)[0])
+        raise CorruptFileError(f"{path}: row {row + 1} has unobserved labels; regime 'full' observes every label — "
+                               "the file was altered, re-run 'spml prepare'")
+    if regime == OBSERVED_ONLY:
+        empty = unobserved == L
+        if int(empty.sum()) > background_rows:
+            row = int(np.flatnonzero(empty)[0])
+            raise CorruptFileError(f"{path}: {int(empty.sum())} example(s) without any observation (first: row "
+                                   f"{row + 1}) but the bundle declares {background_rows} background row(s); the "
+                                   "file was altered — re-run 'spml prepare'")
+    return Z
 
 
 def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
@@ -117,73 +172,6 @@ def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
     _VERIFIED[key] = True
 
 
-_OWNER = ".spml-owner"
-
-
-def _remove_abandoned_builds(out: Path) -> None:
-    """Delete the temporary ``.NAME.XXXX/`` build folders that ``spml prepare`` processes
-    left in ``out``'s parent folder when they were killed (of any bundle there, not only
-    ``out``): only folders holding spmlkit's owner file, and only when no process holds
-    it — a running prepare keeps its owner file locked (``fcntl.flock``, released by the
-    kernel when the process dies, so a reused pid cannot keep a dead build alive).  Owner
-    files of older versions hold a pid alone: removed when that process no longer exists."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        fcntl = None
-    for d in out.parent.glob(".*"):
-        owner = d / _OWNER
-        if d.is_symlink() or not d.is_dir() or owner.is_symlink() or not owner.is_file():
-            continue
-        try:
-            words = owner.read_text().split()
-            pid = int(words[0])
-        except (ValueError, OSError, IndexError):
-            continue
-        if "flock" in words[1:]:
-            if fcntl is None:
-                continue
-            try:
-                fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)  # its prepare is still running
-                continue
-            shutil.rmtree(d, ignore_errors=True)
-            os.close(fd)
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _inside(path: str | Path, folder: Path) -> bool:
-    try:
-        p, f = Path(path).resolve(), folder.resolve()
-    except (OSError, RuntimeError):
-        return False
-    return p == f or f in p.parents
-
-
-def refuse_sources_inside(out: str | Path, sources, *, option: str = "--overwrite") -> None:
-    """``--overwrite`` replaces ``out``: refused (one-line :class:`ConfigError`) when a file
-    or folder the command reads (``sources``: paths, ``None`` skipped) lies inside it —
-    replacing the bundle would delete the user's data with it."""
-    out = Path(out)
-    if not out.exists():
-        return
-    for src in sources:
-        if src is not None and str(src) and Path(str(src)).exists() and _inside(src, out):
-            raise ConfigError(f"refusing {option}: {src} lies inside {out}, which would be replaced (and the file "
-                              "deleted with it); move the data out of the bundle folder or choose another -o")
-
-
 def is_bundle_folder(path: str | Path) -> bool:
     """True when ``path`` holds a bundle written by spmlkit (its ``meta.json``)."""
     try:
@@ -191,6 +179,10 @@ def is_bundle_folder(path: str | Path) -> bool:
     except (OSError, SpmlError):
         return False
     return isinstance(meta, dict) and "format" in meta and "spmlkit_version" in meta and "sizes" in meta
+
+
+ownership.register_kind("bundle", "a bundle", is_ours=is_bundle_folder,
+                        layout=("meta.json", "train", "val", "test", "observed", "features"))
 
 
 _DTYPE_CODES = {0: np.dtype(bool), 1: np.dtype(np.int8)}
@@ -220,24 +212,16 @@ def labels_stored(folder: Path, stem: str) -> bool:
 
 def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, regime_name: str, obs_ss,
                   hide_prob: float, seed: int, val_fraction: float, test_fraction: float, n_dropped: int,
-                  notes: list, replacing: bool) -> None:
-    """Write the bundle into a temporary sibling folder, then move it into place: only over
-    nothing, an empty folder, or the bundle ``--overwrite`` was checked to replace (checked
-    again here, under the lock: a folder that appeared meanwhile is never removed)."""
-    import fcntl
-
-    tmp = mkdtemp_like_umask(prefix=f".{out.name}.", dir=out.parent)
-    owner = tmp / _OWNER
-    write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building: a later prepare removes
-    owner_fd = os.open(owner, os.O_RDONLY)         # the folder only when this process is gone
-    fcntl.flock(owner_fd, fcntl.LOCK_EX)
-    old = None
-    try:
+                  notes: list, replacing: bool, sources=()) -> None:
+    """Write the bundle into a temporary sibling folder, then move it into place
+    (:func:`spmlkit.ownership.build`): only over nothing, an empty folder, or the bundle
+    ``--overwrite`` was checked to replace (checked again there, under the lock: a folder
+    that appeared meanwhile is never removed, nor a file of anyone else's in the old bundle)."""
+    with ownership.build(out, "bundle", replace=replacing, inputs=sources) as tmp:
         arrays = {}
         for split in SPLITS:
             s, rows = parts[split]
             d = tmp / split
-            d.mkdir()
             if s.X is not None:
                 save_npy(d / "X.npy", np.asarray(s.X, dtype=np.float32))
             else:
@@ -256,10 +240,9 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             if s.xy is not None:
                 save_npy(d / "xy.npy", s.xy.astype(np.float64))
             arrays[split] = len(s)
-        (tmp / "observed").mkdir()
         Z = train.Z if observed_only else observe(as_sparse(train.Y), regime_name, seed=obs_ss,
                                                   hide_prob=hide_prob, areas=train.areas)
-        save_labels(tmp / "observed", regime_name, Z)
+        save_labels(tmp / "observed", regime_name, Z)  # (its folder made by spmlkit.ownership)
         meta = {
             "format": BUNDLE_FORMAT,
             "spmlkit_version": __version__,
@@ -286,35 +269,10 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             "train_label_stats": label_stats(train.Y) if not observed_only else None,
             "train_observation_stats": observation_stats(Z),
             "notes": notes,
-            # integrity of every array written here (verified when read; see Bundle._npy)
+            # integrity of every array written here (verified when read, mandatory; see Bundle._npy)
             "checksums": {str(f.relative_to(tmp)): sha256_file(f) for f in sorted(tmp.rglob("*.npy"))},
         }
         write_json(tmp / "meta.json", meta)
-        owner.unlink()
-        if out.is_symlink() or out.exists():
-            if replacing and not out.is_symlink() and is_bundle_folder(out):  # the bundle --overwrite replaces
-                old = tmp.with_name(tmp.name + ".old")
-                out.rename(old)
-            elif out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
-                out.rmdir()  # an empty folder (the user's own files are never removed)
-            else:
-                raise ConfigError(f"{out} appeared (or changed) while the bundle was being built and is not a "
-                                  "bundle spmlkit wrote; nothing was replaced — choose another -o")
-        try:
-            tmp.rename(out)
-        except OSError as exc:
-            raise ConfigError(f"{out}: cannot move the new bundle into place ({exc.strerror or exc}); "
-                              "nothing was replaced") from None
-    except BaseException:
-        if old is not None and not out.exists():
-            old.rename(out)  # put the previous bundle back
-            old = None
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        os.close(owner_fd)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _seed_streams(seed: int):
@@ -329,12 +287,14 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
     folder is renamed into place at the end)."""
     given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
     out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
-    check_output_folder(out)
+    ownership.check_output_folder(out)
+    # an output is never an input: not the source file, nor a folder holding it (by inode)
+    sources = [s for s in (dataset.source, *getattr(dataset, "inputs", ())) if s]
+    ownership.refuse_inputs(out, sources)
     if out.exists():
         if not overwrite:
             raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
-        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
-        refuse_sources_inside(out, [dataset.source])
+        ownership.check_clearable(out, "bundle", inputs=sources)
     observed_only = not dataset.has_full_labels
     regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
     split_rng, test_rng, obs_ss = _seed_streams(seed)
@@ -390,7 +350,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
     parts["train"] = (train, train_rows)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
+    ownership.ensure_parent(out)  # (checked inside a folder spmlkit owns: a bench's bundles/)
     # one prepare (or features run) per bundle at a time: a lock file beside it (the bundle
     # folder itself is replaced), and the existing bundle's own lock when it is replaced
     with FolderLock(out, what="bundle", lock_file=out.parent / f".{out.name}{FolderLock.NAME}", remove=True), \
@@ -398,9 +358,8 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         replacing = out.exists()
         if replacing and is_bundle_folder(out):
             held.enter_context(FolderLock(out, what="bundle"))
-        _remove_abandoned_builds(out)
         _build_bundle(out, parts, train, observed_only, dataset, regime_name, obs_ss, hide_prob, seed, val_fraction,
-                      test_fraction, n_dropped, notes, replacing)
+                      test_fraction, n_dropped, notes, replacing, sources)
     return Bundle(given)
 
 
@@ -433,6 +392,10 @@ class Bundle:
             raise CorruptFileError(f"{meta_path}: damaged bundle description ("
                                    + (f"missing {', '.join(missing)}" if missing else
                                       "sizes or label_names are not valid") + "); re-run 'spml prepare'")
+        if not isinstance(self.meta.get("checksums"), dict) or not self.meta["checksums"]:
+            raise CorruptFileError(f"{meta_path}: records no checksums of the bundle's arrays (written by an older "
+                                   "spmlkit, or edited); spmlkit reads only arrays it can verify — re-run "
+                                   "'spml prepare'")
 
     # ---------------------------------------------------------------- properties
     @property
@@ -464,7 +427,7 @@ class Bundle:
 
     # -------------------------------------------------------------------- arrays
     def _npy(self, rel: str, mmap: bool = True, *, rows: int | None = None, cols: int | None = None,
-             what: str = "array", ndim: int = 2) -> np.ndarray:
+             what: str = "array", ndim: int = 2, dtype=None, advice: str = "re-run 'spml prepare'") -> np.ndarray:
         """Load ``rel`` after checking it against the checksum recorded when it was
         written (``meta.json["checksums"]``, or a ``.sha256`` sidecar for arrays written
         later); never unpickles (object arrays are refused).  ``rows``/``cols``: the
@@ -472,25 +435,28 @@ class Bundle:
         p = self.path / rel
         if not p.exists():
             raise SpmlError(f"{p} is missing from the bundle")
-        _verify_checksum(p, (self.meta.get("checksums") or {}).get(rel))
+        _verify_checksum(p, self.meta["checksums"].get(rel), advice=advice)
         try:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "allow_pickle" in msg or "Object arrays" in msg:
                 msg = "holds Python objects (an object array); spmlkit never unpickles bundle files"
-            raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); re-run 'spml prepare'") from None
+            raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); {advice}") from None
         except (OSError, EOFError) as exc:
             raise CorruptFileError(f"{p}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
-                                   "re-run 'spml prepare'") from None
+                                   f"{advice}") from None
         if arr.dtype.hasobject or arr.ndim != ndim or arr.dtype.kind not in "biuf":
             raise CorruptFileError(f"{p}: expected a {ndim}-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
-                                   "re-run 'spml prepare'")
+                                   f"{advice}")
         if rows is not None and arr.shape[0] != rows:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[0]} rows but the bundle's meta.json says {rows}; "
-                                   "re-run 'spml prepare'")
+                                   f"{advice}")
         if cols is not None and ndim > 1 and arr.shape[1] != cols:
-            raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; re-run 'spml prepare'")
+            raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; {advice}")
+        if dtype is not None and arr.dtype != dtype:
+            raise CorruptFileError(f"{p}: {what} must be {np.dtype(dtype).name} (as spmlkit writes it), found "
+                                   f"{arr.dtype}; {advice}")
         return arr
 
     def features(self, split: str, feature_set: str | None = None, *, mmap: bool = True) -> np.ndarray:
@@ -501,7 +467,7 @@ class Bundle:
         self._check_split(split)
         if self.kind == "features" and feature_set is None:
             return self._npy(f"{split}/X.npy", mmap, rows=self.size(split), cols=self.meta.get("n_features"),
-                             what="feature matrix")
+                             what="feature matrix", dtype=np.float32)
         sets = self.feature_sets()
         if feature_set is None:
             if len(sets) == 1:
@@ -512,7 +478,11 @@ class Bundle:
                 raise SpmlError(f"{self.path} has several feature caches {sets}; choose one with --feature-set")
         if feature_set not in sets:
             raise SpmlError(f"feature set {feature_set!r} not in {self.path}; available: {sets or 'none'}")
-        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix",
+                      dtype=np.float32, advice=f"run 'spml features {self.path}' again with the options that "
+                                                f"made it (a cache an older spmlkit wrote gets its checksums "
+                                                f"recorded; a damaged one: delete {self.path / 'features' / feature_set} "
+                                                "first)")
         _check_finite(self.path / "features" / feature_set / f"{split}.npy", X)
         return X
 
@@ -628,7 +598,7 @@ class Bundle:
         if not (self.path / split / "areas.npy").exists():
             return None
         return self._npy(f"{split}/areas.npy", False, rows=self.size(split), cols=self.n_labels,
-                         what="instance-area matrix")
+                         what="instance-area matrix", dtype=np.float64)
 
     def observations(self, split: str = "train", regime: str | None = None, *,
                      hide_prob: float | None = None, mmap: bool = True) -> np.ndarray:
@@ -643,8 +613,8 @@ class Bundle:
         self._check_split(split)
         if split != "train":
             if labels_stored(self.path / split, "Z"):
-                return self._matrix(f"{split}/Z", rows=self.size(split), what="observation matrix", dtype=np.int8,
-                                    mmap=mmap)
+                return check_observations(self._matrix(f"{split}/Z", rows=self.size(split), what="observation matrix",
+                                                       dtype=np.int8, mmap=mmap), self.path / split / "Z.*.npy")
             Y = self.labels(split)
             if Y is None:
                 raise SpmlError(f"{self.path}: split {split!r} has neither labels nor observations")
@@ -660,14 +630,17 @@ class Bundle:
                 raise ConfigError(f"hide_prob must be in [0, 1], got {hide_prob}")
             fname = f"partial-p{float(hide_prob):g}"
         if labels_stored(self.path / "observed", fname):
-            return self._matrix(f"observed/{fname}", rows=self.size("train"), what="observation matrix",
-                                dtype=np.int8, mmap=mmap)
+            return check_observations(self._matrix(f"observed/{fname}", rows=self.size("train"),
+                                                   what="observation matrix", dtype=np.int8, mmap=mmap),
+                                      self.path / "observed" / f"{fname}.*.npy", name,
+                                      background_rows=int(self.meta.get("background_rows") or 0))
         if not self.has_full_labels:
             raise SpmlError(f"{self.path} holds the user's own observations only; regime {name!r} cannot be "
                             "simulated without full labels")
         _, _, obs_ss = _seed_streams(int(self.meta["seed"]))
         hp = float(self.meta.get("hide_prob", 0.5)) if hide_prob is None else float(hide_prob)
         Z = observe(self.labels("train"), name, seed=obs_ss, hide_prob=hp, areas=self.areas("train"))
+        ownership.folder(self.path, "bundle")  # a bundle spmlkit wrote (never a link inside it followed)
         for f in save_labels(self.path / "observed", fname, Z):  # cached: checksums in sidecars
             write_text(f.with_name(f.name + ".sha256"), sha256_file(f) + "\n")
         return Z

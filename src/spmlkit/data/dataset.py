@@ -82,6 +82,20 @@ class Split:
         )
 
 
+def check_names(names, what: str, source=None) -> None:
+    """Label or feature names: text, not empty, distinct (a number or None where a name
+    belongs is a mistake upstream: a missing header, unnamed columns)."""
+    for n in names:
+        if not isinstance(n, str):
+            raise DataFormatError(source, f"{what} name {n!r} is a {type(n).__name__}, not text; name every {what} "
+                                          "(e.g. str(name))")
+        if not n.strip():
+            raise DataFormatError(source, f"a {what} has an empty name; every {what} needs a name")
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if list(names).count(n) > 1})
+        raise DataFormatError(source, f"duplicate {what} names: {dup[:5]}")
+
+
 @dataclass
 class MultiLabelDataset:
     name: str
@@ -109,9 +123,9 @@ class MultiLabelDataset:
             if s.n_labels != L:
                 raise DataFormatError(self.source or None,
                                       f"split {name!r} has {s.n_labels} label columns; expected {L}")
-        if len(set(self.label_names)) != len(self.label_names):
-            dup = sorted({n for n in self.label_names if self.label_names.count(n) > 1})
-            raise DataFormatError(self.source or None, f"duplicate label names: {dup[:5]}")
+        check_names(self.label_names, "label", self.source or None)
+        if self.feature_names is not None:
+            check_names(self.feature_names, "feature", self.source or None)
         kinds = {s.X is not None for s in self.splits.values()}
         if len(kinds) > 1:
             raise DataFormatError(self.source or None, "splits mix feature vectors and image paths")

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorruptFileError, SpmlError
-from ..io import json_record_path, read_json, safe_filename, write_bytes
+from ..io import json_record_path, read_json, safe_filename
+from ..ownership import write_bytes
 from .protocol import select_best
 from .tables import select_cells
 
@@ -43,9 +44,12 @@ def _figure(n_panels: int, *, width: float = 4.2, height: float = 3.4, ncols: in
 
 
 def _save(fig, path: Path) -> Path:
+    from .. import ownership
+
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png", dpi=110)
+    ownership.folder(path.parent, "bench")  # the bench's own folder (a folder of anyone else's is refused)
     write_bytes(path, buf.getvalue())
     return path
 

@@ -24,7 +24,8 @@ import math
 import time
 from pathlib import Path
 
-from ..io import read_json_record, write_json_gz, write_text
+from ..io import read_json_record
+from ..ownership import write_json, write_json_gz, write_text
 from ..labels import REGIMES, get_regime, regime_sort_key
 from .protocol import Selection, select_best
 
@@ -338,8 +339,10 @@ def grid_invocations(invocations: list[dict], grid: str) -> list[dict]:
 def write_outputs(runner, groups, ctx: dict) -> dict:
     """(Re)build every table of ``runner``'s bench from its finished groups (the figures
     are drawn by the caller, :mod:`.figures`, from what this writes)."""
+    from .. import ownership
     from .machine import machine_info
 
+    ownership.folder(runner.out, "bench")  # (a bench's folder: claimed by run(), checked here for library callers)
     spec = runner.spec
     out = runner.out
     runs = []

@@ -73,6 +73,11 @@ def load_pseudo_scores(path: str | Path, n_train: int, n_labels: int) -> np.ndar
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise ConfigError(f"{p}: non-finite pseudo-score at training row {r + 1}, label column {c + 1}")
+    out = (S < 0) | (S > 1)  # probabilities (a vision-language model's), compared with a threshold in [0, 1]
+    if out.any():
+        r, c = np.argwhere(out)[0]
+        raise ConfigError(f"{p}: pseudo-score {S[r, c]:g} at training row {r + 1}, label column {c + 1} is not a "
+                          "probability; pseudo-scores must lie in [0, 1] (apply a sigmoid or softmax to logits first)")
     return S
 
 

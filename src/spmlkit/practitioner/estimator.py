@@ -111,6 +111,16 @@ def _to_observations(y, classes=None, *, unknown: str = "raise"):
         found = None
     if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1 and y.dtype.kind in "OUS"):
         y = y.reshape(-1)
+        missing = [r for r, v in enumerate(y.tolist()) if v is None or (isinstance(v, float) and v != v)
+                   or (isinstance(v, str) and not v.strip())]
+        if missing:
+            raise ValueError(f"y has no label in row {missing[0] + 1} ({y[missing[0]]!r}; {len(missing)} row(s) in "
+                             "all): a 1-D y holds each row's observed positive — drop the unlabelled rows, or give an "
+                             "(N, L) matrix of +1/-1/0 observations where such rows are all 0")
+        kinds = {type(v).__name__ for v in y.tolist()}
+        if y.dtype == object and len(kinds) > 1:
+            raise ValueError(f"y mixes label types ({', '.join(sorted(kinds))}); give every label as text or every "
+                             "label as a number")
         kind = type_of_target(y)
         if kind not in ("binary", "multiclass"):
             raise ValueError(f"Unknown label type: {kind!r}. A 1-D y must hold one label per row (its observed "

@@ -47,12 +47,18 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
     observations with ``labels == "observed"``, plus the quality of the model's label
     sets (``label_sets``, :func:`evaluate_label_sets`).  Scores are the model's logits:
     probabilities of confident models round to exactly 1.0 and would create false ties."""
+    from ..data.formats.tabular import describe_name_difference
     from ..errors import SpmlError
 
     if bundle.label_names != model.label_names:
-        raise SpmlError(f"the model's labels differ from the bundle's ({len(model.label_names)} vs {bundle.n_labels})")
+        raise SpmlError(f"{bundle.path}: the model's labels differ from the bundle's: "
+                        + describe_name_difference(model.label_names, bundle.label_names, "label"))
+    bundle._check_split(split)
+    if bundle.size(split) == 0:
+        raise SpmlError(f"{bundle.path} has no {split} split (0 examples); evaluate another --split, or prepare the "
+                        f"data with a {split} split")
     Y = bundle.labels(split)
-    X = bundle.features(split, model.info.get("feature_set"))
+    X = model_features(model, bundle, split)  # matched to the model's columns by name
     from ..training.scores import needs_streaming
 
     if needs_streaming(1, len(X), len(model.label_names)) and not model.takes_images:
@@ -71,6 +77,26 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
             "ap": dict(zip(model.label_names, ev["ap"])),
             **{k: ev[k] for k in ("auc_mean", "auc_median", "n_auc_classes", "masked")},
             "auc": dict(zip(model.label_names, ev["auc"]))}
+
+
+def model_features(model, bundle, split: str):
+    """The bundle's features of ``split`` as the model takes them: a model that records the
+    names of its input columns (``input.feature_names``) meets a bundle's features **by
+    name** — reordered when the same columns come in another order, refused (one line,
+    naming the columns) when they differ; never taken by position."""
+    from ..data.formats.tabular import describe_name_difference
+    from ..errors import SpmlError
+
+    X = bundle.features(split, model.info.get("feature_set"))
+    want = (model.input or {}).get("feature_names") if isinstance(model.input, dict) else None
+    have = bundle.meta.get("feature_names") if bundle.kind == "features" else None
+    if not want or not have or list(want) == list(have):
+        return X
+    if sorted(want) != sorted(have):
+        raise SpmlError(f"{bundle.path}: the bundle's feature columns differ from the model's: "
+                        + describe_name_difference(list(want), list(have), "feature column")
+                        + "; prepare the data with the columns the model was trained on")
+    return np.asarray(X)[:, [list(have).index(n) for n in want]]
 
 
 def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:

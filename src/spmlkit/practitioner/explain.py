@@ -149,7 +149,7 @@ def permutation_importance(model, X: np.ndarray, pos: np.ndarray, neg: np.ndarra
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    from ..io import atomic_path
+    from ..ownership import atomic_path
 
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
@@ -160,7 +160,7 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def _savefig(fig, path: Path) -> None:
-    from ..io import atomic_path
+    from ..ownership import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": "spmlkit explain"})
@@ -227,7 +227,8 @@ def explain(model, bundle, out, *, split: str = "val", species=None, points: int
     the folder ``out`` (a new or empty one, or one ``spml explain`` wrote): ``response.csv``,
     ``importance.csv``, ``response_<species>.png`` (for each of ``species``, default all)
     and ``importance.png``.  Returns the paths written."""
-    from ..io import claim_output_folder, safe_filename
+    from .. import ownership
+    from ..io import safe_filename
 
     if list(bundle.label_names) != list(model.label_names):
         raise ConfigError(f"{bundle.path}: its species are not the model's; give the bundle the model was trained on")
@@ -243,7 +244,9 @@ def explain(model, bundle, out, *, split: str = "val", species=None, points: int
     data = explain_data(bundle, split=split, sample=sample, seed=seed)
     resp = response_curves(model, data.reference, points=points)
     imp = permutation_importance(model, data.held_out, data.pos, data.neg, repeats=repeats, seed=seed)
-    out = claim_output_folder(out, kind="explain", what="an explanation")
+    ownership.register_kind("explain", "an explanation folder", layout=("*.csv", "*.png"))
+    # a folder of the user's, a link, or one that is (or holds, or lies in) an input: refused
+    out = ownership.claim(out, "explain", inputs=[bundle.path, getattr(model, "path", None)])
     written = []
     _write_csv(out / "response.csv", resp)
     _write_csv(out / "importance.csv", [{**r, "split": split, "contrast": data.contrast} for r in imp])

@@ -51,7 +51,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError, SpmlError
-from ..io import atomic_path
+from ..ownership import is_checked_file, write_output_file
 
 from ..features.transforms import IMAGE_SUFFIXES as IMAGE_EXTENSIONS  # noqa: E402  (one list of suffixes)
 PATH_COLUMN = "path"
@@ -305,53 +305,36 @@ def _prediction_headers(label_names: list[str]) -> list[list[str]]:
 
 
 def check_prediction_output(out: str | Path, *, label_names: list[str], source: str | Path | None = None,
-                            overwrite: bool = False, option: str = "-o/--out") -> Path:
-    """``out`` as the file ``spml predict`` writes: refused (one-line
-    :class:`~spmlkit.errors.ConfigError`, before anything is read or written) when it is a
-    folder, when it is the input file itself (even with ``overwrite``), or when it is an
-    existing file that is not a prediction file spmlkit wrote — a CSV whose first line is
-    one of the headers spmlkit writes (``id,labels``, ``id,<the model's labels>``, with
-    ``x,y`` after ``id`` for located rows, or ``id,labels,probabilities``), or a ``.npy``
-    float32 matrix with one column per label — unless ``overwrite``.  Re-running a
-    prediction into the same file therefore works, and a user's data file is never
-    replaced by accident."""
-    from ..errors import ConfigError
+                            overwrite: bool = False, option: str = "-o/--out", model: str | Path | None = None) -> Path:
+    """``out`` as the file ``spml predict`` writes (:func:`spmlkit.ownership.output_file`):
+    refused (one-line :class:`~spmlkit.errors.ConfigError`, before anything is read or
+    written) when it is a folder or a symbolic link; when it is, or lies inside, an input —
+    the input data (``source``) or the model folder read (``model``), compared by device and
+    inode — even with ``overwrite``; or when it is an existing file that is not a prediction
+    file spmlkit wrote — a CSV whose first line is one of the headers spmlkit writes
+    (``id,labels``, ``id,<the model's labels>``, with ``x,y`` after ``id`` for located rows,
+    or ``id,labels,probabilities``), or a ``.npy`` float32 matrix with one column per label
+    — unless ``overwrite``.  Re-running a prediction into the same file therefore works, and
+    a user's data file is never replaced by accident."""
+    from .. import ownership
 
-    out = Path(out)
-    if out.is_dir():
-        raise ConfigError(f"{option} {out} is a folder; expected the path of the file to write")
-    if not out.exists():
-        return out
-    if source is not None and Path(source).is_file():
+    def is_prediction_file(p: Path) -> bool:
+        if p.suffix.lower() == ".npy":
+            try:
+                arr = np.load(p, mmap_mode="r", allow_pickle=False)
+                return arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == len(label_names)
+            except (OSError, ValueError, EOFError):
+                return False
         try:
-            same = out.samefile(source)
-        except OSError:
-            same = False
-        if same:
-            raise ConfigError(f"{option} {out} is the input file; choose another file for the predictions")
-    if overwrite:
-        return out
-    if out.suffix.lower() == ".npy":
-        try:
-            arr = np.load(out, mmap_mode="r", allow_pickle=False)
-            ours = arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == len(label_names)
-        except (OSError, ValueError, EOFError):
-            ours = False
-        if ours:
-            return out
-        raise ConfigError(f"refusing to replace {out}: it is not a probability matrix spmlkit wrote for this model "
-                          f"(float32, {len(label_names)} columns); choose a new file with {option} or pass --overwrite")
-    try:
-        with open(out, encoding="utf-8", newline="") as fh:
-            first = fh.readline(1 << 20)
-        header = next(csv.reader([first.rstrip("\r\n")]), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        header = None
-    if header in _prediction_headers(label_names):
-        return out
-    raise ConfigError(f"refusing to replace {out}: it is not a prediction file spmlkit wrote (its first line is "
-                      f"neither 'id,labels' nor 'id,' and the model's labels); choose a new file with {option} "
-                      "or pass --overwrite")
+            with open(p, encoding="utf-8", newline="") as fh:
+                first = fh.readline(1 << 20)
+            header = next(csv.reader([first.rstrip("\r\n")]), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return False
+        return header in _prediction_headers(label_names)
+
+    return ownership.output_file(out, inputs=[source, model], overwrite=overwrite, is_ours=is_prediction_file,
+                                 option=option, what="prediction file")
 
 
 def used_rule(model, *, rule: str | None = None, threshold: float | None = None, k: float | None = None,
@@ -458,7 +441,9 @@ def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[
     out = Path(out)
     L = len(label_names)
     n_rows = len(ids) if n_rows is None else n_rows
-    with atomic_path(out) as tmp:
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
         if out.suffix.lower() == ".npy":
             # the .npy header, then each chunk's rows appended in order (C order): the file is
             # written incrementally, and nothing N x L is held — not even as mapped pages, which
@@ -502,7 +487,9 @@ def write_label_set_chunks(out: str | Path, ids: list[str], label_names: list[st
     from .labelsets import format_label_sets
 
     out = Path(out)
-    with atomic_path(out) as tmp:
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             fh.write(",".join([*_lead(xy), "labels"]) + "\n")
             for s, S in chunks:
@@ -528,7 +515,9 @@ def write_top_k_chunks(out: str | Path, ids: list[str], label_names: list[str], 
     — O(L) per row by partial selection, no full sort."""
     out = Path(out)
     names = np.asarray(label_names, dtype=object)
-    with atomic_path(out) as tmp:
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             fh.write(",".join([*_lead(xy), "labels", "probabilities"]) + "\n")
             for s, P in chunks:

@@ -25,7 +25,6 @@ that observe the species).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from pathlib import Path
 
@@ -65,22 +64,18 @@ def _is_our_png(path: Path) -> bool:
         return False
 
 
+def _is_our_map(p: Path) -> bool:
+    return _is_our_tif(p) if p.suffix.lower() in (".tif", ".tiff") else _is_our_png(p)
+
+
 def _check_outputs(paths: list[Path], inputs: list[str], overwrite: bool) -> None:
+    """Single map files (:func:`spmlkit.ownership.output_file`): never a folder, a link, an
+    input raster or inside one; an existing file only when it is a map spmlkit wrote, or
+    with ``overwrite``."""
+    from .. import ownership
+
     for p in paths:
-        if p.is_dir():
-            raise ConfigError(f"{p} is a folder; expected a file to write")
-        if not p.exists():
-            continue
-        for src in inputs:
-            with contextlib.suppress(OSError):
-                if p.samefile(src):
-                    raise ConfigError(f"{p} is one of the input rasters; choose another -o")
-        if overwrite:
-            continue
-        ours = _is_our_tif(p) if p.suffix.lower() in (".tif", ".tiff") else _is_our_png(p)
-        if not ours:
-            raise ConfigError(f"refusing to replace {p}: it is not a map spmlkit wrote; choose another -o or pass "
-                              "--overwrite")
+        ownership.output_file(p, inputs=inputs, overwrite=overwrite, is_ours=_is_our_map, option="-o", what="map")
 
 
 def output_paths(out, species: list[str], *, per_species: bool, maps: list[str]) -> tuple[list[Path], list[Path]]:
@@ -119,8 +114,8 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``."""
     from scipy.special import expit
 
+    from .. import ownership
     from ..data import rasters as R
-    from ..io import claim_output_folder
 
     enc = model.encoding
     if enc is None:
@@ -132,12 +127,15 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     species = list(model.label_names)
     want = _requested(maps, species)
     tifs, pngs = output_paths(out, species, per_species=per_species, maps=want)
-    if per_species:
-        claim_output_folder(out, kind="maps", what="maps", create=False)
-    _check_outputs(tifs + pngs, stack.sources, overwrite)
+    inputs = [*stack.sources, getattr(model, "path", None)]
+    if per_species:  # a folder of maps spmlkit makes (and lists); its own maps are replaced, nothing else
+        ownership.register_kind("maps", "a maps folder", layout=("*.tif", "*.png"))
+        ownership.claim(out, "maps", inputs=inputs, create=False)
+    else:
+        _check_outputs(tifs + pngs, inputs, overwrite)
     overlay = _training_records(model, records, species, stack) if want else None
     if per_species:
-        claim_output_folder(out, kind="maps", what="maps")
+        ownership.claim(out, "maps", inputs=inputs)
     nodata = stack.nodata
     out_nodata = np.float32(np.nan) if nodata is None else np.float32(nodata)
     rio = R.rasterio()
@@ -147,70 +145,61 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     if stack.width < 256 or stack.height < 256:
         profile.update(tiled=False, blockxsize=None, blockysize=None)
         profile = {k: v for k, v in profile.items() if v is not None}
-    tmps = [t.with_name(f".{t.name}.{os.getpid()}.tmp") for t in tifs]
     t0 = time.perf_counter()
     cells = unseen = 0
     levels = {c: np.asarray(v) for c, v in enc.levels.items()}
-    try:
-        for t in tmps:
-            t.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.ExitStack() as es:
-            es.enter_context(rio.Env(GDAL_CACHEMAX=R.GDAL_CACHE_MB))
-            dsts = [es.enter_context(rio.open(t, "w", **profile, count=len(species) if not per_species else 1))
-                    for t in tmps]
-            for d, s in zip(dsts, species if per_species else [None]):
-                d.update_tags(**{TAG: "probability of presence", "model": str(getattr(model, "path", "") or "")})
-                for b, name in enumerate([s] if per_species else species):
-                    d.set_band_description(b + 1, name)
-            for r0, vals, valid in stack.windows(window_rows):
-                n = vals.shape[1]
-                raw = vals.reshape(len(stack.layers), -1)[:, valid.ravel()].T
-                bad = np.zeros(len(raw), dtype=bool)
-                for j, c in enumerate(enc.covariates):
-                    if c in levels:
-                        b = ~np.isin(raw[:, j], levels[c])
-                        if b.any() and unseen_levels == "error":
-                            k = int(np.flatnonzero(b)[0])
-                            where = np.flatnonzero(valid.ravel())[k]
-                            x, y = stack.cell_centres([r0 + where // stack.width], [where % stack.width])[0]
-                            layer = stack.layers[j]
-                            raise DataFormatError(layer.path, f"layer {c!r} has level {raw[k, j]:g} (first at x "
-                                                  f"{x:g}, y {y:g}; {int(b.sum())} cell(s) in rows {r0}-{r0 + n - 1}) "
-                                                  "that the model never saw in training (its levels: "
-                                                  f"{', '.join(f'{v:g}' for v in levels[c])}); pass --unseen-levels "
-                                                  "nodata to leave such cells empty")
-                        bad |= b
-                if bad.any():
-                    unseen += int(bad.sum())
-                    keep_flat = np.flatnonzero(valid.ravel())[~bad]
-                    valid = np.zeros(valid.size, dtype=bool)
-                    valid[keep_flat] = True
-                    valid = valid.reshape(n, stack.width)
-                    raw = raw[~bad]
-                P = np.empty((len(raw), len(species)), dtype=np.float32)
-                if len(raw):
-                    X = enc.transform(raw, unseen="ignore")
-                    for s, logits in model.iter_decision_function(X, 16384):
-                        P[s:s + len(logits)] = expit(logits)
-                cells += len(raw)
-                block = np.full((len(species), n * stack.width), out_nodata, dtype=np.float32)
-                block[:, valid.ravel()] = P.T
-                block = block.reshape(len(species), n, stack.width)
-                from rasterio.windows import Window
+    # each map is written under a temporary name and renamed when every window is done (spmlkit.ownership)
+    with contextlib.ExitStack() as es:
+        tmps = [es.enter_context(ownership.replace_file(t)) for t in tifs]
+        es.enter_context(rio.Env(GDAL_CACHEMAX=R.GDAL_CACHE_MB))
+        dsts = [es.enter_context(rio.open(t, "w", **profile, count=len(species) if not per_species else 1))
+                for t in tmps]
+        for d, s in zip(dsts, species if per_species else [None]):
+            d.update_tags(**{TAG: "probability of presence", "model": str(getattr(model, "path", "") or "")})
+            for b, name in enumerate([s] if per_species else species):
+                d.set_band_description(b + 1, name)
+        for r0, vals, valid in stack.windows(window_rows):
+            n = vals.shape[1]
+            raw = vals.reshape(len(stack.layers), -1)[:, valid.ravel()].T
+            bad = np.zeros(len(raw), dtype=bool)
+            for j, c in enumerate(enc.covariates):
+                if c in levels:
+                    b = ~np.isin(raw[:, j], levels[c])
+                    if b.any() and unseen_levels == "error":
+                        k = int(np.flatnonzero(b)[0])
+                        where = np.flatnonzero(valid.ravel())[k]
+                        x, y = stack.cell_centres([r0 + where // stack.width], [where % stack.width])[0]
+                        layer = stack.layers[j]
+                        raise DataFormatError(layer.path, f"layer {c!r} has level {raw[k, j]:g} (first at x "
+                                              f"{x:g}, y {y:g}; {int(b.sum())} cell(s) in rows {r0}-{r0 + n - 1}) "
+                                              "that the model never saw in training (its levels: "
+                                              f"{', '.join(f'{v:g}' for v in levels[c])}); pass --unseen-levels "
+                                              "nodata to leave such cells empty")
+                    bad |= b
+            if bad.any():
+                unseen += int(bad.sum())
+                keep_flat = np.flatnonzero(valid.ravel())[~bad]
+                valid = np.zeros(valid.size, dtype=bool)
+                valid[keep_flat] = True
+                valid = valid.reshape(n, stack.width)
+                raw = raw[~bad]
+            P = np.empty((len(raw), len(species)), dtype=np.float32)
+            if len(raw):
+                X = enc.transform(raw, unseen="ignore")
+                for s, logits in model.iter_decision_function(X, 16384):
+                    P[s:s + len(logits)] = expit(logits)
+            cells += len(raw)
+            block = np.full((len(species), n * stack.width), out_nodata, dtype=np.float32)
+            block[:, valid.ravel()] = P.T
+            block = block.reshape(len(species), n, stack.width)
+            from rasterio.windows import Window
 
-                win = Window(0, r0, stack.width, n)
-                if per_species:
-                    for d, b in zip(dsts, block):
-                        d.write(b, 1, window=win)
-                else:
-                    dsts[0].write(block, window=win)
-        for t, final in zip(tmps, tifs):
-            os.replace(t, final)
-    except BaseException:
-        for t in tmps:
-            with contextlib.suppress(FileNotFoundError):
-                t.unlink()
-        raise
+            win = Window(0, r0, stack.width, n)
+            if per_species:
+                for d, b in zip(dsts, block):
+                    d.write(b, 1, window=win)
+            else:
+                dsts[0].write(block, window=win)
     seconds = time.perf_counter() - t0
     window_rows = min(stack.window_rows(window_rows), stack.height)
     written = [str(t) for t in tifs]
@@ -271,7 +260,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
     import matplotlib.pyplot as plt
 
     from ..data.rasters import rasterio
-    from ..io import atomic_path
+    from ..ownership import replace_file
 
     rio = rasterio()
     with rio.open(tif) as ds:
@@ -292,7 +281,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
     ax.set_ylabel("latitude" if geographic else "y")
     fig.colorbar(im, ax=ax, shrink=0.9, label="predicted probability")
     out = Path(out)
-    with atomic_path(out) as tmp:
+    with replace_file(out) as tmp:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": f"{PNG_SOFTWARE} map"})
     plt.close(fig)
     return out

@@ -19,7 +19,8 @@ import numpy as np
 
 from .._version import __version__
 from .evaluation import OBSERVED_NOTE, evaluate_label_sets
-from ..io import atomic_path, read_jsonl, write_text
+from ..io import read_jsonl
+from ..ownership import atomic_path, write_text
 
 
 # ------------------------------------------------------------- label-set quality
@@ -260,8 +261,11 @@ def _fmt(v) -> str:
 
 def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_meta: dict,
                      label_set_rows: list[dict] | None = None, label_rule: dict | None = None) -> Path:
-    """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically)."""
-    run_dir = Path(run_dir)
+    """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically; a folder
+    spmlkit made: :func:`spmlkit.ownership.folder`)."""
+    from .. import ownership
+
+    run_dir = ownership.folder(run_dir, "run")
     rows = [r for r in read_jsonl(run_dir / "metrics.jsonl") if r.get("member", 0) == 0]
     selection = result.get("selection", "")
     observed = not bundle_meta.get("has_full_labels", True)

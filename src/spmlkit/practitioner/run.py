@@ -30,7 +30,9 @@ import numpy as np
 from ..config import TrainConfig
 from ..data.bundle import Bundle
 from ..errors import ConfigError, SpmlError
-from ..io import FolderLock, check_output_folder, read_json, remove_stale_temporaries, write_json
+from .. import ownership
+from ..io import FolderLock, read_json
+from ..ownership import write_json
 from ..methods.base import SCRATCH_DIR
 from .saved import SavedModel, save_model
 from ..training import distributed
@@ -201,6 +203,19 @@ def is_run_folder(path: Path) -> bool:
     return isinstance(cfg, dict) and "config" in cfg and "bundle" in cfg
 
 
+ownership.register_kind("run", "a spmlkit run", is_ours=is_run_folder,
+                        layout=("config.json", "metrics.jsonl", "last.pt", "last.pt.sha256", "result.json", "report.md",
+                                "*.png", "model", "members", "member*-lr*", "linear-init", ".spml-scratch",
+                                "tensorboard"))
+
+
+def run_inputs(bundle: Bundle, config: TrainConfig) -> list:
+    """What a run reads (its output folder may be none of them, nor lie inside one): the
+    bundle and the files named by its hyper-parameters (``pseudo_scores``)."""
+    ps = config.param_dict.get("pseudo_scores")
+    return [bundle.path, *([str(ps)] if ps else [])]
+
+
 def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, resume: bool = True,
                  on_epoch=None, log=None, method=None, device=None, on_finished=None) -> RunResult:
     """Train into ``out_dir`` (see the module docstring).  The folder is locked while
@@ -216,22 +231,21 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
 
     if device is None:  # (a caller that passes the device has validated the config: the CLI)
         device = validate_config(config)  # an impossible device/precision is refused before the folder exists
-    out = check_output_folder(out_dir)
     dctx = distributed.context()
+    # a folder of the user's (not new, empty or a spmlkit run), a link or an input: refused, nothing written
+    out = ownership.claim(out_dir, "run", inputs=run_inputs(bundle, config), create=False)
     done = finished_run(bundle, config, out) if resume else None
     if done is not None:  # recognised before the folder is locked: a finished run is not touched
         if dctx.is_main and on_finished is not None:
             on_finished(out)
         return RunResult.from_record(done)
-    if dctx.is_main and out.is_dir() and not is_run_folder(out) and any(
-            p.name != FolderLock.NAME for p in out.iterdir()):
-        raise ConfigError(f"refusing to write a run into {out}: it holds files that are not a spmlkit run (no "
-                          "run config.json); choose a new folder with -o")
     lock = None
-    created = not out.exists()
+    created = False
     if dctx.is_main:
+        ownership.claim(out, "run", inputs=run_inputs(bundle, config))
+        created = ownership.created(out)
         lock = FolderLock(out, what="run folder").acquire()
-        remove_stale_temporaries(out, recursive=True)
+        ownership.remove_stale_temporaries(out, recursive=True)
     try:
         return _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
                              device=device, on_finished=on_finished)
@@ -239,14 +253,15 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
         if dctx.is_main and not (out / "last.pt").exists() and not (out / "result.json").exists():
             # nothing worth resuming: leave no config.json/metrics behind (and no folder we made)
             for name in ("config.json", "metrics.jsonl", "last.pt.sha256"):
-                (out / name).unlink(missing_ok=True)
+                with contextlib.suppress(SpmlError, OSError):
+                    ownership.remove(out / name)
             if lock is not None:
+                lock.remove = True  # (removed only while it is still the file this process locked)
                 lock.release()
                 lock = None
-                (out / FolderLock.NAME).unlink(missing_ok=True)
             if created:
-                with contextlib.suppress(OSError):
-                    out.rmdir()
+                with contextlib.suppress(SpmlError, OSError):
+                    ownership.discard(out, only_if_empty=True)
         raise
     finally:
         if lock is not None:
@@ -263,14 +278,13 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         if resume:
             done = finished_run(bundle, config, out)
         if done is None:
-            out.mkdir(parents=True, exist_ok=True)
             if resume and cfg_path.exists() and ((out / "last.pt").exists() or (out / "result.json").exists()):
                 if not _same_run(read_json(cfg_path), resolved):
                     problem = (f"{out} holds a run with a different configuration (or of a bundle prepared "
                                "again); choose another --out or pass --no-resume to start over")
             if problem is None:
                 if not resume:
-                    (out / "result.json").unlink(missing_ok=True)
+                    ownership.remove(out / "result.json")
                 from ..device import device_info
 
                 write_json(cfg_path, {**resolved, "world_size": dctx.world_size, "device": device_info(device)})
@@ -331,9 +345,8 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         write_run_report(out, result=record, config=config.to_dict(), bundle_meta=meta, label_set_rows=quality,
                          label_rule=rule)
         write_json(out / "result.json", record)  # last: marks the run finished
-        import shutil
-
-        shutil.rmtree(out / SCRATCH_DIR, ignore_errors=True)  # components' on-disk scratch (not needed to resume)
+        # components' on-disk scratch (not needed to resume): what spmlkit wrote there, nothing else
+        ownership.remove(out / SCRATCH_DIR)
     distributed.barrier()
     return result
 

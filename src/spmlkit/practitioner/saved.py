@@ -54,7 +54,8 @@ import torch
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import read_json, write_json
+from ..io import read_json
+from ..ownership import write_json
 from ..models.heads import build_head
 
 MODEL_FORMAT = 1
@@ -286,18 +287,25 @@ def is_model_folder(path: str | Path) -> bool:
     return isinstance(meta, dict) and "format" in meta and "label_names" in meta
 
 
+def _register_model_kind() -> None:
+    from .. import ownership
+
+    ownership.register_kind("model", "a spmlkit model", is_ours=is_model_folder,
+                            layout=("model.json", "weights.pt", "weights.pt.sha256"))
+
+
+_register_model_kind()
+
+
 def save_model(model: SavedModel, path: str | Path) -> Path:
     """Write ``model`` into the folder ``path``: a new or empty folder, or a model spmlkit
     saved before (replaced); a folder holding anything else is refused in one line
     (:class:`ConfigError`) and nothing is written into it."""
-    from ..io import check_output_folder
+    from .. import ownership
     from ..training.checkpoint import save_checkpoint
 
-    path = check_output_folder(path, option="model folder")
-    if path.is_dir() and any(path.iterdir()) and not is_model_folder(path):
-        raise ConfigError(f"refusing to save a model into {path}: it holds files that are not a spmlkit model (no "
-                          "model.json); choose a new or empty folder")
-    path.mkdir(parents=True, exist_ok=True)
+    # a run's model/ (inside its run folder), or a folder of its own: new, empty or a model spmlkit saved
+    path = ownership.folder(path, "model", option="model folder")
     def tensor(a):
         return None if a is None else torch.as_tensor(np.asarray(a, dtype=np.float32))
 

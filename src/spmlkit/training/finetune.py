@@ -416,6 +416,10 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
 
     lrs, seeds = config.members(lrs, seeds)
     log = log or (lambda m: print(m, file=sys.stderr))
+    if run_dir is not None and distributed.context().is_main:  # linear-init/ and member folders are made in it
+        from .. import ownership
+
+        ownership.folder(run_dir, "run")
     dev = device if device is not None else resolve_device(config.device, option="device")
     with cuda_numerics(dev, config.precision):  # (restored after)
         return _train_members(bundle, config, lrs, seeds, run_dir=run_dir, resume=resume, on_epoch=on_epoch,

@@ -27,6 +27,7 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
+from . import distributed
 from ..sparse_labels import as_sparse
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
@@ -176,6 +177,10 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
     candidates, dropped = _within_state_budget(candidates, parts, len(m_lrs), log=getattr(method, "log", None))
     runs: dict[str, list] = {}
+    if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
+        from .. import ownership
+
+        ownership.folder(run_dir, "run")
     for i, name in enumerate(candidates):
         cfg = config.replace(method=name, params=(), selection=selection)
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / name

@@ -222,12 +222,25 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
     return out
 
 
+def is_clean_records_file(path) -> bool:
+    """True when ``path`` starts with the header :func:`write_clean_records` writes."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().strip() == "id,species,x,y"
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def write_clean_records(records: CleanRecords, out) -> Path:
-    """The cleaned records as ``id,species,x,y`` (UTF-8), written atomically."""
-    from ...io import atomic_path
+    """The cleaned records as ``id,species,x,y`` (UTF-8), written atomically (a single output
+    file: :func:`spmlkit.ownership.output_file` checks it first — ``spml clean`` does, with
+    its inputs; called alone, a file of anyone's that is not a records file is refused)."""
+    from ... import ownership
 
     out = Path(out)
-    with atomic_path(out) as tmp:
+    if not ownership.is_checked_file(out):
+        ownership.output_file(out, is_ours=is_clean_records_file, what="cleaned-records file")
+    with ownership.write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(["id", "species", "x", "y"])

@@ -237,6 +237,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         raise DataFormatError(path, "empty file; expected a header row")
     header = [h.strip() for h in first[1]]
     _check_delimiter(header, path)
+    check_header(header, path)
     n_layouts = sum(x is not None for x in (label_columns, labels_last, label_set_column, label_column))
     if n_layouts != 1:
         raise DataFormatError(path, "say where the labels are: exactly one of label_columns, labels_last, "
@@ -259,6 +260,11 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         lab_idx = list(range(len(header) - labels_last, len(header)))
     else:
         lab_idx = []
+    for opt in ("id_column", "path_column"):  # an id (or image path) is never also a label
+        if opt in special and special[opt] in lab_idx:
+            raise DataFormatError(path, f"column {header[special[opt]]!r} is both the {opt.replace('_', ' ')} and a "
+                                        "label column; leave it out of the label columns (or choose another "
+                                        f"--{opt.replace('_', '-')})", line=1)
     taken = set(lab_idx) | set(special.values())
     feat_idx = [i for i in range(len(header)) if i not in taken]
     if path_column is None and not feat_idx:
@@ -406,6 +412,49 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), feat_names
 
 
+def check_header(header: list[str], path) -> None:
+    """Column names must be distinct and not empty, and a header of numbers only is a
+    data line read as a header (a file without its header line)."""
+
+    def number(h):
+        try:
+            float(h)
+            return True
+        except ValueError:
+            return False
+
+    if header and all(number(h) for h in header):
+        raise DataFormatError(path, f"the first line holds numbers ({', '.join(header[:4])}"
+                                    f"{', ...' if len(header) > 4 else ''}), not column names: add a header line",
+                              line=1)
+    for i, h in enumerate(header):
+        if not h:
+            raise DataFormatError(path, f"column {i + 1} of the header has no name (a saved row index? write the "
+                                        "table without it); every column needs a distinct name", line=1)
+    if len(set(header)) != len(header):
+        seen: set = set()
+        dup = next(h for h in header if h in seen or seen.add(h))
+        raise DataFormatError(path, f"column {dup!r} appears {header.count(dup)} times in the header; every column "
+                                    "needs a distinct name", line=1)
+
+
+def describe_name_difference(expected: list, got: list, what: str) -> str:
+    """How two name lists differ, in words: the same names in another order, or which are
+    missing and which are unexpected (a count alone — "4 vs 4" — says nothing)."""
+    missing = [n for n in expected if n not in got]
+    extra = [n for n in got if n not in expected]
+
+    def shown(names):
+        return ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    if not missing and not extra:
+        first = next(i for i, (a, b) in enumerate(zip(expected, got)) if a != b) if len(expected) == len(got) else 0
+        return (f"the same {what}s in another order (position {first + 1}: {expected[first]!r} expected, "
+                f"{got[first]!r} found)") if len(expected) == len(got) else f"{what}s repeated"
+    return "; ".join(p for p in (f"missing {shown(missing)}" if missing else "",
+                                 f"unexpected {shown(extra)}" if extra else "") if p)
+
+
 def _merge_rows(path: Path, keys, rows, cols, vals, lines, all_lines, names, *, X=None, feat_names=None,
                 what: str = "image"):
     """Rows with the same key (image path, or example id of a long table) become one
@@ -533,9 +582,17 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
         kw = dict(kwargs)
         if kw.get("label_set_column") is not None or kw.get("label_column") is not None:
             kw["label_names"] = labels
-        te, labels_te, _ = read_table(test, **kw)
+        te, labels_te, feats_te = read_table(test, **kw)
         if labels_te != labels:
-            raise DataFormatError(test, "label columns differ from the training table's")
+            raise DataFormatError(test, "label columns differ from the training table's: "
+                                  + describe_name_difference(labels, labels_te, "label"))
+        if feats is not None and feats_te != feats:  # matched by name, never by position
+            if sorted(feats_te) != sorted(feats):
+                raise DataFormatError(test, "feature columns differ from the training table's: "
+                                      + describe_name_difference(feats, feats_te, "feature column"), line=1)
+            import dataclasses
+
+            te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
     return MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits,
                              source=str(train), feature_names=feats, notes=notes)
