@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from ..io import read_json_record
-from ..ownership import write_json, write_json_gz, write_text
+from .. import ownership
+from ..ownership import write_json_gz, write_text
 from ..labels import REGIMES, get_regime, regime_sort_key
 from .protocol import Selection, select_best
 
@@ -400,7 +401,7 @@ def write_outputs(runner, groups, ctx: dict) -> dict:
     write_json_gz(out / f"{prefix}runs.json.gz", manifest)
     old = out / f"{prefix}runs.json"  # this bench's record as written before records were compressed: superseded
     if old.is_file() and not old.is_symlink():
-        old.unlink()
+        ownership.remove(old)  # (only when spmlkit's: a runs.json of yours stays)
     written["runs"] = out / f"{prefix}runs.json.gz"
 
     if spec.mode == "main":
