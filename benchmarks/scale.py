@@ -287,6 +287,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     rows = []
+    if a.work:
+        Path(a.work).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=a.work) as tmp:
         for size in a.sizes:
             n, L = (int(v) for v in size.lower().split("x"))
