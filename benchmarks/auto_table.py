@@ -346,17 +346,15 @@ def render_bench(title: str, g: dict, lines: list) -> dict:
 
 
 def render_disdat(args, lines: list) -> dict:
-    from disdat import REGIONS, choose
+    from disdat import REGIONS, choose, read_region, region_record
 
     new_dir = args.out / "disdat"
-    if not all((new_dir / f"runs-{R}.json").exists() for R in REGIONS):
+    if not all(region_record(new_dir, R).exists() for R in REGIONS):
         lines += ["## disdat: presence-only species data (4 regions, 142 species)", "", "(no runs yet)", ""]
         return {}
     cells, commands = {}, []
     for R in REGIONS:
-        ref = json.loads((DISDAT_REF / f"runs-{R}.json").read_text())
-        mine = json.loads((new_dir / f"runs-{R}.json").read_text())
-        maxent = json.loads((DISDAT_MAXENT / f"runs-{R}.json").read_text())
+        ref, mine, maxent = (read_region(d, R) for d in (DISDAT_REF, new_dir, DISDAT_MAXENT))
         commands += mine.get("commands", [])
         groups: dict = {}
         for r in [x for x in ref["runs"] if x["method"] != "auto"] + mine["runs"] + \
@@ -405,8 +403,11 @@ def total_wall(args) -> float:
     from learning_quality import wall_seconds
 
     total = sum(wall_seconds(args.out / part) or 0.0 for part in PARTS if (args.out / part / "table.md").exists())
-    for f in sorted((args.out / "disdat").glob("runs-*.json")):
-        total += sum(c.get("wall_s", 0.0) for c in json.loads(f.read_text()).get("commands", []))
+    from disdat import REGIONS, read_region, region_record
+
+    for R in REGIONS:
+        if region_record(args.out / "disdat", R).exists():
+            total += sum(c.get("wall_s", 0.0) for c in read_region(args.out / "disdat", R).get("commands", []))
     tpath = args.out / "timing" / "timing.json"
     if tpath.exists():
         total += sum(r["seconds"] for r in json.loads(tpath.read_text())["rows"])

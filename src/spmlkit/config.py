@@ -95,11 +95,21 @@ def _check_types(cfg) -> None:
 
 
 def _freeze_params(params) -> tuple:
+    """Method hyper-parameters: a mapping of names to values, or (name, value) pairs;
+    anything else (``params: gamma`` in a YAML file) is a one-line :class:`ConfigError`."""
     if params is None:
         return ()
     if isinstance(params, dict):
-        return tuple(sorted(params.items()))
-    return tuple(sorted(tuple(p) for p in params))
+        items = list(params.items())
+    elif isinstance(params, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in params):
+        items = [tuple(p) for p in params]
+    else:
+        raise ConfigError(f"params must map hyper-parameter names to values (e.g. params: {{gamma: 2}}), got "
+                          f"{params!r}")
+    bad = next((k for k, _ in items if not isinstance(k, str) or not k), None)
+    if bad is not None or any(not isinstance(k, str) for k, _ in items):
+        raise ConfigError(f"params: hyper-parameter names must be text, got {bad!r}")
+    return tuple(sorted(items))
 
 
 @dataclass(frozen=True)
@@ -183,7 +193,10 @@ class TrainConfig:
         if self.patience is not None and self.patience < 0:
             raise ConfigError(f"patience must be >= 0 or None, got {self.patience}")
         if self.selection not in SELECTION_CRITERIA:
-            raise ConfigError(f"selection must be one of {', '.join(SELECTION_CRITERIA)}, got {self.selection!r}")
+            from .errors import did_you_mean
+
+            raise ConfigError(f"selection must be one of {', '.join(SELECTION_CRITERIA)}, got {self.selection!r}"
+                              f"{did_you_mean(self.selection, SELECTION_CRITERIA)}")
         if self.empty_classes not in ("exclude", "zero"):
             raise ConfigError(f"empty_classes must be 'exclude' or 'zero', got {self.empty_classes!r}")
         if self.regime is not None:
@@ -278,4 +291,7 @@ class TrainConfig:
             raise ConfigError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of options")
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None

@@ -19,6 +19,7 @@ from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.experiments import bench as B
 from spmlkit.experiments import executors as E
 from spmlkit.experiments.tables import strip_run_block
+from spmlkit.io import read_json
 
 GRID = ["--methods", "an", "bce", "--lrs", "0.01", "0.001", "--batch-sizes", "4", "8", "--seeds", "2",
         "--epochs", "3", "--no-figures"]
@@ -42,7 +43,7 @@ def _tables(out: Path) -> dict:
 
 
 def _stable_runs(out: Path) -> list:
-    runs = json.loads((out / "runs.json").read_text())["runs"]
+    runs = read_json(out / "runs.json.gz")["runs"]
     return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seconds", "group_seconds")}, sort_keys=True)
                   for r in runs)
 
@@ -152,7 +153,6 @@ def test_shard_lock_refuses_a_full_bench_and_a_shard_of_another_grid(toy_bundle,
     (["--shard", "1/2", "--jobs", "2"], "--shard 1/2 with --jobs"),
     (["--shard", "1/2", "--executor", "ray"], "--shard 1/2 with --executor ray"),
     (["--address", "127.0.0.1:6379"], "--address is the Ray cluster of --executor ray"),
-    (["--table-only", "--jobs", "2"], "--table-only trains nothing"),
     (["--executor", "ray", "--address", "127.0.0.1:{port}"], "no Ray cluster reachable there"),
 ])
 def test_bad_engine_options_are_one_line_exit_2_nothing_written(toy_bundle, tmp_path, capsys, extra, words):
@@ -167,6 +167,21 @@ def test_bad_engine_options_are_one_line_exit_2_nothing_written(toy_bundle, tmp_
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+def test_the_same_command_with_table_only_rerenders_a_jobs_bench(toy_bundle, tmp_path, capsys):
+    """Issue 37: the advice "the same command with --table-only" works when that command had
+    --jobs (it was refused: "takes neither --executor nor --jobs"); nothing is trained."""
+    from spmlkit.cli import main
+
+    out = tmp_path / "res"
+    cmd = ["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--lrs", "1e-2",
+           "--batch-sizes", "8", "--seeds", "1", "--no-figures", "-o", str(out)]
+    assert main(cmd) == 0
+    before = read_json(out / "runs.json.gz")
+    capsys.readouterr()
+    assert main(cmd + ["--jobs", "2", "--table-only"]) == 0, capsys.readouterr().err
+    assert read_json(out / "runs.json.gz")["runs"] == before["runs"]
 
 
 def test_a_shard_of_an_unknown_dataset_leaves_no_folder(tmp_path, capsys):
@@ -216,8 +231,6 @@ def test_group_resources(toy_bundle):
     (dict(shard="1/2", table_only=True), "--shard 1/2 with --table-only"),
     (dict(shard="3/2"), "--shard 3/2: K must be between 1 and N"),
     (dict(address="h:1"), "--address is the Ray cluster of --executor ray"),
-    (dict(table_only=True, jobs=2), "--table-only trains nothing"),
-    (dict(table_only=True, executor="ray"), "--table-only trains nothing"),
     (dict(executor="ray", address="h:1", jobs=2), "--jobs with --executor ray sets the CPUs"),
     (dict(jobs=3, device="cuda"), "CUDA"),
 ])
@@ -233,10 +246,14 @@ def test_check_engine_options_accepts_and_make_executor_chooses():
     from spmlkit.experiments.executors import RayExecutor, TableOnly, check_engine_options, make_executor
 
     for ok in (dict(), dict(shard="2/2"), dict(jobs=4, device="cpu"), dict(executor="ray", address="h:1"),
-               dict(executor="ray", jobs=2), dict(table_only=True)):
+               dict(executor="ray", jobs=2), dict(table_only=True),
+               # "the same command with --table-only" (issue 37): the engine options are accepted, unused
+               dict(table_only=True, jobs=2), dict(table_only=True, executor="ray", address="h:1"),
+               dict(table_only=True, jobs=3, device="cuda")):
         check_engine_options(**ok)
     assert make_executor() is None
     assert isinstance(make_executor(table_only=True), TableOnly)
+    assert isinstance(make_executor(table_only=True, jobs=2, executor="ray"), TableOnly)
     ray = make_executor(executor="ray", address="h:1", jobs=3, threads=2)
     assert isinstance(ray, RayExecutor) and (ray.address, ray.num_cpus, ray.threads) == ("h:1", 3, 2)
     assert ray.ray is None  # nothing imported before connect()
@@ -343,6 +360,67 @@ def _group_alive(pgid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+class _Submitted(Exception):
+    pass
+
+
+class _FakeRay:
+    """What RayExecutor.train asks of Ray before the first task runs: the cluster's
+    resources, a remote function, its options.  Submitting a task ends the test."""
+
+    def __init__(self, resources):
+        self.resources = resources
+        self.requests = []
+
+    def cluster_resources(self):
+        return dict(self.resources)
+
+    def remote(self, fn):
+        fake = self
+
+        class Task:
+            def options(self, **kw):
+                fake.requests.append(kw)
+                return self
+
+            def remote(self, *args):
+                raise _Submitted
+
+        return Task()
+
+
+@pytest.mark.parametrize("short", [None, "CPU", "GPU", "memory"])
+def test_ray_precheck_accepts_an_exact_fit_and_refuses_one_unit_short(tmp_path, short):
+    """The resource pre-check: a group whose request equals what the cluster has is
+    submitted; one unit less of any resource is refused in one line naming it, before
+    anything is written or submitted (a request above the cluster would wait forever)."""
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(config={"device": "cuda"})
+    g = SimpleNamespace(n_members=2, n_train=100, dataset="toy", method="an", batch_size=8, hash="h")
+    bundle = SimpleNamespace(path=tmp_path / "no-bundle", meta={"label_names": ["a", "b"]})
+    need = E.group_resources(spec, g, bundle, threads=3)
+    assert need == {"num_cpus": 3, "num_gpus": 1, "memory": 16 * 2 * 100 * 2 + (256 << 20)}
+    have = {"CPU": 3.0, "GPU": 1.0, "memory": float(need["memory"])}
+    if short:
+        have[short] -= 1
+    ray = _FakeRay(have)
+    ex = E.RayExecutor(threads=3)
+    ex.ray = ray
+    runner = SimpleNamespace(spec=spec, out=tmp_path / "out", _draw_bundle=lambda g, by_label: bundle)
+    if short is None:
+        with pytest.raises(_Submitted):
+            ex.train(runner, [g], {}, [g], None, None)
+        assert ray.requests and {k: ray.requests[0][k] for k in need} == need
+        return
+    name = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}[short]
+    with pytest.raises(ConfigError) as e:
+        ex.train(runner, [g], {}, [g], None, None)
+    msg = str(e.value)
+    assert f"group toy an bs 8 needs {name}={need[name]} but the Ray cluster has {have[short]:g} {short}" == msg
+    assert "\n" not in msg and not ray.requests and not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------- one GPU per worker

@@ -52,11 +52,12 @@ def run(args) -> int:
     argv = getattr(args, "argv", None)
     command = "spml " + shlex.join(argv) if argv else None
     log_to = _log_to(args)
-    on_group = None
-    if log_to:  # TensorBoard / MLflow: one run per group as it finishes, and one for the tables
-        from ..practitioner.loggers import bench_group_logger
+    on_group = tracking = None
+    if log_to:  # TensorBoard / MLflow: a parent run for the bench, a child run per group as it finishes
+        from ..practitioner.loggers import BenchTracking
 
-        on_group = bench_group_logger(log_to, Path(args.out))
+        tracking = BenchTracking(log_to, Path(args.out), command or "spml bench")
+        on_group = tracking.on_group
     if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
         s = run_shard(spec, args.out, parse_shard(args.shard), threads=args.threads)
         print(f"shard {args.shard}: trained {s['trained']} of its {s['groups_in_shard']} group(s); "
@@ -67,10 +68,12 @@ def run(args) -> int:
     summary = run_bench_with(spec, args.out, executor, share_gpus=args.share_gpus, command=command,
                              figures=not args.no_figures, jobs=args.jobs or 1, threads=args.threads,
                              on_group=on_group)
-    if log_to:
-        from ..practitioner.loggers import log_bench_outputs
+    if tracking is not None:
+        from ..experiments.tables import summary_metrics
+        from ..io import json_record_path, read_json
 
-        log_bench_outputs(log_to, Path(args.out), command or "spml bench")
+        manifest = Path(summary["written"].get("runs") or json_record_path(Path(args.out) / "runs.json"))
+        tracking.finish(summary_metrics(read_json(manifest).get("runs", [])) if manifest.is_file() else {})
     w = summary["written"]
     main_file = w.get("table") or w.get("partial")
     print(Path(main_file).read_text(encoding="utf-8"), end="")
@@ -87,8 +90,8 @@ def add_parser(sub) -> None:
         "bench", help="reproduce a paper's table: methods x datasets x grid x seeds",
         description="Train every method on every dataset over the grid lr x batch size x seeds, select per method "
                     "the configuration with the best mean validation mAP, and write table.md (Cole et al. Table 1), "
-                    "recovery.md (Table 2), runs.csv/json and figures into RESULTS_DIR. Resumable: rerun the same "
-                    "command after an interruption.")
+                    "recovery.md (Table 2), runs.csv, runs.json.gz and figures into RESULTS_DIR. Resumable: rerun "
+                    "the same command after an interruption.")
     p.add_argument("--datasets", nargs="+", required=True, metavar="DATASET",
                    help="dataset names (see 'spml datasets'; prepared into RESULTS_DIR/bundles with their official "
                         "splits) or prepared bundle folders")

@@ -49,7 +49,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConfigError, SpmlError
-from ..io import FolderLock, check_output_folder, read_json, write_json
+from .. import ownership
+from ..io import FolderLock, read_json
+from ..ownership import write_json
 
 SHARD_PLAN = "shard-plan.json"
 SHARD_PREPARE_LOCK = ".spml-shards.lock"
@@ -88,54 +90,25 @@ def spec_identity(spec) -> dict:
     return json.loads(_canonical(d))
 
 
-class SharedFolderLock:
+def SharedFolderLock(folder: str | Path) -> FolderLock:
     """A *shared* ``fcntl.flock`` on ``folder/.spml.lock``, the file :class:`FolderLock`
     locks exclusively: any number of shards hold it together, while a full bench (or
     ``--table-only``), which needs it exclusively, is refused — and a shard is refused
     while a full bench runs.  The kernel drops it when the process dies."""
-
-    def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
-        self._fh = None
-
-    def acquire(self) -> "SharedFolderLock":
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX
-            return self
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fh = open(self.folder / FolderLock.NAME, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            fh.close()
-            raise ConfigError(f"{self.folder} is in use by a full spml bench ({holder}); shards can only share a "
-                              "folder with other shards: wait for it to finish") from None
-        self._fh = fh
-        return self
-
-    def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+    return FolderLock(folder, shared=True, busy="{folder} is in use by a full spml bench ({holder}); shards can only "
+                                               "share a folder with other shards: wait for it to finish")
 
 
 @contextlib.contextmanager
 def _exclusive(path: Path):
-    """Block until this process holds an exclusive flock on ``path`` (created if missing)."""
+    """Block until this process holds an exclusive flock on ``path`` (an empty lock file
+    spmlkit lists in the owned folder it lies in)."""
+    ownership.touch(path)
+    lock = FolderLock(path.parent, lock_file=path, block=True).acquire()
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
         yield
-        return
-    with open(path, "a+", encoding="utf-8") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        lock.release()
 
 
 def _check_plan(path: Path, ident: dict) -> bool:
@@ -171,7 +144,7 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
     k, n = shard
     runner = BenchRunner(spec, out, log=log, progress=progress, figures=False, threads=threads)
     log = runner.log
-    out = check_output_folder(runner.out)
+    out = ownership.check_output_folder(runner.out)
     ident = {"shards": n, "spec": spec_identity(runner.spec)}
     plan = out / SHARD_PLAN
     _check_plan(plan, ident)  # before anything is written
@@ -179,7 +152,11 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
         import torch
 
         torch.set_num_threads(int(threads))
-    created = not out.exists()
+    from .bench import bench_inputs
+
+    # a folder of the user's, a link or an input: refused before anything is written
+    ownership.claim(out, "bench", inputs=bench_inputs(runner.spec))
+    created = ownership.created(out)
     lock = SharedFolderLock(out).acquire()
     try:
         try:
@@ -194,7 +171,7 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
                 from .bench import _remove_empty_tree
 
                 lock.release()
-                (out / SHARD_PREPARE_LOCK).unlink(missing_ok=True)
+                ownership.remove(out / SHARD_PREPARE_LOCK)
                 _remove_empty_tree(out)
             raise
         by_label = {d.label: d for d in datasets}
@@ -209,7 +186,7 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
         subsets: dict = {}
         try:
             for g in pending:
-                work = out / "work" / g.hash
+                work = ownership.mkdir(out / "work" / g.hash)
                 try:
                     glock = FolderLock(work, what="bench group").acquire()
                 except ConfigError:  # another process (the same shard started twice) trains it
@@ -221,11 +198,10 @@ def run_shard(spec, out: str | Path, shard: tuple[int, int], *, log: Callable[[s
                     bar.set_postfix_str(f"{g.dataset} {g.method} bs {g.batch_size}")
                     runner.records[g.hash] = runner.run_group(g, runner._bundle_for(g, by_label, subsets), bar)
                 finally:
+                    glock.remove = True  # a group finished meanwhile leaves only the lock file: removed
                     glock.release()
-                    with contextlib.suppress(OSError):  # a group finished meanwhile leaves only the lock file
-                        if work.is_dir() and [p.name for p in work.iterdir()] == [FolderLock.NAME]:
-                            (work / FolderLock.NAME).unlink()
-                            work.rmdir()
+                    with contextlib.suppress(OSError, ConfigError):
+                        ownership.remove(work, only_if_empty=True)
         finally:
             bar.close()
         finished = sum(1 for g in groups if runner.load_finished(g) is not None)
@@ -255,7 +231,9 @@ def check_engine_options(*, shard: str | None = None, jobs: int | None = None, e
     """The engine options of ``spml bench`` (``--shard``, ``--jobs``, ``--executor``,
     ``--address``, ``--table-only``; ``--device`` and ``--share-gpus`` for the GPU
     rule): a combination that means nothing is a one-line :class:`ConfigError`, raised
-    before anything is written."""
+    before anything is written.  ``--table-only`` trains nothing, so it accepts (and does
+    not use) the engine options: "the same command with ``--table-only``" re-renders a
+    bench that ran with ``--jobs`` or ``--executor ray`` (issue 37)."""
     if shard is not None:
         parse_shard(shard)
         for given, opt in ((jobs is not None, "--jobs"), (executor != "local", "--executor ray"),
@@ -265,8 +243,8 @@ def check_engine_options(*, shard: str | None = None, jobs: int | None = None, e
                                   f"the grid; run N shards side by side instead (see docs/scale.md)")
     if address is not None and executor != "ray":
         raise ConfigError("--address is the Ray cluster of --executor ray; add --executor ray")
-    if table_only and (executor != "local" or jobs is not None):
-        raise ConfigError("--table-only trains nothing; it takes neither --executor nor --jobs")
+    if table_only:  # trains nothing: the engine options of "the same command" are accepted and unused
+        return
     if jobs and jobs > 1 and executor == "local":
         worker_gpus(device, jobs, share=share_gpus)  # --jobs > GPUs: refused before any write
     if executor == "ray" and address is not None and jobs is not None:
@@ -355,8 +333,6 @@ def _ray_train_group(spec, out: str, g, bundle_path: str, session: str, threads:
     when this worker sees it (so a retried group resumes from its checkpoint), otherwise
     in a temporary folder; returns the group's record (what ``groups/<hash>.json`` holds)."""
     os.environ["SPML_NO_PROGRESS"] = "1"
-    import shutil
-
     import torch
 
     from ..data.bundle import Bundle
@@ -368,7 +344,7 @@ def _ray_train_group(spec, out: str, g, bundle_path: str, session: str, threads:
         shared = read_json(marker).get("id") == session
     except Exception:  # noqa: BLE001 - not visible from this node: train in a temporary folder
         shared = False
-    folder = Path(out) if shared else Path(tempfile.mkdtemp(prefix="spml-ray-"))
+    folder = ownership.folder(out, "bench") if shared else ownership.temporary_folder("spml-ray-", "bench")
     try:
         if shared:  # who trains it, for the record (and for a test that kills this worker)
             write_json(folder / "work" / g.hash / "worker.json", {"pid": os.getpid(), "host": socket.gethostname()})
@@ -382,7 +358,7 @@ def _ray_train_group(spec, out: str, g, bundle_path: str, session: str, threads:
         rec = runner.run_group(g, bundle, None)
     finally:
         if not shared:
-            shutil.rmtree(folder, ignore_errors=True)
+            ownership.discard(folder)
     try:
         import ray
 
@@ -446,8 +422,10 @@ class RayExecutor:
         if self.address is None:
             kw["num_cpus"] = int(self.num_cpus or os.cpu_count() or 1)
         try:
-            # connecting to an address, Ray's C++ client logs every retry on stderr; the outcome is one line
-            with _quiet_stderr() if self.address is not None else contextlib.nullcontext():
+            # connecting to an address, Ray's C++ client logs every retry on stderr; starting a local
+            # cluster, Ray 2.5x says "Token authentication is enabled for this Ray cluster ..." on every
+            # bench (issue 37): the outcome is one line either way (an exception below)
+            with _quiet_stderr():
                 ray.init(address=self.address, **kw)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... : one line
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -479,6 +457,7 @@ class RayExecutor:
                     raise ConfigError(f"group {g.dataset} {g.method} bs {g.batch_size} needs {name}={res[name]} but "
                                       f"the Ray cluster has {available.get(key, 0):g} {key}")
             requests.append((g, bundle, res))
+        ownership.folder(runner.out, "bench")  # (the bench's folder: claimed by its run, checked here)
         write_json(runner.out / "work" / RAY_SESSION, {"id": session, "driver_pid": os.getpid()})
         refs = {}
         for g, bundle, res in requests:
@@ -507,9 +486,7 @@ class RayExecutor:
                 if not path.exists() or read_json(path) != rec:
                     write_json(path, rec)
                 with contextlib.suppress(OSError):
-                    import shutil
-
-                    shutil.rmtree(runner.out / "work" / g.hash)
+                    ownership.remove(runner.out / "work" / g.hash)
                 runner.records[g.hash] = rec
                 runner.n_trained += 1
                 bar.update(g.steps)
@@ -519,7 +496,7 @@ class RayExecutor:
             for ref in refs:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
-            (runner.out / "work" / RAY_SESSION).unlink(missing_ok=True)
+            ownership.remove(runner.out / "work" / RAY_SESSION)
 
 
 def run_bench_with(spec, out: str | Path, executor=None, *, share_gpus: bool = False, **kw) -> dict:

@@ -33,7 +33,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..registry import Registry
 
 
@@ -52,7 +52,8 @@ class LossSpec:
     def check_params(self, params: dict) -> dict:
         unknown = set(params) - set(self.hyperparameters)
         if unknown:
-            raise ConfigError(f"loss {self.name!r} has no hyper-parameter(s) {sorted(unknown)}; "
+            raise ConfigError(f"loss {self.name!r} has no hyper-parameter(s) {sorted(unknown)}"
+                              f"{did_you_mean(sorted(unknown)[0], self.hyperparameters)}; "
                               f"it takes {sorted(self.hyperparameters) or 'none'}")
         return {**self.hyperparameters, **params}
 

@@ -47,12 +47,23 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
     observations with ``labels == "observed"``, plus the quality of the model's label
     sets (``label_sets``, :func:`evaluate_label_sets`).  Scores are the model's logits:
     probabilities of confident models round to exactly 1.0 and would create false ties."""
+    from ..data.formats.tabular import describe_name_difference
     from ..errors import SpmlError
 
     if bundle.label_names != model.label_names:
-        raise SpmlError(f"the model's labels differ from the bundle's ({len(model.label_names)} vs {bundle.n_labels})")
+        raise SpmlError(f"{bundle.path}: the model's labels differ from the bundle's: "
+                        + describe_name_difference(model.label_names, bundle.label_names, "label"))
+    bundle._check_split(split)
+    if bundle.size(split) == 0:
+        raise SpmlError(f"{bundle.path} has no {split} split (0 examples); evaluate another --split, or prepare the "
+                        f"data with a {split} split")
     Y = bundle.labels(split)
-    scores = model.decision_function(bundle.features(split, model.info.get("feature_set")))
+    X = model_features(model, bundle, split)  # matched to the model's columns by name
+    from ..training.scores import needs_streaming
+
+    if needs_streaming(1, len(X), len(model.label_names)) and not model.takes_images:
+        return _evaluate_streamed(model, X, bundle, split, Y, empty=empty)
+    scores = model.decision_function(X)
     if Y is None:
         from scipy.special import expit
 
@@ -66,6 +77,68 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
             "ap": dict(zip(model.label_names, ev["ap"])),
             **{k: ev[k] for k in ("auc_mean", "auc_median", "n_auc_classes", "masked")},
             "auc": dict(zip(model.label_names, ev["auc"]))}
+
+
+def model_features(model, bundle, split: str):
+    """The bundle's features of ``split`` as the model takes them: a model that records the
+    names of its input columns (``input.feature_names``) meets a bundle's features **by
+    name** — reordered when the same columns come in another order, refused (one line,
+    naming the columns) when they differ; never taken by position."""
+    from ..data.formats.tabular import describe_name_difference
+    from ..errors import SpmlError
+
+    X = bundle.features(split, model.info.get("feature_set"))
+    want = (model.input or {}).get("feature_names") if isinstance(model.input, dict) else None
+    have = bundle.meta.get("feature_names") if bundle.kind == "features" else None
+    if not want or not have or list(want) == list(have):
+        return X
+    if sorted(want) != sorted(have):
+        raise SpmlError(f"{bundle.path}: the bundle's feature columns differ from the model's: "
+                        + describe_name_difference(list(want), list(have), "feature column")
+                        + "; prepare the data with the columns the model was trained on")
+    return np.asarray(X)[:, [list(have).index(n) for n in want]]
+
+
+def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
+    """:func:`evaluate_model` for a split whose ``N × L`` scores are too large to hold:
+    the model's logits in row blocks, metrics from streamed rank counts and label sets
+    tallied block by block (issue 32; the same numbers, tested)."""
+    import math
+
+    from scipy.special import expit
+
+    from ..metrics import (average_precision_from_counts, roc_auc_from_counts, stream_rank_counts,
+                           streamed_observed_scores)
+    from .report import _SetTally
+
+    rows = model.stream_rows(16 * 2 ** 20)
+
+    def chunks():
+        return model.iter_decision_function(X, batch_rows=rows)
+
+    if Y is None:
+        Z = bundle.observations(split)
+        (ev,) = streamed_observed_scores(Z, chunks)
+        tally = _SetTally(len(model.label_names), observed=True)
+        for start, block in chunks():
+            S = model.label_sets_from_proba(expit(block.astype(np.float64)))
+            tally.add(S, Z.dense(slice(start, start + len(block))))
+        ev["label_sets"] = tally.result()
+        ev["split"] = split
+        return ev
+    mask = bundle.label_mask(split)
+    rc = stream_rank_counts(Y, chunks, mask=mask)
+    ap, auc = average_precision_from_counts(rc)[0] * 100.0, roc_auc_from_counts(rc)[0]
+    missing = np.isnan(ap)
+    vals = np.where(missing, 0.0, ap) if empty == "zero" else ap[~missing]
+    ok = auc[~np.isnan(auc)]
+    as_list = (lambda a: [None if math.isnan(v) else float(v) for v in a])
+    return {"split": split, "map": float(vals.mean()) if vals.size else float("nan"), "n_classes": int(vals.size),
+            "n_empty_classes": int(missing.sum()), "empty_classes": empty,
+            "ap": dict(zip(model.label_names, as_list(ap))),
+            "auc_mean": float(ok.mean()) if ok.size else float("nan"),
+            "auc_median": float(np.median(ok)) if ok.size else float("nan"), "n_auc_classes": int(ok.size),
+            "masked": mask is not None, "auc": dict(zip(model.label_names, as_list(auc)))}
 
 
 def format_scores(ev: dict) -> str:

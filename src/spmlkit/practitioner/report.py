@@ -19,7 +19,8 @@ import numpy as np
 
 from .._version import __version__
 from .evaluation import OBSERVED_NOTE, evaluate_label_sets
-from ..io import atomic_path, read_jsonl, write_text
+from ..io import read_jsonl
+from ..ownership import atomic_path, write_text
 
 
 # ------------------------------------------------------------- label-set quality
@@ -27,9 +28,87 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
     """Quality of label sets from probabilities ``P`` under the stored rule ``spec`` and
     the other rules that apply.  Each row: ``rule`` (a readable description),
     ``default`` (True for ``spec``'s rule) and the :func:`evaluate_label_sets` numbers."""
-    from .labelsets import label_sets, rule_k_estimate
+    from .labelsets import label_sets
 
-    rows = []
+    return [{"rule": desc, "default": i == 0, **evaluate_label_sets(label_sets(P, rule=rule, **opts), Y=Y, Z=Z)}
+            for i, (rule, opts, desc) in enumerate(_quality_rules(spec))]
+
+
+class _SetTally:
+    """The counts behind :func:`spmlkit.practitioner.evaluation.evaluate_label_sets`,
+    accumulated over row blocks (issue 32): totals per label and one number per row, never
+    an ``N × L`` array; :meth:`result` gives the same dict."""
+
+    def __init__(self, n_labels: int, observed: bool):
+        self.observed = observed
+        self.tpc = np.zeros(n_labels, dtype=np.int64)
+        self.truec = np.zeros(n_labels, dtype=np.int64)
+        self.predc = np.zeros(n_labels, dtype=np.int64)
+        self.f1i: list = []
+        self.sizes: list = []
+        self.pos_hits = self.neg_hits = self.n_pos = self.n_neg = 0
+
+    def add(self, S: np.ndarray, truth: np.ndarray) -> None:
+        S = np.asarray(S, dtype=bool)
+        self.sizes.append(S.sum(axis=1))
+        self.predc += S.sum(axis=0)
+        if self.observed:
+            pos, neg = truth == 1, truth == -1
+            self.pos_hits += int((S & pos).sum())
+            self.neg_hits += int((S & neg).sum())
+            self.n_pos += int(pos.sum())
+            self.n_neg += int(neg.sum())
+            return
+        Y = np.asarray(truth, dtype=bool)
+        both = Y & S
+        self.tpc += both.sum(axis=0)
+        self.truec += Y.sum(axis=0)
+        self.f1i.append(2 * both.sum(axis=1) / np.maximum(Y.sum(axis=1) + S.sum(axis=1), 1))
+
+    def result(self) -> dict:
+        size = np.concatenate(self.sizes) if self.sizes else np.zeros(0, dtype=np.int64)
+        empty = 100.0 * float((size == 0).mean()) if len(size) else 0.0
+        mean_size = float(size.mean()) if len(size) else 0.0
+        if self.observed:
+            return {"observed_recall": 100.0 * float(self.pos_hits) / max(self.n_pos, 1),
+                    "observed_negative_rate": (100.0 * float(self.neg_hits) / self.n_neg) if self.n_neg else None,
+                    "mean_predicted_labels": mean_size, "empty_sets": empty,
+                    "n_observed_positives": self.n_pos, "n_observed_negatives": self.n_neg, "labels": "observed"}
+        tp = int(self.tpc.sum())
+        fp, fn = int(self.predc.sum()) - tp, int(self.truec.sum()) - tp
+        micro_p, micro_r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+        f1c = 2 * self.tpc / np.maximum(self.truec + self.predc, 1)
+        f1i = np.concatenate(self.f1i) if self.f1i else np.zeros(0)
+        return {"micro_precision": 100 * micro_p, "micro_recall": 100 * micro_r,
+                "micro_f1": 100 * (2 * micro_p * micro_r / max(micro_p + micro_r, 1e-12)),
+                "macro_f1": 100 * float(f1c.mean()), "example_f1": 100 * float(f1i.mean()),
+                "mean_predicted_labels": mean_size, "empty_sets": empty, "labels": "full"}
+
+
+def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict) -> list[dict]:
+    """:func:`label_set_quality` from probability blocks: ``chunks()`` yields
+    ``(start_row, P_block)``; ``Y`` / ``Z`` dense or sparse.  Every rule is applied per
+    example, so each block's sets are computed and tallied, then dropped: memory
+    O(block × L) instead of the ``N × L`` sets (and equal numbers, tested)."""
+    from ..sparse_labels import as_sparse
+    from .labelsets import label_sets
+
+    truth = as_sparse(Y if Y is not None else Z, dtype=bool if Y is not None else np.int8)
+    rules = _quality_rules(spec)
+    tallies = [_SetTally(truth.n_labels, observed=Y is None) for _ in rules]
+    for start, P in chunks():
+        T = truth.dense(slice(start, start + len(P)))
+        for (rule, opts, _), tally in zip(rules, tallies):
+            tally.add(label_sets(P, rule=rule, **opts), T)
+    return [{"rule": desc, "default": i == 0, **{k: v for k, v in t.result().items()}}
+            for i, ((_, _, desc), t) in enumerate(zip(rules, tallies))]
+
+
+def _quality_rules(spec: dict) -> list[tuple[str, dict, str]]:
+    """The rules :func:`label_set_quality` compares: the stored one first, then the others
+    that apply, each once: ``(rule, options, description)``."""
+    from .labelsets import rule_k_estimate
+
     candidates = [("threshold", {"threshold": 0.5}), ("top_k", {"k": 1}), ("threshold", {"threshold": 0.5,
                                                                                "min_labels": 1})]
     if rule_k_estimate(spec) is not None:
@@ -37,15 +116,13 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
     if spec.get("thresholds") is not None:
         candidates.append(("per_label", {"thresholds": spec["thresholds"]}))
     default_opts = {k: v for k, v in spec.items() if k in ("threshold", "k", "thresholds", "min_labels")}
-    seen = set()
+    out, seen = [], set()
     for rule, opts in [(spec["rule"], default_opts)] + candidates:
         desc = describe_rule(rule, opts)
-        if desc in seen:
-            continue
-        seen.add(desc)
-        S = label_sets(P, rule=rule, **opts)
-        rows.append({"rule": desc, "default": not rows, **evaluate_label_sets(S, Y=Y, Z=Z)})
-    return rows
+        if desc not in seen:
+            seen.add(desc)
+            out.append((rule, opts, desc))
+    return out
 
 
 def label_set_row_warning(row: dict, spec: dict | None) -> str | None:
@@ -185,8 +262,11 @@ def _fmt(v) -> str:
 
 def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_meta: dict,
                      label_set_rows: list[dict] | None = None, label_rule: dict | None = None) -> Path:
-    """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically)."""
-    run_dir = Path(run_dir)
+    """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically; a folder
+    spmlkit made: :func:`spmlkit.ownership.folder`)."""
+    from .. import ownership
+
+    run_dir = ownership.folder(run_dir, "run")
     rows = [r for r in read_jsonl(run_dir / "metrics.jsonl") if r.get("member", 0) == 0]
     selection = result.get("selection", "")
     observed = not bundle_meta.get("has_full_labels", True)
@@ -296,6 +376,8 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
                  f"(selection `{selection}`"
                  + (", observed labels only" if selection.startswith("observed") else "")
                  + (", no validation data: final epoch" if selection == "last" else "") + ")")
+    if last_epoch_note(result):
+        L.append(f"- {last_epoch_note(result).removeprefix('note: ')}")
     if selection != "last" and not members:
         L.append(f"- validation {selection}: **{_fmt(result.get('val_score'))}**")
     if test_full:
@@ -383,6 +465,23 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     return path
 
 
+def last_epoch_note(record: dict) -> str | None:
+    """A note when the best epoch is the last one run (for ``auto``: a member's), so the
+    validation score may still have been rising: train longer (issue 37).  None otherwise
+    (and without validation, where the last epoch is kept by definition)."""
+    run = record.get("epochs_run")
+    if record.get("selection") == "last" or not isinstance(run, int) or run < 2:
+        return None
+    members = recipe_members(record)
+    last = ([m["method"] for m in members if m.get("best_epoch") == run] if members
+            else ([record.get("method") or "the run"] if record.get("best_epoch") == run else []))
+    if not last:
+        return None
+    who = "the best epoch is" if not members else f"{', '.join(last)}'s best epoch {'is' if len(last) == 1 else 'are'}"
+    return (f"note: {who} the last one ({run} of {run}): the validation score may still have been rising; "
+            f"train longer to see (--epochs {2 * run})")
+
+
 def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
     """What ``spml train`` prints about a finished run (from its ``result.json``)."""
     run_dir = Path(run_dir)
@@ -406,6 +505,8 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
         obs = " (observed labels only)" if sel.startswith("observed") else ""
         lines.append(f"run {run_dir}: best epoch {record.get('best_epoch')}/{record.get('epochs_run')}, "
                      f"validation {sel}{obs} {_fmt(record.get('val_score'))}")
+    if last_epoch_note(record):
+        lines.append(last_epoch_note(record))
     if record.get("test_map") is not None:
         extra = f" ({record['n_empty_test_classes']} test classes without positives excluded)" \
             if record.get("n_empty_test_classes") else ""

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import io as spml_io
+from .. import ownership
 from ..errors import CorruptFileError
-from ..io import safe_torch_load, sha256_bytes, sha256_file, write_text
+from ..io import safe_torch_load, sha256_bytes, sha256_file
+from ..ownership import write_text
 
 _NDARRAY = "__spmlkit_ndarray__"
 _PLAIN = (bool, int, float, str, bytes, type(None))
@@ -84,6 +85,8 @@ def decode_state(obj: Any) -> Any:
 def save_checkpoint(obj, path: str | Path) -> str:
     path = Path(path)
     sidecar = path.with_name(path.name + ".sha256")
+    ownership.target(path)  # both spmlkit's (or new): a link or a file of anyone else's is refused before
+    ownership.target(sidecar)  # anything is read or written
     buf = io.BytesIO()
     torch.save(encode_state(obj), buf)
     data = buf.getvalue()
@@ -91,7 +94,7 @@ def save_checkpoint(obj, path: str | Path) -> str:
     old = sidecar.read_text().split() if sidecar.exists() and path.exists() else []
     if old != [digest]:  # phase 1 (also for the first checkpoint): the new digest is listed before the file exists
         write_text(sidecar, "\n".join(dict.fromkeys([*old, digest])) + "\n")
-    spml_io.write_bytes(path, data)  # through the module: tests simulate a kill here
+    ownership.write_bytes(path, data)  # through the module: tests simulate a kill here
     write_text(sidecar, digest + "\n")  # phase 2: only the new one
     return digest
 

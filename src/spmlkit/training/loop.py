@@ -33,7 +33,9 @@ from typing import Callable, Iterable, Protocol
 
 import torch
 
-from ..io import append_jsonl, read_jsonl, write_text
+from .. import ownership
+from ..io import read_jsonl
+from ..ownership import append_jsonl, write_text
 from ..methods.base import Batch, Method
 from .. import progress as _progress
 from . import distributed
@@ -205,8 +207,8 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
     ckpt = metrics = None
     if run_dir is not None:
         run_dir = Path(run_dir)
-        if ctx.is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
+        if ctx.is_main:  # a folder spmlkit made (a run's, a bench group's, a recipe member's): checked, never followed
+            ownership.folder(run_dir, "run")
         ckpt, metrics = run_dir / "last.pt", run_dir / "metrics.jsonl"
         found = distributed.broadcast_object(bool(resume and ckpt.exists()))
         if found:
@@ -229,7 +231,7 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
                 rows = [r for r in read_jsonl(metrics) if r.get("epoch", 0) < start]
                 write_text(metrics, "".join(json.dumps(r) + "\n" for r in rows))
         elif ctx.is_main and metrics.exists():
-            metrics.unlink()
+            ownership.remove(metrics)
         distributed.barrier()
     info = member_info or [{} for _ in range(G)]
 
@@ -251,8 +253,9 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
             return cache["train"]
 
         logs = method.on_epoch_end(epoch, predict_train) or {}
-        with torch.no_grad():
-            val_logits = learner.scores("val")
+        with torch.no_grad():  # whole logits, or row chunks computed on demand when too large (issue 32)
+            view = getattr(learner, "score_view", None)
+            val_logits = view("val") if view is not None else learner.scores("val")
         own = evaluate(val_logits) if ctx.is_main else None
         own = distributed.broadcast_object(own)  # every rank takes the same decisions
         scores = [math.nan] * G

@@ -35,6 +35,8 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import MixedHeads, build_head
+from ..sparse_labels import as_sparse
+from . import distributed
 from .ensemble import weigh
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
@@ -111,13 +113,79 @@ def combined_head(kinds: list[str], in_features: int, out_features: int, hidden:
 def _training_logits(bundle, config: TrainConfig, head: dict, kinds: list[str], mean, std, device) -> np.ndarray:
     """``(G, N, L)`` logits of the combined ``head`` on the training features (the members'
     runs keep their validation and test logits, not the training set's)."""
-    store = FeatureStore(bundle.features("train", config.feature_set), mean=mean, std=std, device=device,
-                         max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
+    return _split_logits(bundle, "train", config, head, kinds, mean, std, device)
+
+
+def _combined_view(bundle, split: str, config: TrainConfig, head: dict, kinds: list[str], weights, mean, std,
+                   device):
+    """The combined model's ``(1, N, L)`` logits on ``split`` (the logit of the members'
+    weighted mean probability), streamed in row chunks
+    (:class:`~spmlkit.training.scores.ScoreView`): used when the members' logits were too
+    large to keep (issue 32)."""
+    from .scores import ScoreView
+
+    L = bundle.n_labels
+    G = len(kinds)
+    rows = max(1, (64 * 2 ** 20) // (8 * G * max(L, 1)))
+    store = FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, device=device,
+                         max_bytes=0)  # read from the memory map a chunk at a time
+    mod = _head_module(config, store.dim, L, head, kinds, device)
+
+    @torch.no_grad()
+    def produce():
+        pos = 0
+        for x in store.chunks(rows=rows):
+            yield pos, mean_probability_logits(mod(x), weights).float()[None]
+            pos += len(x)
+
+    return ScoreView(produce, (1, bundle.size(split), L))
+
+
+def _head_module(config: TrainConfig, dim: int, n_labels: int, head: dict, kinds: list[str], device):
+    """The combined members' module (one head kind per member in ``kinds``) holding ``head``."""
     with torch.device(device):  # every tensor on the run's device, none on a default device
-        mod = combined_head(kinds, store.dim, bundle.n_labels, config.hidden)
+        mod = combined_head(kinds, dim, n_labels, config.hidden)
     mod.load_state_dict(head)
+    return mod
+
+
+def _split_logits(bundle, split: str, config: TrainConfig, head: dict, kinds: list[str], mean, std,
+                  device) -> np.ndarray:
+    store = FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, device=device,
+                         max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
+    mod = _head_module(config, store.dim, bundle.n_labels, head, kinds, device)
     with torch.no_grad():
         return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
+
+
+def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[tuple, list]:
+    """The members whose declared per-entry state (:meth:`~spmlkit.methods.base.Method.state_bytes`)
+    fits the budget for ``n_members`` stacked runs on this data, and the dropped ones with
+    the reason (written to the result's notes and, with ``log``, said): ``auto`` runs at any
+    number of labels, with the members that can (issue 32)."""
+    import warnings
+
+    from ..methods.base import TrainContext, build_method, state_budget_bytes
+
+    budget = state_budget_bytes(parts.device)
+    ctx = TrainContext(n_train=len(parts.observed), n_labels=parts.observed.shape[1], observed=parts.observed,
+                       n_members=n_members, device=parts.device)
+    kept, dropped = [], []
+    for name in candidates:
+        need = build_method(name).state_bytes(ctx)
+        if need > budget:
+            reason = (f"its per-entry state needs {need / 2 ** 30:.1f} GiB for {n_members} runs x "
+                      f"{ctx.n_train:,} examples x {ctx.n_labels:,} labels, over the {budget / 2 ** 30:.1f} GiB "
+                      "budget (SPML_STATE_BUDGET_MB)")
+            dropped.append({"method": name, "reason": reason})
+            msg = f"auto: member {name!r} dropped: {reason}"
+            log(msg) if log is not None else warnings.warn(msg, stacklevel=3)
+        else:
+            kept.append(name)
+    if not kept:
+        raise ConfigError("no member of the recipe fits the per-entry state budget on this data: "
+                          + "; ".join(f"{d['method']}: {d['reason']}" for d in dropped))
+    return tuple(kept), dropped
 
 
 def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
@@ -134,8 +202,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         raise ConfigError(f"method {recipe.name!r} chooses each member's learning rate on held-out observations; "
                           "this data has no validation split (prepare it with --val-fraction > 0, or give "
                           "SPMLClassifier validation_data)")
-    Z_val = np.asarray(bundle.selection_observations("val", training_regime(recipe, config)))
-    if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
+    Z_val = as_sparse(bundle.selection_observations("val", training_regime(recipe, config)), dtype=np.int8)
+    if not Z_val.count(1):  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
     selection, evaluate, criterion, members = recipe_selection(bundle, recipe, Z_val, config)
@@ -149,6 +217,13 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
     m_lrs = [lr for lr in recipe.lrs for _ in unique_seeds]
     m_seeds = [s for _ in recipe.lrs for s in unique_seeds]
+    fits, dropped = _within_state_budget(list(dict.fromkeys(name for name, _ in members)), parts, len(m_lrs),
+                                         log=getattr(recipe, "log", None))
+    members = tuple((name, h) for name, h in members if name in fits)
+    if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
+        from .. import ownership
+
+        ownership.folder(run_dir, "run")
 
     def run_member(i, name, cfg, lrs_, seeds_, tag=""):
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name + tag)
@@ -182,11 +257,24 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
     kinds_order = list(dict.fromkeys(h for _, h in members))
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
+    Z_dense = None  # the validation observations as an array, for the weighing (small: logits were kept)
     for s in unique_seeds:
         runs = chosen[s]
-        P = np.stack([1.0 / (1.0 + np.exp(-r.state["val_logits"].astype(np.float64))) if math.isfinite(_score(r))
-                      else np.full(r.state["val_logits"].shape, np.nan) for r in runs])
-        weights = weigh(recipe.combine, P, Z_val, criterion, rounds=recipe.rounds, steps=recipe.steps, seed=s)
+        # the members' validation and test logits, unless they were too large to keep (issue 32)
+        held = all(r.state["val_logits"] is not None and r.state["test_logits"] is not None for r in runs)
+        if held:
+            if Z_dense is None:
+                Z_dense = np.asarray(Z_val)
+            P = np.stack([1.0 / (1.0 + np.exp(-r.state["val_logits"].astype(np.float64))) if math.isfinite(_score(r))
+                          else np.full(r.state["val_logits"].shape, np.nan) for r in runs])
+            weights = weigh(recipe.combine, P, Z_dense, criterion, rounds=recipe.rounds, steps=recipe.steps, seed=s)
+        else:  # no member's probabilities in memory to weigh: equal weights (one member with "select")
+            scores = np.array([_score(r) for r in runs])
+            if not np.isfinite(scores).any():
+                raise ConfigError("no member of the recipe has finite validation scores (every member failed)")
+            weights = (np.arange(len(runs)) == int(np.argmax(scores))).astype(float) if recipe.combine == "select" \
+                else np.isfinite(scores).astype(float)
+            weights = weights / weights.sum()
         # the members of positive weight, each head kind's members together (they stack)
         keep = sorted((j for j in range(len(runs)) if weights[j] > 0), key=lambda j: kinds_order.index(members[j][1]))
         kept, w = [runs[j] for j in keep], [float(weights[j]) for j in keep]
@@ -196,22 +284,36 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         else:
             head_state = {f"{k}.{key}": v for k in dict.fromkeys(kinds)
                           for key, v in _stack([r.state["head"] for r, kk in zip(kept, kinds) if kk == k]).items()}
-        val_logits = _combine([r.state["val_logits"] for r in kept], w)
-        test_logits = _combine([r.state["test_logits"] for r in kept], w)
-        train_logits = None
-        if Y_train is not None:
-            member_train = _training_logits(bundle, base, head_state, kinds, mean, std, parts.device)
-            train_logits = _combine(list(member_train), w)
+        notes = {"members": [{"method": r.method, "label": labels[j], "head": members[j][1], "lr": r.lr,
+                              "best_epoch": r.best_epoch, "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
+                              "weight": float(weights[j])} for j, r in enumerate(runs)],
+                 "combine": recipe.combine if held else f"{recipe.combine} (equal weights: the members' scores were "
+                                                         "too large to keep)"}
+        if dropped:
+            notes["dropped"] = dropped
+        if held:
+            val_logits = _combine([r.state["val_logits"] for r in kept], w)
+            test_logits = _combine([r.state["test_logits"] for r in kept], w)
+            train_logits = None
+            if Y_train is not None:
+                member_train = _training_logits(bundle, base, head_state, kinds, mean, std, parts.device)
+                train_logits = _combine(list(member_train), w)
+            scored = split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                                  empty=config.empty_classes, test_mask=parts.test_mask)
+            val_score = evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0]
+        else:  # too large to hold: the combined model streams its scores (issue 32)
+            from .linear import streamed_split_scores
+
+            view = {sp: _combined_view(bundle, sp, base, head_state, kinds, w, mean, std, parts.device)
+                    for sp in ("val", "test", "train") if bundle.size(sp)}
+            val_logits = test_logits = None
+            val_score = evaluate(view["val"])[0]
+            scored = streamed_split_scores(view.get("test"), view["train"] if Y_train is not None else None,
+                                           Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                                           empty=config.empty_classes, test_mask=parts.test_mask)[0]
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
-            val_score=evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0],
-            notes={"members": [{"method": r.method, "label": labels[j], "head": members[j][1], "lr": r.lr,
-                                "best_epoch": r.best_epoch,
-                                "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
-                                "weight": float(weights[j])} for j, r in enumerate(runs)],
-                   "combine": recipe.combine},
-            **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
-                           empty=config.empty_classes, test_mask=parts.test_mask),
+            val_score=val_score, notes=notes, **scored,
             state={"head": head_state, "members": len(kept), "member_weights": w, "method": {}, "mean": mean,
                    "std": std, "val_logits": val_logits, "test_logits": test_logits,
                    **({"member_heads": kinds, "head_kind": "mixed"} if len(set(kinds)) > 1 else {"head_kind": kinds[0]})})

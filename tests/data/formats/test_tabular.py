@@ -235,20 +235,22 @@ def test_label_column_is_read_as_observed_single_positives_by_default(tmp_path, 
     assert "test mAP (full labels)" not in out
 
 
-def test_full_labels_flag_keeps_a_multiclass_table_full_and_warns(tmp_path, capsys):
+def test_full_labels_flag_keeps_a_multiclass_table_full(tmp_path, capsys):
     p = _photos(tmp_path)
     code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label", "--full-labels",
                          "-o", tmp_path / "b")
     assert code == 0, err
     assert Bundle(tmp_path / "b").has_full_labels
-    warn = [line for line in err.splitlines() if "looks like single-positive data" in line]
-    assert len(warn) == 1 and "--observed" in warn[0] and "cardinality 1.00" in warn[0]
+    assert "single positives" not in err  # the user said so: no second-guessing
     code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label", "--full-labels",
                          "--observed", "-o", tmp_path / "c")
     assert code == 2 and "contradict" in err and not (tmp_path / "c").exists()
 
 
-def test_wide_full_table_with_one_positive_per_row_warns(tmp_path, capsys):
+def test_wide_table_with_one_positive_per_row_is_read_as_observed(tmp_path, capsys):
+    """Issue 37: the README's own-table line on single-positive data: read as observations
+    (one note naming both options), never as full labels that score every other label as
+    a true negative; --full-labels keeps them complete."""
     p = tmp_path / "w.csv"
     rng = np.random.default_rng(0)
     with open(p, "w", newline="") as fh:
@@ -257,17 +259,23 @@ def test_wide_full_table_with_one_positive_per_row_warns(tmp_path, capsys):
         for i in range(30):
             w.writerow([float(rng.normal()), *(int(j == i % 3) for j in range(3))])
     code, out, err = run(capsys, "prepare", p, "--labels-last", 3, "-o", tmp_path / "b")
-    assert code == 0 and "looks like single-positive data" in err and "--observed" in err
-    assert Bundle(tmp_path / "b").has_full_labels  # still full labels: only a warning
-    with pytest.warns(UserWarning, match="looks like single-positive data"):
-        load_any(str(p), labels_last=3)
-    # a genuinely multi-label table says nothing; --observed says nothing either
+    notes = [line for line in err.splitlines() if "exactly one positive" in line]
+    assert code == 0 and len(notes) == 1 and "--observed" in notes[0] and "--full-labels" in notes[0]
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.regime == "observed"
+    assert (np.asarray(b.observations("train")) == 1).sum(1).tolist() == [1] * b.size("train")
+    code, out, err = run(capsys, "prepare", p, "--labels-last", 3, "--full-labels", "-o", tmp_path / "f")
+    assert code == 0 and "exactly one positive" not in err and Bundle(tmp_path / "f").has_full_labels
+    with pytest.warns(UserWarning, match="read as observed single positives"):
+        assert not load_any(str(p), labels_last=3).has_full_labels
+    # a genuinely multi-label table says nothing; --observed / --full-labels say nothing either
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds = load_any(str(p), labels_last=3, observed=True)
         assert not ds.has_full_labels
+        assert load_any(str(p), labels_last=3, observed=False).has_full_labels
         p.write_text("f1,a,b\n1,1,1\n2,0,1\n")
-        load_any(str(p), labels_last=2)
+        assert load_any(str(p), labels_last=2).has_full_labels
 
 
 def test_python_api_label_column_default_and_override(tmp_path):
@@ -277,7 +285,7 @@ def test_python_api_label_column_default_and_override(tmp_path):
     assert not ds.has_full_labels and len(seen) == 1 and any("one label per row" in n for n in ds.notes)
     seen.clear()
     ds = load_any(str(p), path_column="path", label_column="label", observed=False, log=seen.append)
-    assert ds.has_full_labels and len(seen) == 1 and "looks like single-positive data" in seen[0]
+    assert ds.has_full_labels and not seen  # observed=False: the caller said the labels are complete
 
 
 # Every loader on small fixtures written here, and on ../shared/data where present.
@@ -339,3 +347,75 @@ def test_npz_single_and_official_split(tmp_path):
     np.savez(nan, X=np.array([[1.0], [np.inf]]), Y=np.ones((2, 1)))
     with pytest.raises(DataFormatError, match="row 2"):
         load_npz(nan)
+
+
+# ------------------------------------------------ sparse labels from tables (issue 32)
+def test_long_table_rows_of_one_example_are_merged_by_id(tmp_path):
+    """A long table lists an example once per label: rows with the same id are one example
+    (labels merged, features shared); the labels are sparse whatever their number."""
+    from spmlkit.sparse_labels import SparseLabels
+
+    p = tmp_path / "long.csv"
+    p.write_text("id,f0,f1,label\n" "a,1,2,cat\n" "b,3,4,dog\n" "a,1,2,sofa\n" "c,5,6,cat\n" "a,1,2,cat\n")
+    s, names, feats = read_table(p, label_column="label", id_column="id", observed=True)
+    assert names == ["cat", "dog", "sofa"] and feats == ["f0", "f1"] and s.ids == ["a", "b", "c"]
+    assert isinstance(s.Z, SparseLabels)
+    assert s.Z.dense().tolist() == [[1, 0, 1], [0, 1, 0], [1, 0, 0]]
+    assert s.X.tolist() == [[1, 2], [3, 4], [5, 6]]
+
+
+def test_long_table_with_different_features_for_one_id_is_refused(tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("id,f0,label\n" "a,1,cat\n" "a,2,dog\n")
+    with pytest.raises(DataFormatError, match="line 3.*'a' is listed on several rows with different values of "
+                                              "feature column 'f0' \\(line 2\\)"):
+        read_table(p, label_column="label", id_column="id", observed=True)
+
+
+def test_contradictory_observations_in_one_row_are_refused_with_the_line(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text("f0,tags\n" "1,cat\n" "2,cat;-cat\n")
+    with pytest.raises(DataFormatError, match="line 3.*'cat'.*positive on one line and negative"):
+        read_table(p, label_set_column="tags", observed=True)
+
+
+def test_table_read_in_blocks_equals_one_block(tmp_path, monkeypatch):
+    import spmlkit.data.formats.tabular as tab
+
+    rng = np.random.default_rng(0)
+    p = tmp_path / "w.csv"
+    rows = ["f0,f1,a,b,c"] + [f"{rng.normal():.4f},{rng.normal():.4f},{int(rng.random() < .3)},"
+                              f"{int(rng.random() < .3)},{int(rng.random() < .5)}" for _ in range(57)]
+    p.write_text("\n".join(rows) + "\n")
+    s1, *_ = read_table(p, label_columns=["a", "b", "c"])
+    monkeypatch.setattr(tab, "BLOCK_ROWS", 5)
+    s2, *_ = read_table(p, label_columns=["a", "b", "c"])
+    assert np.array_equal(s1.X, s2.X) and np.array_equal(np.asarray(s1.Y), np.asarray(s2.Y))
+
+
+def test_npz_with_sparse_csr_labels(tmp_path):
+    """scipy.sparse CSR arrays under the label key (Y_indptr, Y_indices, Y_shape[, Y_data])
+    are read without the dense matrix; unsorted indices are sorted; bad ones refused."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    Y = sp.csr_matrix((rng.random((30, 400)) < 0.02).astype(np.int8))
+    X = rng.normal(size=(30, 3)).astype(np.float32)
+    Yu = Y.copy()
+    Yu.indices = Yu.indices.copy()
+    for r in range(30):  # scramble each row's order
+        a, b = Yu.indptr[r], Yu.indptr[r + 1]
+        Yu.indices[a:b] = Yu.indices[a:b][::-1]
+    np.savez(tmp_path / "s.npz", X=X, Y_indptr=Yu.indptr, Y_indices=Yu.indices, Y_data=Yu.data, Y_shape=Yu.shape)
+    ds = load_npz(tmp_path / "s.npz")
+    assert np.array_equal(np.asarray(ds.splits["train"].Y), Y.toarray().astype(bool))
+    np.savez(tmp_path / "bad.npz", X=X, Y_indptr=Y.indptr[:-1], Y_indices=Y.indices, Y_shape=Y.shape)
+    with pytest.raises(DataFormatError, match="Y_indptr"):
+        load_npz(tmp_path / "bad.npz")
+    np.savez(tmp_path / "neg.npz", X=X, Y_indptr=Y.indptr, Y_indices=Y.indices, Y_data=-Y.data, Y_shape=Y.shape)
+    with pytest.raises(DataFormatError, match="-1"):
+        load_npz(tmp_path / "neg.npz")  # -1 in full labels
+    np.savez(tmp_path / "dup.npz", X=X[:1], Y_indptr=np.array([0, 2]), Y_indices=np.array([3, 3]),
+             Y_shape=np.array([1, 400]))
+    with pytest.raises(DataFormatError, match="twice"):
+        load_npz(tmp_path / "dup.npz")
