@@ -329,7 +329,7 @@ def test_the_trap_fails_a_run_whose_component_forgets_the_device(toy_bundle, tmp
             super().setup(ctx)
             self.counts = torch.zeros(ctx.n_members, ctx.n_labels)  # no device=: lands on the default device
 
-        def after_backward(self, batch):
+        def after_optimizer_step(self, batch):
             self.counts += (batch.observed == 1).sum(1)
 
         def state_dict(self):

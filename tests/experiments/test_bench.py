@@ -239,6 +239,8 @@ def test_spec_validation_and_params(toy_bundle):
         B.validate_spec(spec(toy_bundle, methods=["an"], params={"bce": {}}))
     with pytest.raises(ConfigError, match="has no hyper-parameter"):
         B.validate_spec(spec(toy_bundle, methods=["an"], params={"an": {"eps": 0.1}}))
+    with pytest.raises(ConfigError, match=r"^--param role: method 'role': storage must be one of 'float32'"):
+        B.validate_spec(spec(toy_bundle, methods=["role"], params={"role": {"storage": "f64"}}))
     with pytest.raises(ConfigError):
         B.validate_spec(spec(toy_bundle, train_fractions=(0.0,)))
     with pytest.raises(ConfigError):
@@ -444,7 +446,8 @@ def test_inline_row_params_make_variants_of_one_method(toy_bundle, tmp_path):
     assert any(abs(a["test_map"] - b["test_map"]) > 1e-6 for a, b in
                zip(sorted(by["an"], key=key), sorted(by["an-ls"], key=key)))  # the default ε does differ
     assert "| an-ls[epsilon=0] |" in (tmp_path / "res" / "table.md").read_text()
-    with pytest.raises(ConfigError, match=r"row an-ls\[gamma=1\]: method 'an-ls' has no hyper-parameter 'gamma'"):
+    with pytest.raises(ConfigError, match=r"row an-ls\[gamma=1\]: method 'an-ls' has no hyper-parameter\(s\) "
+                                          r"\['gamma'\]"):
         B.run_bench(spec(toy_bundle, methods=["an-ls[gamma=1]"]), tmp_path / "bad", progress=False,
                     figures=False, log=lambda m: None)
     with pytest.raises(ConfigError, match="expected NAME=VALUE"):

@@ -42,7 +42,7 @@ def _train_config(args):
     if args.no_standardize:
         base["standardize"] = False
     params = dict(base.get("params") or {})
-    from ..methods import parse_params
+    from ..config import parse_params
 
     params.update(parse_params(args.param))
     if getattr(args, "pseudo_scores", None):  # vlpl / gpr: user-supplied pseudo-label scores

@@ -138,7 +138,7 @@ def row_params(name: str) -> dict:
     variants of a method (ablations): ``role[storage=factorised,rank=8]`` ->
     ``{"storage": "factorised", "rank": 8}``; ``{}`` for a plain name.  ``--param``
     values for the same row override them."""
-    from ..methods import parse_param_value
+    from ..config import parse_param_value
 
     _, inner = _strip_inline(name)
     if inner is None:
@@ -235,18 +235,13 @@ def validate_spec(spec: BenchSpec) -> BenchSpec:
     for m, params in spec.params.items():
         if m not in methods:
             raise ConfigError(f"--param {m}:...: method {m!r} is not among the benchmarked methods {methods}")
-    for m in methods:
-        hp = methods_reg[split_row(m)[0]].hyperparameters
-        for where, params in (("inline", row_params(m)), ("--param", spec.params.get(m, {}))):
-            unknown = set(params) - set(hp)
-            if unknown:
-                shown = f"row {m}" if where == "inline" else f"--param {m}:{sorted(unknown)[0]}=..."
-                raise ConfigError(f"{shown}: method {split_row(m)[0]!r} has no hyper-parameter "
-                                  f"{sorted(unknown)[0]!r}; it takes {sorted(hp) or 'none'}")
-        from ..methods.base import _check_param_types
-
-        # values checked before any bundle is prepared or group trained
-        _check_param_types(methods_reg[split_row(m)[0]], {**row_params(m), **spec.params.get(m, {})})
+    for m in methods:  # names and values checked before any bundle is prepared or group trained
+        method_spec = methods_reg[split_row(m)[0]]
+        for where, params in (("row " + m, row_params(m)), ("--param " + m, spec.params.get(m, {}))):
+            try:
+                method_spec.check_params(params)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
     known_cfg = {f.name for f in dataclasses.fields(TrainConfig)}
     reserved = {"method", "params", "lr", "batch_size", "seed", "epochs", "patience", "regime", "hide_prob"}
     bad = set(spec.config) - (known_cfg - reserved)
@@ -262,7 +257,7 @@ def validate_spec(spec: BenchSpec) -> BenchSpec:
 def parse_method_params(items: list[str] | None, methods: list[str] | None) -> dict:
     """``--param METHOD:NAME=VALUE`` (or ``NAME=VALUE`` for every benchmarked method that
     has a hyper-parameter of that name) -> ``{method: {name: value}}``."""
-    from ..methods import parse_param_value
+    from ..config import parse_param_value
 
     reg = _methods_registry()
     out: dict = {}

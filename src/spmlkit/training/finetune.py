@@ -27,11 +27,11 @@ Protocol (Cole et al. 2021 §6.1, the authors' code, elijahcole/single-positive-
   (:func:`fold_standardization` converts a head trained on standardised features exactly,
   ``W' = W / σ``, ``b' = b − (μ/σ) W``, should one be handed over.)
 
-A method may carry a training recipe (``finetune_defaults``) that applies unless the
+A method may carry a training recipe (``Method.finetune.defaults``) that applies unless the
 config overrides it: LAC (Xie et al. 2022) asks for the label-wise decoder head, AdamW
 (weight decay 1e-2) with a one-cycle schedule (pct_start 0.2) and an EMA of the weights
 (decay 0.9997, both raw and EMA models evaluated, the better kept).  A method may also ask
-for extra image views (``views``, e.g. LAC's weak and strong views).
+for extra image views (``Method.finetune.views``, e.g. LAC's weak and strong views).
 """
 from __future__ import annotations
 
@@ -70,14 +70,15 @@ class FinetuneResult(RunResult):
 
 def resolve_recipe(config: TrainConfig, method: Method) -> dict:
     """Head, optimizer, EMA decay and epochs of a fine-tuning run (config > method recipe > Cole)."""
-    defaults = dict(method.finetune_defaults)
+    needs = method.finetune  # the method's declared needs (spmlkit.methods.base.FinetuneNeeds)
+    defaults = dict(needs.defaults)
     head = config.head
     want = defaults.get("head")
     if want and head != want:
         if head != "linear":  # "linear" is the config's default: the method's wish wins over it
             raise ConfigError(f"method {method.name!r} needs the {want!r} head, not {head!r}")
         head = want
-    if method.needs_embeddings and head != "decoder":
+    if needs.embeddings and head != "decoder":
         raise ConfigError(f"method {method.name!r} needs label-wise embeddings (head 'decoder')")
     optimizer = config.optimizer if config.optimizer != "auto" else defaults.get("optimizer", "adam")
     ema = config.ema_decay if config.ema_decay is not None else float(defaults.get("ema_decay", 0.0))
@@ -86,7 +87,7 @@ def resolve_recipe(config: TrainConfig, method: Method) -> dict:
         raise ConfigError("LinearInit trains a head on pooled features; it cannot initialise the 'decoder' head "
                           "(Xie et al. §4.2 make the same remark)")
     return {"head": head, "optimizer": optimizer, "ema_decay": ema, "epochs": int(epochs),
-            "views": tuple(method.views)}
+            "views": tuple(needs.views)}
 
 
 def make_optimizer(name: str, params, *, lr: float, device: torch.device, steps: int):

@@ -91,7 +91,7 @@ def train_epoch(learner: Learner, method: Method, epoch: int,
             _backward(learner, loss.sum())
         batch.grad_scale = _grad_scale(learner)
         learner.step()
-        method.after_backward(batch)
+        method.after_optimizer_step(batch)
         d = loss.detach()
         loss_sum = d.clone() if loss_sum is None else loss_sum.add_(d)
         n_steps += 1
