@@ -10,7 +10,6 @@ import torch
 from spmlkit.errors import CorruptFileError
 from spmlkit.methods import build_method
 from spmlkit.metrics import mean_average_precision_members
-from spmlkit.progress import on_steps
 from spmlkit.training.loop import fit, train_epoch
 from tests.helpers.factories import ToyLearner, train_context
 
@@ -41,8 +40,7 @@ def _evaluate(Y_val):
 def test_one_epoch_returns_the_loss_sum_per_member_and_the_steps():
     learner, method, _ = _learner_and_method()
     steps = []
-    with on_steps(lambda lrn, epoch, step: steps.append((epoch, step))):
-        loss_sum, n_steps = train_epoch(learner, method, 1)
+    loss_sum, n_steps = train_epoch(learner, method, 1, on_step=lambda epoch, step: steps.append((epoch, step)))
     assert n_steps == 6 and steps == [(1, s) for s in range(1, 7)]  # 24 rows in batches of 4
     assert loss_sum.shape == (2,) and torch.isfinite(loss_sum).all() and not loss_sum.requires_grad
 

@@ -258,6 +258,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         from ..data.memory import ArrayBundle
         from .labelsets import RULES, choose_rule, default_rule, estimate_k, tune_label_thresholds
         from .saved import SavedModel
+        from ..training.callbacks import PrintEpochs
         from ..training.run import train
 
         if self.threshold_rule not in (*RULES, "auto"):
@@ -309,9 +310,10 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         if config.expected_positives is None and k is not None:
             config = config.replace(expected_positives=k)
         data = ArrayBundle(X_tr, Z_tr, label_names=[str(c) for c in classes], name="SPMLClassifier", **val)
-        (res,) = train(data, config, keep_state=True, on_epoch=self._progress(
-            config, config.selection if config.selection != "auto" else
-            ("map" if Y_val is not None else "observed_map" if val else "(none)")))
+        selection = config.selection if config.selection != "auto" else (
+            "map" if Y_val is not None else "observed_map" if val else "(none)")
+        verbose = [PrintEpochs(f"{type(self).__name__} {config.method}", config.epochs, selection)] if self.verbose else []
+        (res,) = train(data, config, keep_state=True, callbacks=verbose)
         st = res.state
         names = getattr(self, "feature_names_in_", None)  # a DataFrame's columns: 'spml predict' matches by name
         model = SavedModel.from_training_state(
@@ -363,25 +365,6 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         self.validation_history_ = list(res.val_history)
         self.expected_positives_ = k
         return self
-
-    def _progress(self, config, selection: str):
-        """``on_epoch`` callback of ``verbose=True``: one line per epoch on stderr."""
-        if not self.verbose:
-            return None
-        import sys
-
-        def on_epoch(info):
-            if not info.get("is_main", True):
-                return
-            r = info["rows"][0]
-            val = r.get("val_score")
-            val = "—" if val is None or np.isnan(val) else f"{val:.2f}"
-            who = f"{config.method} member {info['member']}" if info.get("member") else config.method  # a recipe's
-            print(f"{type(self).__name__} {who}: epoch {info['epoch']}/{config.epochs}, training loss "
-                  f"{r['train_loss']:.4f}, validation {selection} {val} ({info['seconds']:.2f} s)",
-                  file=sys.stderr, flush=True)
-
-        return on_epoch
 
     def decision_function(self, X) -> np.ndarray:
         """Per-label logits ``(N, L)``."""

@@ -34,6 +34,7 @@ from ..io import FolderLock, check_output_folder, read_json, remove_stale_tempor
 from ..methods.base import SCRATCH_DIR
 from .saved import SavedModel, save_model
 from ..training import distributed
+from ..training.callbacks import Callback
 from ..training.linear import RunResult
 from ..training.run import train
 
@@ -182,6 +183,31 @@ def default_method(config: TrainConfig, bundle) -> tuple[str, str | None]:
     return "auto", None
 
 
+def training_notes(config: TrainConfig, method, *, lr_given: bool = False, finetune_options=()) -> list[str]:
+    """Notes for the user of ``spml train``: options given that the run does not use.
+    ``lr_given``: ``--lr`` was given (a recipe tries its own learning rates);
+    ``finetune_options``: the fine-tuning options given (``--compile``, ``--freeze-bn``),
+    which the linear setting does not use."""
+    notes = []
+    if method.candidates and lr_given:
+        notes.append(f"{config.method} tries each member at its own learning rates "
+                     f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
+                     "--lr is not used")
+    ignored = list(finetune_options)
+    if config.setting != "finetune" and ignored:
+        notes.append(f"{' and '.join(ignored)} apply to fine-tuning (--setting finetune); the linear setting trains a "
+                     f"head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}")
+    return notes
+
+
+class FinishedNote(Callback):
+    """Says (on stdout) that the run folder already holds this finished run, so nothing
+    trains (``spml train``; ``--no-resume`` trains again)."""
+
+    def on_run_skipped(self, run_dir) -> None:
+        print(f"run {run_dir} already finished with this configuration: not retraining (--no-resume trains again)")
+
+
 def default_run_folder(bundle_path: str | Path, config: TrainConfig) -> Path:
     """``runs/<bundle folder>-<method>-lr<lr>-s<seed>``: named after the bundle's folder
     (the user's name for the data), not its source file."""
@@ -198,7 +224,7 @@ def is_run_folder(path: Path) -> bool:
 
 
 def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, resume: bool = True,
-                 on_epoch=None, log=None, method=None, device=None, on_finished=None) -> RunResult:
+                 on_epoch=None, log=None, method=None, device=None, callbacks=()) -> RunResult:
     """Train into ``out_dir`` (see the module docstring).  The folder is locked while
     the run writes it (a second process is refused; a killed one leaves no stale lock),
     temporaries left by a killed writer are removed, and a run that fails before its
@@ -206,8 +232,10 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     epoch N" (and the fine-tuning trainer's messages).
 
     ``method`` / ``device``: the run's method (fresh) and resolved device when the caller
-    has them already (the CLI does), so neither is built twice; ``on_finished(out)`` is
-    called (on rank 0) instead of training when ``out`` already holds this finished run."""
+    has them already (the CLI does), so neither is built twice.  ``callbacks``
+    (:mod:`spmlkit.training.callbacks`) hear the training loop and, on rank 0, the run
+    folder: ``on_run_skipped(out)`` when ``out`` already holds this finished run (nothing
+    trains), ``on_run_end(out)`` once the folder is complete (also after a skip)."""
     from ..device import validate_config
 
     if device is None:  # (a caller that passes the device has validated the config: the CLI)
@@ -216,9 +244,7 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     dctx = distributed.context()
     done = finished_run(bundle, config, out) if resume else None
     if done is not None:  # recognised before the folder is locked: a finished run is not touched
-        if dctx.is_main and on_finished is not None:
-            on_finished(out)
-        return RunResult.from_record(done)
+        return _skipped(done, out, callbacks)
     if dctx.is_main and out.is_dir() and not is_run_folder(out) and any(
             p.name != FolderLock.NAME for p in out.iterdir()):
         raise ConfigError(f"refusing to write a run into {out}: it holds files that are not a spmlkit run (no "
@@ -229,8 +255,8 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
         lock = FolderLock(out, what="run folder").acquire()
         remove_stale_temporaries(out, recursive=True)
     try:
-        return _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
-                             device=device, on_finished=on_finished)
+        result = _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
+                               device=device, callbacks=callbacks)
     except BaseException:
         if dctx.is_main and not (out / "last.pt").exists() and not (out / "result.json").exists():
             # nothing worth resuming: leave no config.json/metrics behind (and no folder we made)
@@ -247,10 +273,25 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     finally:
         if lock is not None:
             lock.release()
+    if dctx.is_main:
+        for cb in callbacks:
+            cb.on_run_end(out)
+    return result
+
+
+def _skipped(record: dict, out: Path, callbacks, *, end: bool = True) -> RunResult:
+    """The result of a run ``out`` already holds; the callbacks hear it (rank 0), and that
+    the run ends with ``end``."""
+    if distributed.context().is_main:
+        for cb in callbacks:
+            cb.on_run_skipped(out)
+        for cb in callbacks if end else ():
+            cb.on_run_end(out)
+    return RunResult.from_record(record)
 
 
 def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: bool, on_epoch, log, method, device,
-                  on_finished) -> RunResult:
+                  callbacks) -> RunResult:
     dctx = distributed.context()
     cfg_path = out / "config.json"
     resolved = _resolved(bundle, config)
@@ -273,10 +314,8 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
     done, problem = distributed.broadcast_object((done, problem))  # every rank takes rank 0's decision
     if problem is not None:
         raise ConfigError(problem)
-    if done is not None:  # a finished run: nothing to do
-        if dctx.is_main and on_finished is not None:
-            on_finished(out)
-        return RunResult.from_record(done)
+    if done is not None:  # a finished run: nothing to do (run_training ends it)
+        return _skipped(done, out, callbacks, end=False)
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
         from ..training.checkpoint import load_run_checkpoint
 
@@ -285,7 +324,7 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
     finetune = config.setting == "finetune"
     (result,) = train(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True, log=log,
-                      method=method, device=device)
+                      method=method, device=device, callbacks=callbacks)
     if dctx.is_main:
         st = result.state
         rule, quality = _label_sets(bundle, result, st)

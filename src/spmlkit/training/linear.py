@@ -457,19 +457,21 @@ def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_
 def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
                  seeds: list[int] | None = None, run_dir: str | Path | None = None, resume: bool = True,
                  on_epoch=None, keep_state: bool = False, method: Method | None = None,
-                 device: torch.device | None = None) -> list[RunResult]:
+                 device: torch.device | None = None, callbacks=()) -> list[RunResult]:
     """Train ``config.method`` on ``bundle``'s cached features.
 
     ``lrs`` and ``seeds`` (same length) define the members trained together; by default
     the single member ``(config.lr, config.seed)``.  In a distributed run (torchrun)
     every rank calls this and gets the same results; only rank 0 writes ``run_dir``.
     ``method`` / ``device``: the run's method (fresh, not set up) and resolved device when
-    the caller has them already.  A recipe (``auto``) is trained by :func:`spmlkit.training.run.train`.
+    the caller has them already.  ``callbacks`` / ``on_epoch``: the loop's
+    (:mod:`spmlkit.training.callbacks`).  A recipe (``auto``) is trained by :func:`spmlkit.training.run.train`.
     """
     threads = config.threads if config.threads is not None else LINEAR_DEFAULT_THREADS
     with num_threads(threads):
         return _train_linear(bundle, config, lrs=lrs, seeds=seeds, run_dir=run_dir, resume=resume,
-                             on_epoch=on_epoch, keep_state=keep_state, method=method, device=device)
+                             on_epoch=on_epoch, keep_state=keep_state, method=method, device=device,
+                             callbacks=callbacks)
 
 
 def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, n_members: int, n_labels: int) -> dict:
@@ -548,7 +550,7 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
 
 
 def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state, method,
-                  device) -> list[RunResult]:
+                  device, callbacks) -> list[RunResult]:
     t_start = time.perf_counter()
     lrs, seeds = config.members(lrs, seeds)
     run = assemble_linear(bundle, config, lrs=lrs, seeds=seeds, run_dir=run_dir, method=method, device=device)
@@ -556,7 +558,7 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     selection, k, Y_train = parts.selection, parts.expected_positives, parts.Y_train
     info = [{"lr": lr, "seed": s} for lr, s in zip(lrs, seeds)]
     tracker = fit(learner, method, epochs=config.epochs, evaluate=parts.evaluate, patience=parts.patience,
-                  run_dir=run_dir, resume=resume, on_epoch=on_epoch, member_info=info)
+                  run_dir=run_dir, resume=resume, on_epoch=on_epoch, member_info=info, callbacks=callbacks)
     # every member's best-epoch weights (or its last state if it never had a valid score),
     # restacked once so the test and training sets are scored once for all members
     active = getattr(tracker, "active", list(range(len(lrs))))

@@ -27,6 +27,7 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
+from .callbacks import EpochFunction, tagged
 from .linear import FeatureStore, RunResult, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 
@@ -86,10 +87,12 @@ def _training_logits(bundle, config: TrainConfig, head: dict, mean, std, device)
 
 def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
-                 keep_state: bool = False, device=None) -> list:
+                 keep_state: bool = False, device=None, callbacks=()) -> list:
     """Train the recipe ``method`` once per member ``(lr, seed)`` of the caller (the
     recipe searches its own learning rates, so the caller's ``lr`` is recorded and not
-    used); results in member order, like :func:`spmlkit.training.linear.train_linear`."""
+    used); results in member order, like :func:`spmlkit.training.linear.train_linear`.
+    ``callbacks`` / ``on_epoch`` hear each member method's epochs, tagged with ``member``
+    and ``member_index``."""
     t_start = time.perf_counter()
     if config.setting == "finetune":
         raise ConfigError(f"method {method.name!r} is a recipe of the linear setting (it trains several heads on "
@@ -112,16 +115,13 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     m_lrs = [lr for lr in method.candidate_lrs for _ in unique_seeds]
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
     runs: dict[str, list] = {}
+    callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     for i, name in enumerate(candidates):
         cfg = config.replace(method=name, params=(), selection=selection)
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / name
-
-        def member_epoch(info, name=name, i=i):
-            if on_epoch is not None:
-                on_epoch({**info, "member": f"{name} ({i + 1}/{len(candidates)})", "member_index": i})
-
+        member = tagged(callbacks, info={"member": f"{name} ({i + 1}/{len(candidates)})", "member_index": i})
         runs[name] = train_linear(bundle, cfg, lrs=m_lrs, seeds=m_seeds, run_dir=sub_dir, resume=resume,
-                                  on_epoch=member_epoch, keep_state=True, device=parts.device)
+                                  callbacks=member, keep_state=True, device=parts.device)
     first = runs[candidates[0]][0].state
     mean, std = first["mean"], first["std"]
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
