@@ -368,7 +368,7 @@ def test_evaluate_and_predict_take_the_device(tmp_path, capsys, toy_bundle):
 
 
 def test_bench_header_names_the_device():
-    from spmlkit.experiments.bench import machine_info
+    from spmlkit.experiments.machine import machine_info
 
     assert "; device cpu (" in machine_info(device="cpu")
 

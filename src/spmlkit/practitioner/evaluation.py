@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import evaluate_scores, label_set_scores  # noqa: F401  (evaluate_scores lives in the core)
+from ..metrics import evaluate_scores, label_set_scores
 
 OBSERVED_NOTE = "observed labels only (no full labels): not comparable to a full-label mAP"
 

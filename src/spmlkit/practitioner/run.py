@@ -35,7 +35,7 @@ from ..methods.base import SCRATCH_DIR
 from .saved import SavedModel, save_model
 from ..training import distributed
 from ..training.callbacks import Callback
-from ..training.linear import RunResult
+from ..training.result import RunResult
 from ..training.run import train
 
 

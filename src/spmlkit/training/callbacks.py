@@ -45,19 +45,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ..errors import CorruptFileError
 from ..io import append_jsonl, read_jsonl, write_text
 from . import distributed
 from .checkpoint import RESTART_ADVICE, load_run_checkpoint, save_checkpoint
 
-if TYPE_CHECKING:  # (the loop imports this module)
-    from .loop import FitState
-
 
 class Callback:
-    """Base class of the loop's callbacks; every hook is a no-op (see the module docstring)."""
+    """Base class of the loop's callbacks; every hook is a no-op (see the module docstring).
+    ``fit`` is the loop's :class:`spmlkit.training.loop.FitState`."""
 
     #: the key of this callback's state in a checkpoint: stable, the class name unless declared
     state_key: str = "Callback"
@@ -70,19 +68,19 @@ class Callback:
     def on_run_skipped(self, run_dir: Path) -> None:
         pass
 
-    def setup(self, fit: "FitState") -> None:
+    def setup(self, fit) -> None:
         pass
 
-    def on_fit_start(self, fit: "FitState") -> None:
+    def on_fit_start(self, fit) -> None:
         pass
 
-    def on_train_step_end(self, fit: "FitState", epoch: int, step: int) -> None:
+    def on_train_step_end(self, fit, epoch: int, step: int) -> None:
         pass
 
-    def on_epoch_end(self, fit: "FitState", info: dict) -> None:
+    def on_epoch_end(self, fit, info: dict) -> None:
         pass
 
-    def on_fit_end(self, fit: "FitState") -> None:
+    def on_fit_end(self, fit) -> None:
         pass
 
     def on_run_end(self, run_dir: Path) -> None:
@@ -109,7 +107,7 @@ class MetricsFile(Callback):
     def __init__(self, run_dir: str | Path):
         self.path = Path(run_dir) / "metrics.jsonl"
 
-    def on_fit_start(self, fit: "FitState") -> None:
+    def on_fit_start(self, fit) -> None:
         if fit.ctx.is_main:
             if fit.start > 1:
                 rows = [r for r in read_jsonl(self.path) if r.get("epoch", 0) < fit.start]
@@ -118,7 +116,7 @@ class MetricsFile(Callback):
                 self.path.unlink()
         distributed.barrier()
 
-    def on_epoch_end(self, fit: "FitState", info: dict) -> None:
+    def on_epoch_end(self, fit, info: dict) -> None:
         if fit.ctx.is_main:
             for row in info["rows"]:
                 append_jsonl(self.path, row)
@@ -132,7 +130,7 @@ class EarlyStopCompaction(Callback):
     refers to the epoch's members; a member that never had a valid score keeps its
     final state as its snapshot."""
 
-    def on_epoch_end(self, fit: "FitState", info: dict) -> None:
+    def on_epoch_end(self, fit, info: dict) -> None:
         if not fit.can_compact:
             return
         tracker, active = fit.tracker, fit.active
@@ -156,7 +154,7 @@ class Checkpoint(Callback):
         self.path = self.run_dir / "last.pt"
         self.resume, self.every = resume, int(every)
 
-    def setup(self, fit: "FitState") -> None:
+    def setup(self, fit) -> None:
         if fit.ctx.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         if not distributed.broadcast_object(bool(self.resume and self.path.exists())):
@@ -169,7 +167,7 @@ class Checkpoint(Callback):
             raise CorruptFileError(f"{self.path}: does not fit this run ({type(exc).__name__}: {first}); "
                                    f"{RESTART_ADVICE}") from None
 
-    def on_epoch_end(self, fit: "FitState", info: dict) -> None:
+    def on_epoch_end(self, fit, info: dict) -> None:
         epoch = info["epoch"]
         if fit.ctx.is_main and (epoch % self.every == 0 or epoch == fit.epochs):
             save_checkpoint(fit.state_dict(epoch), self.path)  # CPU tensors: resumes on any machine
@@ -183,7 +181,7 @@ class EpochFunction(Callback):
     def __init__(self, fn: Callable[[dict], None]):
         self.fn = fn
 
-    def on_epoch_end(self, fit: "FitState", info: dict) -> None:
+    def on_epoch_end(self, fit, info: dict) -> None:
         self.fn(info)
 
 

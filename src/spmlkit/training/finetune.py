@@ -52,9 +52,10 @@ from ..models.image import ImageModel
 from . import distributed
 from .callbacks import Callback, EpochFunction, tagged
 from .ema import ModelEMA
-from .linear import RunResult, split_scores, train_linear
+from .linear import split_scores, train_linear
 from .loop import fit
 from .prepare import build_run_method, prepare_run
+from .result import RunResult
 
 FINETUNE_EPOCHS = 10  # Cole et al. §6.1
 LINEAR_INIT_FINETUNE_EPOCHS = 5  # Cole et al. §6.1, "+LinearInit" rows

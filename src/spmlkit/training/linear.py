@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +29,8 @@ from ..models.heads import build_head, select_members
 from . import distributed
 from .loop import fit
 from .optim import StackedAdam
-# the run set-up lives in .prepare; these names stay importable from here
-from .prepare import (RunParts, build_run_method, make_evaluator, observations_for,  # noqa: F401
-                      prepare_run, training_regime, validation_observations)
+from .prepare import RunParts, build_run_method, prepare_run
+from .result import RunResult
 
 CHUNK_ROWS = 8192  # rows per evaluation chunk of in-memory features
 CHUNK_BYTES = 16 * 2 ** 20  # bytes per chunk read from a memory map (at most max_memory_mb / 4)
@@ -390,41 +389,6 @@ class LinearLearner:
 
 
 # ---------------------------------------------------------------------- evaluation
-@dataclass
-class RunResult:
-    """The outcome of one member (one lr and seed) of a linear run."""
-
-    method: str
-    params: dict
-    lr: float
-    batch_size: int
-    seed: int
-    best_epoch: int
-    val_score: float
-    selection: str
-    test_map: float | None
-    test_ap: list | None
-    train_map: float | None  # label recovery (Cole Table 2): mAP on the training set vs full labels
-    epochs_run: int
-    val_history: list
-    seconds: float
-    n_empty_test_classes: int = 0
-    test_observed: dict | None = None  # observed-label metrics on a test split without full labels
-    expected_positives: float | None = None  # k given to the method (config, or Eq. A1 on full labels)
-    notes: dict | None = None  # a recipe's choices (spmlkit.training.recipe): members, their lr and score
-    test_auc: dict | None = None  # masked per-label AUC-ROC (mean, median, per_label) when the test labels have a mask
-    state: dict | None = field(default=None, repr=False)  # best-epoch head weights (+ method state)
-
-    def to_record(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k != "state"}
-        return d
-
-    @classmethod
-    def from_record(cls, record: dict) -> "RunResult":
-        names = set(cls.__dataclass_fields__) - {"state"}
-        return cls(**{k: v for k, v in record.items() if k in names})
-
-
 def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_test, Z_test, Y_train,
                  empty: str = "exclude", test_mask=None) -> dict:
     """The :class:`RunResult` fields scored on the test and training splits: test mAP and

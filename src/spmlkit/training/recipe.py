@@ -28,8 +28,9 @@ from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
 from .callbacks import EpochFunction, tagged
-from .linear import FeatureStore, RunResult, split_scores, train_linear
+from .linear import FeatureStore, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
+from .result import RunResult
 
 def recipe_selection(bundle, method, Z_val: np.ndarray):
     """The recipe's criterion, its evaluator on ``Z_val`` and its members for ``bundle``:

@@ -23,10 +23,8 @@ from typing import Callable, NamedTuple
 
 from ..config import TrainConfig
 from ..methods.base import Method
-from .finetune import resolve_recipe, train_finetune
-from .linear import train_linear
+from . import finetune, linear, recipe  # (called through the modules: a test may replace a trainer)
 from .prepare import build_run_method
-from .recipe import train_recipe
 
 SETTINGS = ("linear", "finetune")
 
@@ -54,19 +52,19 @@ class Trainer:
 
 def _run_recipe(bundle, config, method, *, lrs, seeds, log, **kw):
     lrs, seeds = config.members(lrs, seeds)
-    return train_recipe(bundle, config, method, lrs=lrs, seeds=seeds, **kw)
+    return recipe.train_recipe(bundle, config, method, lrs=lrs, seeds=seeds, **kw)
 
 
 def _run_finetune(bundle, config, method, **kw):
-    return train_finetune(bundle, config, method=method, **kw)
+    return finetune.train_finetune(bundle, config, method=method, **kw)
 
 
 def _run_linear(bundle, config, method, *, log, **kw):
-    return train_linear(bundle, config, method=method, **kw)
+    return linear.train_linear(bundle, config, method=method, **kw)
 
 
 def _plan_finetune(config: TrainConfig, method: Method, n_train: int) -> ProgressPlan:
-    per_member = int(resolve_recipe(config, method)["epochs"])
+    per_member = int(finetune.resolve_recipe(config, method)["epochs"])
     steps = max(1, math.ceil(n_train / config.batch_size))
     return ProgressPlan(per_member, steps, per_member * steps, "step")
 
