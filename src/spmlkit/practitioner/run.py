@@ -377,21 +377,19 @@ def _label_sets(bundle: Bundle, result: RunResult, st: dict) -> tuple[dict, list
     validation observations (:func:`spmlkit.practitioner.labelsets.default_rule`); ``k`` is stored."""
     from scipy.special import expit
 
-    from .labelsets import choose_rule, default_rule
+    from .labelsets import model_label_rule
     from .report import label_set_quality
 
     k = None if result.expected_positives is None else float(result.expected_positives)
     Y_val = bundle.labels("val") if bundle.size("val") else None
     has_val = bundle.size("val") and len(st["val_logits"])
     P_val = expit(st["val_logits"].astype(np.float64)) if has_val else None
-    rule = default_rule(k=k, k_source="given (--k) or Eq. A1 on full labels",
-                        Z=bundle.observations("val") if has_val and Y_val is None else None, P=P_val,
-                        where="validation")
-    if Y_val is not None and has_val:
-        base = rule
-        rule, _ = choose_rule(Y_val, P_val, k=k, seed=result.seed)
+    full = Y_val is not None and has_val
+    rule = model_label_rule(k=k, k_source="given (--k) or Eq. A1 on full labels",
+                            Z=bundle.observations("val") if has_val and Y_val is None else None, P=P_val,
+                            where="validation", Y_val=Y_val if full else None, P_val=P_val, seed=result.seed)
+    if full:
         rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
-        rule.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
     quality: list = []
     if bundle.size("test") and len(st["test_logits"]):
         Y_test = bundle.labels("test")
