@@ -168,3 +168,10 @@ def test_the_old_metrics_rows_are_kept_on_resume(tmp_path):
     fit(again, m2, epochs=3, evaluate=evaluate, run_dir=tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [(r["epoch"], r["member"]) for r in rows] == [(e, g) for e in (1, 2, 3) for g in (0, 1)]
+
+
+def test_per_step_hooks_are_called_only_for_callbacks_that_have_them():
+    from spmlkit.training.callbacks import overrides
+
+    assert overrides(_Log(), "on_train_step_end") and not overrides(_Count(), "on_train_step_end")
+    assert not overrides(Tagged(_Count()), "on_train_step_end") and overrides(Tagged(_Log()), "on_train_step_end")

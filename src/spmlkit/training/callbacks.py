@@ -95,6 +95,8 @@ class Callback:
 
 def overrides(cb: Callback, hook: str) -> bool:
     """Whether ``cb`` does something at ``hook`` (the loop calls per-step hooks only then)."""
+    if isinstance(cb, Tagged):
+        return overrides(cb.inner, hook)
     return getattr(type(cb), hook) is not getattr(Callback, hook) or hook in vars(cb)
 
 
