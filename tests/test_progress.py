@@ -1,9 +1,7 @@
 """Progress reporting (spmlkit.progress): plain lines with the elapsed time and an estimate
-of the time left when stderr is not a terminal, nothing with SPML_NO_PROGRESS=1, and the
-optimizer-step listeners of long epochs."""
+of the time left when stderr is not a terminal, nothing with SPML_NO_PROGRESS=1 (a run's
+progress inside long epochs is a loop callback: tests/training/test_callbacks.py)."""
 import time
-
-import pytest
 
 from spmlkit import progress as P
 
