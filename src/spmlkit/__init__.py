@@ -32,3 +32,9 @@ def __getattr__(name):
 
         return LabelSetWarning
     raise AttributeError(f"module 'spmlkit' has no attribute {name!r}")
+
+
+def __dir__():
+    """The module's names, with those imported on first use (``SPMLClassifier``,
+    ``LabelSetWarning``): tab completion and ``dir(spmlkit)`` show them."""
+    return sorted(set(globals()) | set(__all__))

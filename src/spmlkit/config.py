@@ -207,7 +207,10 @@ class TrainConfig:
         if self.patience is not None and self.patience < 0:
             raise ConfigError(f"patience must be >= 0 or None, got {self.patience}")
         if self.selection not in SELECTION_CRITERIA:
-            raise ConfigError(f"selection must be one of {', '.join(SELECTION_CRITERIA)}, got {self.selection!r}")
+            from .errors import did_you_mean
+
+            raise ConfigError(f"selection must be one of {', '.join(SELECTION_CRITERIA)}, got {self.selection!r}"
+                              f"{did_you_mean(self.selection, SELECTION_CRITERIA)}")
         if self.empty_classes not in ("exclude", "zero"):
             raise ConfigError(f"empty_classes must be 'exclude' or 'zero', got {self.empty_classes!r}")
         if self.regime is not None:

@@ -33,12 +33,35 @@ class DataFormatError(SpmlError, ValueError):
         self.line = line
 
 
+def did_you_mean(name, known) -> str:
+    """`` (did you mean 'wan'?)`` when ``name`` is close to one or two of ``known`` (a
+    typo), else ``""``: the one suggestion every unknown-name message appends (methods,
+    datasets, losses, regimes, hyper-parameters, loggers, ...).
+
+    >>> did_you_mean("wna", ["an", "wan", "role"]), did_you_mean("xyz", ["an", "wan"])
+    (" (did you mean 'wan'?)", '')
+    """
+    import difflib
+
+    known = [str(k) for k in known]
+    text = str(name)
+    same = [k for k in known if k.lower() == text.lower()]  # only the case differs: that one
+    close = same[:1] or difflib.get_close_matches(text, known, n=2, cutoff=0.6)
+    if not close:  # a different case ('WAN', 'Yeast') is a typo too
+        low = {k.lower(): k for k in known}
+        close = [low[m] for m in difflib.get_close_matches(text.lower(), list(low), n=2, cutoff=0.6)]
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
 class UnknownNameError(SpmlError, KeyError):
-    """An unknown method, loss, dataset, regime, ... name."""
+    """An unknown method, loss, dataset, regime, ... name (with a "did you mean" when the
+    name is close to a known one: :func:`did_you_mean`)."""
 
     def __init__(self, kind: str, name: str, known):
         known = sorted(known)
-        super().__init__(f"unknown {kind} {name!r}; expected one of: {', '.join(known)}")
+        super().__init__(f"unknown {kind} {name!r}{did_you_mean(name, known)}; expected one of: {', '.join(known)}")
         self.kind, self.name, self.known = kind, name, known
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message

@@ -34,7 +34,7 @@ import numbers
 import typing
 from typing import Any, Callable, Iterable
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 __all__ = ["Interval", "Options", "ANY", "TEXT", "check_params", "constraints_from_signature", "describe"]
 
@@ -161,8 +161,8 @@ def check_params(params: dict, constraints: dict, *, owner: str = "") -> dict:
     """
     unknown = set(params) - set(constraints)
     if unknown:
-        raise ConfigError(f"{owner or 'this'} has no hyper-parameter(s) {sorted(unknown)}; "
-                          f"it takes {sorted(constraints) or 'none'}")
+        raise ConfigError(f"{owner or 'this'} has no hyper-parameter(s) {sorted(unknown)}"
+                          f"{did_you_mean(sorted(unknown)[0], constraints)}; it takes {sorted(constraints) or 'none'}")
     for name, value in params.items():
         allowed = constraints[name]
         if not any(_accepts(c, value) for c in allowed):

@@ -78,3 +78,24 @@ def test_one_module_per_command():
     p = subprocess.run([sys.executable, "-m", "spmlkit.cli", "--version"], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0 and p.stdout.startswith("spmlkit "), p.stderr
+
+
+# --------------------------------------------- issue 37: light commands import no torch
+_LIGHT = [["methods"], ["methods", "wan"], ["methods", "-v"], ["datasets"], ["datasets", "--no-stats"], ["--help"],
+          ["--version"], ["train", "--help"], ["bench", "--help"], ["demo", "--help"]]
+
+
+def test_commands_that_need_no_tensor_do_not_import_torch():
+    """`spml methods`, `spml datasets`, `--help` and `--version` in a fresh interpreter:
+    torch (seconds to import, 15 s on a busy 2-core machine) is never imported."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom spmlkit.cli import main\nseen = {}\nfor argv in json.loads(sys.argv[1]):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "    seen[' '.join(argv)] = 'torch' in sys.modules\nprint(json.dumps(seen), file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(_LIGHT)], capture_output=True, text=True, timeout=300)
+    seen = json.loads(r.stderr.strip().splitlines()[-1])
+    assert seen == {" ".join(a): False for a in _LIGHT}, seen
+    assert "wan" in r.stdout and "gamma" in r.stdout and "yeast" in r.stdout  # they did run

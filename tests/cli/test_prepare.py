@@ -186,3 +186,94 @@ def test_bad_files_give_one_line_errors(tmp_path, capsys, content, msg):
     code, out, err = run(capsys, "prepare", p, "-o", tmp_path / "b", "--labels-last", 1)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "b").exists()
+
+
+# ------------------------------------------- issue 37: no silent full labels
+def _readme_own_table_line() -> list[str]:
+    """The README's own-table line (the CLI tour's '# your own table: spml prepare ...')."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"# your own table: (spml prepare [^\n]*)", text).group(1)
+    return shlex.split(line)[2:]
+
+
+def _wide_csv(path, Y):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(len(Y), 3)) + Y[:, :3] * 1.5
+    write_csv(path, ["f1", "f2", "f3"] + [f"label_{j}" for j in range(Y.shape[1])],
+              [[*map(float, x), *map(int, y)] for x, y in zip(X, Y)])
+
+
+def test_readme_own_table_line_on_single_positive_data_reports_observed_scores_only(tmp_path, capsys, monkeypatch):
+    """One positive per row: the README line, as written, gives an observed-only bundle,
+    and spml train then prints no full-label 'test mAP' (the data has none)."""
+    monkeypatch.chdir(tmp_path)
+    argv = _readme_own_table_line()
+    assert argv[:3] == ["my.csv", "--label-columns", "label_*"]
+    rng = np.random.default_rng(0)
+    _wide_csv(tmp_path / "my.csv", np.eye(4, dtype=bool)[rng.integers(0, 4, 120)])
+    code, out, err = run(capsys, "prepare", *argv)
+    assert code == 0, err
+    note = [line for line in err.splitlines() if "exactly one positive" in line]
+    assert len(note) == 1 and "--observed" in note[0] and "--full-labels" in note[0]
+    bundle = Bundle(argv[argv.index("-o") + 1])
+    assert not bundle.has_full_labels and "observed labels only" in out
+    code, out, err = run(capsys, "train", bundle.path, "-m", "an", "--epochs", 2, "-o", "runs/mine")
+    assert code == 0, err
+    test_lines = [line for line in out.splitlines() if "test" in line and "mAP" in line]
+    assert test_lines and all("observed" in line for line in test_lines), test_lines
+    assert "test mAP " not in out
+
+
+def test_readme_own_table_line_on_multi_label_data_keeps_full_labels(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    Y = rng.random((120, 4)) < 0.4
+    Y[:, 0] |= ~Y.any(1)
+    Y[0] = [True, True, False, False]  # (at least one row with two positives)
+    _wide_csv(tmp_path / "my.csv", Y)
+    code, out, err = run(capsys, "prepare", *_readme_own_table_line())
+    assert code == 0 and "exactly one positive" not in err and Bundle("bundles/mine").has_full_labels
+
+
+def test_single_positive_table_keeps_a_fully_labelled_test_file_full(tmp_path, capsys):
+    """Train rows with one positive each and a --test file whose rows have several: the
+    training labels become observations, the test file keeps its full labels (and test
+    mAP is then a real full-label number)."""
+    rng = np.random.default_rng(0)
+    _wide_csv(tmp_path / "train.csv", np.eye(3, dtype=bool)[rng.integers(0, 3, 90)])
+    Yt = rng.random((30, 3)) < 0.5
+    Yt[0] = True
+    _wide_csv(tmp_path / "test.csv", Yt)
+    code, out, err = run(capsys, "prepare", tmp_path / "train.csv", "--test", tmp_path / "test.csv", "--labels-last",
+                         3, "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.meta["full_label_splits"] == ["test"]
+    assert "the test split keeps full labels" in err
+
+
+def test_a_semicolon_csv_gets_a_delimiter_hint_and_delimiter_reads_it(tmp_path, capsys):
+    """Issue 37: a spreadsheet's semicolon CSV said "'label_*' matches no column of the
+    header"; now the error names the delimiter and the option, and --delimiter ';' reads it."""
+    rng = np.random.default_rng(0)
+    Y = rng.random((40, 3)) < 0.5
+    Y[0] = True
+    p = tmp_path / "semi.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter=";")
+        w.writerow(["f1", "f2", "label_a", "label_b", "label_c"])
+        w.writerows([[*map(float, rng.normal(size=2)), *map(int, y)] for y in Y])
+    code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "-o", tmp_path / "b")
+    assert code == 2 and err.count("\n") == 1 and not (tmp_path / "b").exists()
+    assert f"{p}, line 1: the header is one column" in err and "--delimiter ';'" in err
+    code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "--delimiter", ";", "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert b.label_names == ["label_a", "label_b", "label_c"] and b.meta["n_features"] == 2
+    (tmp_path / "tab.csv").write_text("f1\tlabel_a\tlabel_b\n1\t1\t0\n2\t0\t1\n")
+    code, out, err = run(capsys, "prepare", tmp_path / "tab.csv", "--labels-last", 2, "-o", tmp_path / "c")
+    assert code == 2 and "separated by a tab" in err and "--delimiter '\\t'" in err

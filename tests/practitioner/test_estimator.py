@@ -318,3 +318,12 @@ def test_estimator_without_held_out_rows_estimates_k_on_training_rows():
     X, _, obs = single_positive_data(300)
     clf = SPMLClassifier("an", epochs=3, validation_fraction=0).fit(X, np.array(RULE_NAMES)[obs])
     assert clf.model_.label_sets["rule"] == "expected_k" and "training" in clf.model_.label_sets["k_source"]
+
+
+def test_the_lazy_names_are_in_dir_spmlkit():
+    """Issue 37: SPMLClassifier (imported on first use) shows in dir(spmlkit) and tab completion."""
+    import spmlkit
+
+    names = dir(spmlkit)
+    assert {"SPMLClassifier", "LabelSetWarning", "load", "__version__"} <= set(names)
+    assert all(hasattr(spmlkit, n) for n in spmlkit.__all__)

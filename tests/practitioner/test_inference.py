@@ -74,6 +74,24 @@ def test_a_model_without_feature_names_takes_columns_by_position_with_a_note(tmp
     assert len(notes) == 1 and notes[0].startswith("note: the model records no feature names")
 
 
+def test_errors_name_the_input_file_and_read_as_english(tmp_path):
+    """Issue 37: a .npy of the wrong width is named (it was '<input>'); 'a column named
+    'siteid'' (it was "an 'siteid' column")."""
+    class Model:
+        input = {}
+        info = {}
+        image = None
+        n_features = 5
+
+    np.save(tmp_path / "x.npy", np.zeros((3, 7), np.float32))
+    with pytest.raises(DataFormatError) as exc:
+        read_prediction_input(Model(), tmp_path / "x.npy")
+    assert str(exc.value).startswith(f"{tmp_path / 'x.npy'}: features have shape (3, 7); this model expects (N, 5)")
+    (tmp_path / "x.csv").write_text("siteid,b,c\nr1,1,10\n")
+    with pytest.raises(DataFormatError, match="a column named 'siteid' is allowed"):
+        read_features(tmp_path / "x.csv", columns=["a", "b"], id_column="siteid")
+
+
 def test_outputs(tmp_path):
     write_probabilities(tmp_path / "p.csv", ["x", "y"], ["cat", "dog"], np.array([[0.5, 1 / 3], [1.0, 0.0]]))
     assert list(csv.reader(open(tmp_path / "p.csv"))) == [["id", "cat", "dog"], ["x", "0.5", "0.333333"],

@@ -83,3 +83,21 @@ def test_run_report_warns_about_implausible_default_sets(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "> **Warning (threshold 0.5, the default rule, on the test split):** label sets look implausible" in report
     assert any(line.startswith("warning: label sets look implausible") for line in run_summary_lines(record, tmp_path))
+
+
+def test_a_note_when_the_best_epoch_is_the_last_one():
+    """Issue 37: best epoch = last epoch (yeast an 25/25, disdat NZ 30/30) says training
+    may have been too short and how to train longer; not otherwise."""
+    from spmlkit.practitioner.report import last_epoch_note, run_summary_lines
+
+    rec = {"method": "an", "selection": "map", "best_epoch": 25, "epochs_run": 25, "val_score": 40.0}
+    note = last_epoch_note(rec)
+    assert note.startswith("note: the best epoch is the last one (25 of 25)") and "--epochs 50" in note
+    assert note in run_summary_lines(rec, "runs/x")
+    assert last_epoch_note({**rec, "best_epoch": 24}) is None
+    assert last_epoch_note({**rec, "selection": "last"}) is None  # no validation: last kept by definition
+    assert note not in run_summary_lines({**rec, "best_epoch": 24}, "runs/x")
+    auto = {"method": "auto", "selection": "observed_map", "epochs_run": 25,
+            "notes": {"members": [{"method": "l1r", "lr": 1e-2, "best_epoch": 25},
+                                  {"method": "wan", "lr": 1e-3, "best_epoch": 7}]}}
+    assert last_epoch_note(auto).startswith("note: l1r's best epoch is the last one (25 of 25)")

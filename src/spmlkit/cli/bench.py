@@ -52,11 +52,12 @@ def run(args) -> int:
     argv = getattr(args, "argv", None)
     command = "spml " + shlex.join(argv) if argv else None
     log_to = _log_to(args)
-    on_group = None
-    if log_to:  # TensorBoard / MLflow: one run per group as it finishes, and one for the tables
-        from ..practitioner.loggers import bench_group_logger
+    on_group = tracking = None
+    if log_to:  # TensorBoard / MLflow: a parent run for the bench, a child run per group as it finishes
+        from ..practitioner.loggers import BenchTracking
 
-        on_group = bench_group_logger(log_to, Path(args.out))
+        tracking = BenchTracking(log_to, Path(args.out), command or "spml bench")
+        on_group = tracking.on_group
     executor = make_executor(executor=args.executor, address=args.address, jobs=args.jobs, threads=args.threads,
                              table_only=args.table_only, shard=args.shard, share_gpus=args.share_gpus)
     if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
@@ -66,10 +67,12 @@ def run(args) -> int:
         return 0
     summary = run_bench(spec, args.out, executor=executor, command=command, figures=not args.no_figures,
                         jobs=args.jobs or 1, threads=args.threads, on_group=on_group)
-    if log_to:
-        from ..practitioner.loggers import log_bench_outputs
+    if tracking is not None:
+        from ..experiments.tables import summary_metrics
+        from ..io import read_json
 
-        log_bench_outputs(log_to, Path(args.out), command or "spml bench")
+        manifest = Path(summary["written"].get("runs") or Path(args.out) / "runs.json")
+        tracking.finish(summary_metrics(read_json(manifest).get("runs", [])) if manifest.is_file() else {})
     w = summary["written"]
     main_file = w.get("table") or w.get("partial")
     print(Path(main_file).read_text(encoding="utf-8"), end="")

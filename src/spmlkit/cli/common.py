@@ -116,7 +116,7 @@ def _add_log_to_option(p, what: str) -> None:
                    help=f"also log {what} to tensorboard and/or mlflow (comma-separated): hyper-parameters, "
                         "scalars per epoch, final metrics, the report and figures. TensorBoard: event files in "
                         "<out>/tensorboard/ (pip install \"spmlkit[tensorboard]\"); MLflow: the store of "
-                        "MLFLOW_TRACKING_URI, else ./mlruns (pip install \"spmlkit[mlflow]\"); see "
+                        "MLFLOW_TRACKING_URI, else <out>/mlruns (pip install \"spmlkit[mlflow]\"); see "
                         "docs/practitioner.md")
 
 

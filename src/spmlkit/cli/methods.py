@@ -13,20 +13,20 @@ SAME_AT_DEFAULTS = {"dw": "wan", "ls": "an-ls", "n-ls": "an-ls-asym", "opml": "z
 
 
 def run(args) -> int:
+    from ..catalogue import method_rows  # (the registry's rows, read without importing torch)
     from ..labels import get_regime
-    from ..methods import describe_methods
 
-    rows = describe_methods()
+    rows = method_rows()
     first = ("auto", "bce", "an")
     rows.sort(key=lambda r: (_FAMILY_ORDER.index(r["family"]) if r["family"] in _FAMILY_ORDER else len(_FAMILY_ORDER),
                              first.index(r["name"]) if r["name"] in first else len(first)))  # (stable: by name)
     if args.name:
         rows = [r for r in rows if r["name"] in args.name]
         if not rows:
+            from ..catalogue import method_names
             from ..errors import UnknownNameError
-            from ..methods import METHODS
 
-            raise UnknownNameError("method", args.name[0], METHODS)
+            raise UnknownNameError("method", args.name[0], method_names())
     for r in rows:
         hp = ", ".join(f"{k}={v!r}" for k, v in r["hyperparameters"].items()) or "none"
         same = (f" (= {SAME_AT_DEFAULTS[r['name']]} at the default hyper-parameters)"

@@ -57,6 +57,8 @@ def _table_options(args) -> dict:
         table["separator"] = args.separator
     if args.label_column:
         table["label_column"] = args.label_column
+    if args.delimiter:
+        table["delimiter"] = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
     for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
         if getattr(args, opt, None):
             table[opt] = getattr(args, opt)
@@ -121,6 +123,9 @@ def add_parser(sub) -> None:
     p.add_argument("--label-names", help="CSV/TSV with --label-column/--label-set-column: the label vocabulary "
                                          "and its order, as a comma-separated list or a file with one name per "
                                          "line (a label outside it is an error; default: the names found)")
+    p.add_argument("--delimiter", help="CSV/TSV: the character between columns (default: ',' for .csv, a tab for "
+                                       ".tsv, else detected); e.g. ';' for spreadsheets' semicolon CSVs, '\\t' or "
+                                       "'tab' for tabs")
     p.add_argument("--separator", default=";", help="separator inside --label-set-column cells (default ';')")
     p.add_argument("--path-column", help="CSV/TSV: column of image paths (inputs are images, not features)")
     p.add_argument("--id-column", help="CSV/TSV: column of example identifiers (not a feature)")
@@ -130,10 +135,11 @@ def add_parser(sub) -> None:
                    help="labels are observations (+1 positive, -1 negative, 0/empty unknown; in label-set "
                         "columns a '-name' is a negative), not full labels: the bundle has no full labels and "
                         "everything downstream says 'observed labels only'. The default for --label-column "
-                        "(one label per row)")
+                        "(one label per row) and for any table whose training rows have exactly one positive each")
     p.add_argument("--full-labels", action="store_true",
-                   help="the labels are complete label sets (e.g. multi-class data given with --label-column, "
-                        "which is otherwise read as observed single positives)")
+                   help="the labels are complete label sets (e.g. multi-class data given with --label-column, or "
+                        "a table with exactly one positive per row, which are otherwise read as observed single "
+                        "positives)")
     p.add_argument("--val-file", help="a small FULLY labelled validation file in the same format and layout (with "
                                       "--label-column, that column may hold several names separated by "
                                       "--separator); used for validation instead of holding out training data")

@@ -222,6 +222,50 @@ def load_yeast(data_root=None) -> MultiLabelDataset:
         notes=["official Mulan split: river rows 918-2417 train, 1-917 test"])
 
 
+#: the embedded data files (package data): derived features, with their provenance beside them
+EMBEDDED = Path(__file__).with_name("embedded")
+
+
+@register_dataset("voc2007-lite0", kind="features", builtin=True,
+                  description="PASCAL VOC 2007 as EfficientNet-Lite0 (224 px, ImageNet) features: 5,008 images x "
+                              "1,280 features (float16, embedded), 20 labels; official train 2,500 / val as test "
+                              "2,508, the SPML papers' protocol; spml demo's data",
+                  citation="Everingham et al., IJCV 2010")
+def load_voc2007_lite0(data_root=None) -> MultiLabelDataset:
+    """The embedded ``embedded/voc2007-lite0.npz``: the features ``spml features`` computes
+    from ``../shared/data/voc2007`` with the default backbone (EfficientNet-Lite0, 224 px),
+    stored as float16 (a linear head on them gives the same table as on float32:
+    ``benchmarks/results/voc2007-linear/embedded-float16.md``), with the full labels and the
+    official split (``embedded/voc2007-lite0.json``: provenance, commands, checksum)."""
+    from ..io import load_numpy, npz_array, sha256_file
+
+    path = EMBEDDED / "voc2007-lite0.npz"
+    if not path.is_file():
+        raise DataFormatError(path, "the embedded VOC 2007 features are missing from this installation; "
+                                    "reinstall spmlkit")
+    meta_path = path.with_suffix(".json")
+    if meta_path.is_file():
+        import json
+
+        want = json.loads(meta_path.read_text(encoding="utf-8")).get("sha256")
+        if want and sha256_file(path) != want:
+            raise DataFormatError(path, "checksum differs from voc2007-lite0.json; reinstall spmlkit")
+    arc = load_numpy(path)
+    X = npz_array(arc, "X", path).astype(np.float32)
+    Y = npz_array(arc, "Y", path).astype(bool)
+    ids = [str(i) for i in npz_array(arc, "ids", path)]
+    names = [str(n) for n in npz_array(arc, "label_names", path)]
+    n = int(npz_array(arc, "n_train", path))
+    train, test = slice(0, n), slice(n, len(X))
+    return MultiLabelDataset(
+        name="voc2007-lite0", label_names=names,
+        splits={"train": Split(X=X[train], Y=Y[train], ids=ids[train]),
+                "test": Split(X=X[test], Y=Y[test], ids=ids[test])},
+        source=str(path), feature_names=None,
+        notes=["official VOC 2007 split: train, and val as test (Cole et al. 2021 §6.1); EfficientNet-Lite0 "
+               "224 px features stored as float16"])
+
+
 @register_dataset("digits", kind="images", builtin=True,
                   description="multi-label images: 2-4 sklearn handwritten digits per 64x64 canvas, 10 labels; "
                               "160 train / 48 val / 96 test, source digits disjoint between splits",

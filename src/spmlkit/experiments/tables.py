@@ -99,6 +99,31 @@ def select_cells(runs: list[dict], *, by=("dataset", "method", "train_fraction",
     return out
 
 
+def summary_metrics(runs: list[dict]) -> dict:
+    """A bench's headline numbers under names that compare across benches (an experiment
+    tracker's parent run): per dataset and method at the selected configuration,
+    ``test_map/<dataset>/<method>`` (mean over seeds), ``test_map_std/...`` and
+    ``val_map/...``; a subsample fraction or hiding probability other than the main
+    table's is a suffix (``.../frac0.5``, ``.../hide0.3``).
+
+    >>> runs = [{"dataset": "d", "method": "an", "train_fraction": 1.0, "hide_prob": None, "lr": 0.01,
+    ...          "batch_size": 8, "seed": s, "val_score": 50.0, "test_map": t, "train_map": None}
+    ...         for s, t in ((0, 40.0), (1, 42.0))]
+    >>> summary_metrics(runs)["test_map/d/an"]
+    41.0
+    """
+    out = {}
+    for (dataset, method, fraction, hide), sel in select_cells(runs).items():
+        if sel is None:
+            continue
+        extra = (f"/frac{fraction:g}" if fraction is not None and fraction < 1 else "") + (
+            f"/hide{hide:g}" if hide is not None else "")
+        for name, value in (("test_map", sel.test_mean), ("test_map_std", sel.test_std), ("val_map", sel.val_mean)):
+            if value is not None and math.isfinite(value):
+                out[f"{name}/{dataset}/{method}{extra}"] = float(value)
+    return out
+
+
 def mark_best(values: dict, decimals: int) -> dict:
     """``{row: mean}`` -> ``{row: "bold" | "underline"}`` ranked on rounded values."""
     shown = {k: round(v, decimals) for k, v in values.items() if v is not None and math.isfinite(v)}
@@ -277,11 +302,23 @@ def canonical_command(spec, out) -> str:
     return " ".join(parts + ["-o", str(out)])
 
 
-def _invocations(manifest_path: Path, ctx: dict, n_trained: int) -> list[dict]:
+def grid_key(groups) -> str:
+    """A short fingerprint of a bench grid: its groups' hashes (the same command, resumed
+    or re-rendered with ``--table-only``, has the same key; another grid in the same
+    results folder has another)."""
+    import hashlib
+
+    return hashlib.sha256(" ".join(sorted(g.hash for g in groups)).encode()).hexdigest()[:16]
+
+
+def _invocations(manifest_path: Path, ctx: dict, n_trained: int, grid: str | None = None) -> list[dict]:
     """The bench's invocations that trained groups, oldest first, each ``{"id", "date",
-    "wall_seconds"}``: read from the previous ``runs.json`` and updated with the current
-    invocation when it trained something.  So the header's wall time is the bench's
-    (summed over resumed invocations), and re-rendering finished results keeps it."""
+    "wall_seconds", "grid"}``: read from the previous ``runs.json`` and updated with the
+    current invocation when it trained something.  So the header's wall time is the
+    bench's (summed over resumed invocations), and re-rendering finished results keeps it.
+    Each records its grid (:func:`grid_key`): the header sums only this grid's
+    (:func:`grid_invocations`), since another grid written into the same folder took its
+    own time (issue 37)."""
     try:
         old = json.loads(manifest_path.read_text()).get("invocations") or []
     except (OSError, ValueError, AttributeError):
@@ -291,8 +328,14 @@ def _invocations(manifest_path: Path, ctx: dict, n_trained: int) -> list[dict]:
            and isinstance(i.get("wall_seconds"), (int, float))]
     if n_trained > 0:
         out.append({"id": ctx["invocation_id"], "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                    "wall_seconds": round(time.perf_counter() - ctx["t_start"], 1), "current": True})
+                    "wall_seconds": round(time.perf_counter() - ctx["t_start"], 1), "current": True,
+                    **({"grid": grid} if grid is not None else {})})
     return out
+
+
+def grid_invocations(invocations: list[dict], grid: str) -> list[dict]:
+    """The invocations of grid ``grid`` (and those recorded before grids were, which have none)."""
+    return [i for i in invocations if i.get("grid") in (None, grid)]
 
 
 def write_outputs(runner, groups, ctx: dict) -> dict:
@@ -318,12 +361,14 @@ def write_outputs(runner, groups, ctx: dict) -> dict:
                                       device=(getattr(getattr(runner, "spec", None), "config", None) or {}).get("device"),
                                       setting=getattr(getattr(runner, "spec", None), "setting", "linear"))
     prefix = "partial-" if spec.mode == "partial" else ""
-    invocations = _invocations(out / f"{prefix}runs.json", ctx, getattr(runner, "n_trained", 1))
+    grid = grid_key(groups)
+    invocations = _invocations(out / f"{prefix}runs.json", ctx, getattr(runner, "n_trained", 1), grid)
+    mine = grid_invocations(invocations, grid)
     now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    if invocations:
-        wall = sum(i["wall_seconds"] for i in invocations)
-        n_inv = len(invocations)
-        date = invocations[-1]["date"] + ("" if invocations[-1].get("current") else f" (tables re-rendered {now})")
+    if mine:
+        wall = sum(i["wall_seconds"] for i in mine)
+        n_inv = len(mine)
+        date = mine[-1]["date"] + ("" if mine[-1].get("current") else f" (tables re-rendered {now})")
         wall_text = (f"{fmt_seconds(wall)}" + (f" over {n_inv} invocations that trained groups" if n_inv > 1 else ""))
     else:
         date, wall_text = now, f"{fmt_seconds(time.perf_counter() - ctx['t_start'])} (nothing trained)"

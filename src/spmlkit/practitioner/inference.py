@@ -226,6 +226,10 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
         log(f"note: the model records no feature names (saved before feature names were stored, or trained on "
             f"unnamed arrays): the columns of {source} are taken by position")
     X, ids = read_features(source, columns=names, id_column=id_column)
+    want = getattr(model, "n_features", None)
+    if isinstance(want, int) and X.shape[1] != want:  # named here: the model's own check has no file name
+        raise DataFormatError(source, f"features have shape {X.shape}; this model expects (N, {want}) (the "
+                                      f"{want} features it was trained on)")
     return X, ids or [str(i) for i in range(len(X))]
 
 

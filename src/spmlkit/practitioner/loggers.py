@@ -17,12 +17,23 @@ Where it goes:
   ``<bench>/tensorboard/<group>/``); view with ``tensorboard --logdir runs``.  Needs
   ``pip install "spmlkit[tensorboard]"``.
 * **MLflow**: the tracking server or store named by ``MLFLOW_TRACKING_URI``, else a
-  file store ``./mlruns`` in the working directory (no network; ``mlflow ui`` shows
-  it), experiment ``spmlkit`` (``MLFLOW_EXPERIMENT_NAME`` overrides).  MLflow 3 keeps
-  file stores in "maintenance mode" and refuses them unless ``MLFLOW_ALLOW_FILE_STORE``
-  is set: for a ``file:`` store this module sets it (only when asked to log to MLflow).
-  Needs ``pip install "spmlkit[mlflow]"`` (``mlflow-skinny``; the full ``mlflow``
-  works too).
+  file store in the output folder: ``<run>/mlruns`` (a bench: ``<bench>/mlruns``; no
+  network; ``mlflow ui --backend-store-uri <run>/mlruns`` shows it), experiment
+  ``spmlkit`` (``MLFLOW_EXPERIMENT_NAME`` overrides).  MLflow 3 keeps file stores in
+  "maintenance mode" and refuses them unless ``MLFLOW_ALLOW_FILE_STORE`` is set: for a
+  ``file:`` store this module sets it (only when asked to log to MLflow).  Needs
+  ``pip install "spmlkit[mlflow]"`` (``mlflow-skinny`` and pandas, which
+  ``mlflow.search_runs`` needs; the full ``mlflow`` works too).
+
+Metric names are the same for every run, so runs on different data compare in one
+table (``mlflow.search_runs()``): the final metrics are ``final.<name>``, a label-set
+rule's numbers ``final.label_sets.<rule>.<metric>`` with ``<rule>`` one of
+``threshold_0.5``, ``threshold_0.5_min1``, ``top_1``, ``expected_k``, ``per_label`` (and
+``default``: the run's own rule); what varies with the data — the estimated k, the
+rule's description — is a tag (``label_sets.default_rule``, ``label_sets.expected_k.k``)
+and, for k, also the metric ``final.label_sets.expected_k.k``.  A bench is one parent
+run (its command, tables and summary metrics ``final.test_map/<dataset>/<method>``)
+with one child run per group.
 
 Neither library is imported unless asked for: this module is imported by the commands
 only when ``--log-to`` is given, and each logger imports its library when it is made.
@@ -34,7 +45,7 @@ import math
 import os
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..training.callbacks import Callback
 
 #: names accepted by --log-to
@@ -51,7 +62,8 @@ def parse_log_to(text: str | None) -> list[str]:
     names = list(dict.fromkeys(t.strip().lower() for t in (text or "").split(",") if t.strip()))
     bad = [n for n in names if n not in BACKENDS]
     if bad:
-        raise ConfigError(f"--log-to {text!r}: unknown logger {bad[0]!r}; expected a comma-separated list of "
+        raise ConfigError(f"--log-to {text!r}: unknown logger {bad[0]!r}{did_you_mean(bad[0], BACKENDS)}; expected "
+                          "a comma-separated list of "
                           f"{', '.join(BACKENDS)}")
     return names
 
@@ -95,10 +107,45 @@ def metric_name(text: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_\-.:/]", "_", text.replace(", ", "_")))
 
 
+def rule_key(description: str) -> str:
+    """A stable metric-name part for a label-set rule from its description (what
+    ``label_set_quality`` rows hold): the estimated k is never part of it.
+
+    >>> rule_key("expected-k (k=4.22: top 4 per example)"), rule_key("threshold 0.5, at least 1 label(s)")
+    ('expected_k', 'threshold_0.5_min1')
+    >>> rule_key("top-1"), rule_key("per-label thresholds (tuned for F1 on validation)")
+    ('top_1', 'per_label')
+    """
+    import re
+
+    d = str(description)
+    least = re.search(r"at least (\d+) label", d)
+    tail = f"_min{least.group(1)}" if least else ""
+    if d.startswith("expected-k"):
+        return "expected_k" + tail
+    if d.startswith("per-label"):
+        return "per_label" + tail
+    m = re.match(r"threshold ([0-9.eE+-]+)", d)
+    if m:
+        return f"threshold_{m.group(1)}" + tail
+    m = re.match(r"top-(\d+)", d)
+    if m:
+        return f"top_{m.group(1)}" + tail
+    return metric_name(d.split(" (")[0])
+
+
+def _rule_k(description: str) -> float | None:
+    import re
+
+    m = re.search(r"k=([0-9.]+)", str(description))
+    return float(m.group(1)) if m else None
+
+
 def final_metrics(result: dict) -> dict:
     """The numbers of a ``result.json`` (or a bench run record) worth a chart: scores, not
     settings (``val_score``, ``test_map``, ``train_map``, observed test metrics, label-set
-    quality per rule)."""
+    quality per rule), under names that do not depend on the data (:func:`rule_key`; the
+    default rule's numbers also as ``label_sets.default.*``)."""
     out = {}
     for k in ("val_score", "test_map", "train_map", "best_epoch", "epochs_run", "seconds"):
         if _finite(result.get(k)):
@@ -108,9 +155,35 @@ def final_metrics(result: dict) -> dict:
             out[f"test_observed.{k}"] = float(v)
     for row in result.get("label_set_quality") or []:
         rule = row.get("rule") or row.get("name")
+        if not rule:
+            continue
+        keys = [rule_key(rule)] + (["default"] if row.get("default") else [])
         for k, v in row.items():
-            if rule and _finite(v):
-                out[metric_name(f"label_sets.{rule}.{k}")] = float(v)
+            if _finite(v) and k != "default":
+                for key in keys:
+                    out[metric_name(f"label_sets.{key}.{k}")] = float(v)
+        if rule_key(rule) == "expected_k" and _rule_k(rule) is not None:
+            out["label_sets.expected_k.k"] = _rule_k(rule)
+    return out
+
+
+def final_tags(result: dict) -> dict:
+    """What describes a finished run but is not a number to chart: each label-set rule's
+    description (with the k it used) as tags ``label_sets.<rule>.rule``, the default
+    rule as ``label_sets.default_rule``, the estimated k as ``label_sets.expected_k.k``."""
+    out = {}
+    for row in result.get("label_set_quality") or []:
+        rule = row.get("rule") or row.get("name")
+        if not rule:
+            continue
+        out[f"label_sets.{rule_key(rule)}.rule"] = str(rule)
+        if row.get("default"):
+            out["label_sets.default_rule"] = str(rule)
+        if rule_key(rule) == "expected_k" and _rule_k(rule) is not None:
+            out["label_sets.expected_k.k"] = f"{_rule_k(rule):g}"
+    for k in ("method", "selection"):
+        if isinstance(result.get(k), str):
+            out[k] = result[k]
     return out
 
 
@@ -126,6 +199,9 @@ class Logger:
 
     def finish(self, metrics: dict, files: list[Path]) -> None:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def set_tags(self, tags: dict) -> None:
+        """Descriptions (strings) of the run; before :meth:`finish`.  Ignored by default."""
 
 
 class TensorBoardLogger(Logger):
@@ -149,6 +225,11 @@ class TensorBoardLogger(Logger):
             if _finite(v):
                 self.writer.add_scalar(k, float(v), step)
 
+    def set_tags(self, tags: dict) -> None:
+        if tags:
+            self.writer.add_text("tags", "| tag | value |\n|---|---|\n"
+                                 + "".join(f"| {k} | {v} |\n" for k, v in tags.items()), 0)
+
     def finish(self, metrics: dict, files: list[Path]) -> None:
         for k, v in metrics.items():
             self.writer.add_scalar(f"final/{k}", v, 0)
@@ -169,11 +250,13 @@ class TensorBoardLogger(Logger):
 
 class MLflowLogger(Logger):
     """One MLflow run (experiment ``spmlkit``) in the store of ``MLFLOW_TRACKING_URI``, else
-    ``./mlruns``."""
+    a file store in ``store_dir`` (the output folder's ``mlruns/``; ``./mlruns`` when
+    none is given).  ``parent``: the run id of a parent run (a bench's)."""
 
     def __init__(self, name: str, *, uri: str | None = None, experiment: str | None = None,
-                 tags: dict | None = None):
-        uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or Path("mlruns").resolve().as_uri()
+                 tags: dict | None = None, store_dir: str | Path | None = None, parent: str | None = None):
+        uri = (uri or os.environ.get("MLFLOW_TRACKING_URI")
+               or Path(store_dir if store_dir is not None else "mlruns").resolve().as_uri())
         if uri.startswith("file:") or "://" not in uri:
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file stores are opt-in
         from mlflow.tracking import MlflowClient
@@ -183,7 +266,10 @@ class MLflowLogger(Logger):
         experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "spmlkit"
         exp = self.client.get_experiment_by_name(experiment)
         exp_id = exp.experiment_id if exp is not None else self.client.create_experiment(experiment)
-        self.run_id = self.client.create_run(exp_id, run_name=name, tags=dict(tags or {})).info.run_id
+        tags = dict(tags or {})
+        if parent is not None:
+            tags["mlflow.parentRunId"] = parent  # (MLflow's own tag: the UI nests the run under its parent)
+        self.run_id = self.client.create_run(exp_id, run_name=name, tags=tags).info.run_id
 
     def params(self, params: dict) -> None:
         from mlflow.entities import Param
@@ -204,10 +290,15 @@ class MLflowLogger(Logger):
         if items:
             self.client.log_batch(self.run_id, metrics=items)
 
+    def set_tags(self, tags: dict) -> None:
+        for k, v in tags.items():
+            self.client.set_tag(self.run_id, k[:250], str(v)[:5000])
+
     def finish(self, metrics: dict, files: list[Path]) -> None:
         self.scalars({f"final.{k}": v for k, v in metrics.items()}, 0)
         for f in files:
-            self.client.log_artifact(self.run_id, str(f))
+            if not f.name.startswith("."):  # internal markers (.spml-output.json) are not results
+                self.client.log_artifact(self.run_id, str(f))
         self.client.set_terminated(self.run_id)
 
 
@@ -228,19 +319,32 @@ class RunLoggers:
         for lg in self.loggers:
             lg.scalars(values, step)
 
+    def set_tags(self, tags: dict) -> None:
+        for lg in self.loggers:
+            lg.set_tags(tags)
+
     def finish(self, metrics: dict, files: list[Path]) -> None:
         for lg in self.loggers:
-            lg.finish(metrics, [Path(f) for f in files if Path(f).is_file()])
+            lg.finish(metrics, [Path(f) for f in files if Path(f).is_file() and not Path(f).name.startswith(".")])
+
+    @property
+    def mlflow_run_id(self) -> str | None:
+        """The MLflow run's id (a bench's parent run), None without MLflow."""
+        return next((lg.run_id for lg in self.loggers if isinstance(lg, MLflowLogger)), None)
 
 
-def open_loggers(names: list[str], *, name: str, tensorboard_dir: str | Path, tags: dict | None = None) -> RunLoggers:
-    """Loggers for ``names`` (from :func:`parse_log_to`): a run called ``name`` in each."""
+def open_loggers(names: list[str], *, name: str, tensorboard_dir: str | Path, tags: dict | None = None,
+                 mlflow_dir: str | Path | None = None, parent: str | None = None) -> RunLoggers:
+    """Loggers for ``names`` (from :func:`parse_log_to`): a run called ``name`` in each.
+    MLflow's default store (no ``MLFLOW_TRACKING_URI``) is ``mlflow_dir``, by default
+    ``mlruns/`` beside ``tensorboard_dir`` (a run folder's ``<run>/mlruns``)."""
     out: list[Logger] = []
     for n in names:
         if n == "tensorboard":
             out.append(TensorBoardLogger(tensorboard_dir, name))
         elif n == "mlflow":
-            out.append(MLflowLogger(name, tags=tags))
+            store = Path(mlflow_dir) if mlflow_dir is not None else Path(tensorboard_dir).parent / "mlruns"
+            out.append(MLflowLogger(name, tags=tags, store_dir=store, parent=parent))
     return RunLoggers(out)
 
 
@@ -291,17 +395,44 @@ def log_finished_run(loggers: RunLoggers, run_dir: Path) -> None:
     run_dir = Path(run_dir)
     result = read_json(run_dir / "result.json")
     files = [run_dir / n for n in ("report.md", "result.json", "config.json")] + sorted(run_dir.glob("*.png"))
+    loggers.set_tags(final_tags(result))
     loggers.finish(final_metrics(result), files)
 
 
 # ------------------------------------------------------------------- spml bench
-def log_bench_group(names: list[str], bench_dir: Path, group_label: str, key: dict, record: dict) -> None:
-    """One finished bench group: its key as parameters, each member's validation score per
-    epoch (``lr<lr>-s<seed>/val_score``) and final metrics (``lr<lr>-s<seed>/test_map``)."""
+def group_summary(record: dict) -> dict:
+    """A bench group's numbers under names that do not depend on its grid: the lr with the
+    best mean validation score over seeds (``selected_lr``) and, at it, the mean
+    validation score, test mAP (± ``test_map_std`` over seeds) and training-set mAP."""
+    import statistics
+
+    by_lr: dict = {}
+    for run in record.get("runs", []):
+        if _finite(run.get("lr")) and _finite(run.get("val_score")):
+            by_lr.setdefault(float(run["lr"]), []).append(run)
+    if not by_lr:
+        return {}
+    lr, runs = max(by_lr.items(), key=lambda kv: statistics.fmean(r["val_score"] for r in kv[1]))
+    out = {"selected_lr": lr, "val_score": statistics.fmean(r["val_score"] for r in runs)}
+    for k in ("test_map", "train_map"):
+        vals = [float(r[k]) for r in runs if _finite(r.get(k))]
+        if vals:
+            out[k] = statistics.fmean(vals)
+            if k == "test_map":
+                out["test_map_std"] = statistics.pstdev(vals)
+    return out
+
+
+def log_bench_group(names: list[str], bench_dir: Path, group_label: str, key: dict, record: dict,
+                    parent: str | None = None) -> None:
+    """One finished bench group (a child of the bench's run ``parent``): its key as
+    parameters, each member's validation score per epoch (``lr<lr>-s<seed>/val_score``)
+    and final metrics (``lr<lr>-s<seed>/test_map``: the grid's coordinates, the same for
+    every dataset), and the group's summary (:func:`group_summary`)."""
     loggers = open_loggers(names, name=group_label, tensorboard_dir=Path(bench_dir) / "tensorboard" / group_label,
-                           tags={"spmlkit.kind": "bench group"})
+                           tags={"spmlkit.kind": "bench group"}, mlflow_dir=Path(bench_dir) / "mlruns", parent=parent)
     loggers.params(key)
-    final: dict = {}
+    final: dict = dict(group_summary(record))
     for run in record.get("runs", []):
         tag = f"lr{run.get('lr'):g}-s{run.get('seed')}"
         for epoch, v in enumerate(run.get("val_history") or [], 1):
@@ -318,9 +449,41 @@ def bench_group_label(g) -> str:
     return f"{g.dataset}-{g.method}{extra}-bs{g.batch_size}-{g.hash[:8]}"
 
 
+class BenchTracking:
+    """A bench's tracking: one parent run (opened with the first finished group, or at
+    :meth:`finish`) holding the command, the tables and the summary metrics, and one
+    child run per group as it finishes.  ``on_group(group, record)`` is the hook of
+    :class:`spmlkit.experiments.bench.BenchRunner`."""
+
+    def __init__(self, names: list[str], bench_dir: str | Path, command: str = "spml bench"):
+        self.names = list(names)
+        self.dir = Path(bench_dir)
+        self.command = command
+        self._parent: RunLoggers | None = None
+
+    def parent(self) -> RunLoggers:
+        if self._parent is None:
+            self._parent = open_loggers(self.names, name=f"bench {self.dir.name}",
+                                        tensorboard_dir=self.dir / "tensorboard" / "_bench",
+                                        mlflow_dir=self.dir / "mlruns", tags={"spmlkit.kind": "bench"})
+            self._parent.params({"command": self.command})
+        return self._parent
+
+    def on_group(self, g, record) -> None:
+        log_bench_group(self.names, self.dir, bench_group_label(g), g.key, record, parent=self.parent().mlflow_run_id)
+
+    def finish(self, summary: dict | None = None) -> None:
+        """The parent run's metrics (``summary``: e.g. ``test_map/<dataset>/<method>``) and
+        the bench's tables and figures as artifacts (internal files left out)."""
+        files = sorted(p for p in self.dir.iterdir() if p.suffix in (".md", ".csv", ".json") and p.is_file()
+                       and not p.name.startswith("."))
+        files += sorted(self.dir.glob("figures/*.png")) + sorted(self.dir.glob("*.png"))
+        self.parent().finish({k: float(v) for k, v in (summary or {}).items() if _finite(v)}, files)
+
+
 def bench_group_logger(names: list[str], bench_dir: Path):
-    """``on_group(group, record)`` for :class:`spmlkit.experiments.bench.BenchRunner`: logs
-    each group as it finishes (:func:`log_bench_group`) under :func:`bench_group_label`."""
+    """``on_group(group, record)`` logging each group as it finishes (:func:`log_bench_group`),
+    without a parent run (:class:`BenchTracking` is the bench command's)."""
     def on_group(g, record) -> None:
         log_bench_group(names, Path(bench_dir), bench_group_label(g), g.key, record)
 
@@ -328,11 +491,6 @@ def bench_group_logger(names: list[str], bench_dir: Path):
 
 
 def log_bench_outputs(names: list[str], bench_dir: Path, command: str, summary: dict | None = None) -> None:
-    """The bench's tables and figures as one more run (``bench``) with its command."""
-    bench_dir = Path(bench_dir)
-    loggers = open_loggers(names, name=f"bench {bench_dir.name}", tensorboard_dir=bench_dir / "tensorboard" / "_bench",
-                           tags={"spmlkit.kind": "bench"})
-    loggers.params({"command": command})
-    files = sorted(p for p in bench_dir.iterdir() if p.suffix in (".md", ".csv", ".json") and p.is_file())
-    files += sorted(bench_dir.glob("figures/*.png")) + sorted(bench_dir.glob("*.png"))
-    loggers.finish({}, files)
+    """The bench's tables and figures as one run (``bench``) with its command and the
+    ``summary`` metrics (:meth:`BenchTracking.finish` without child runs)."""
+    BenchTracking(names, bench_dir, command).finish(summary)

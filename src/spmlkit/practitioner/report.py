@@ -292,6 +292,8 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
                  f"(selection `{selection}`"
                  + (", observed labels only" if selection.startswith("observed") else "")
                  + (", no validation data: final epoch" if selection == "last" else "") + ")")
+    if last_epoch_note(result):
+        L.append(f"- {last_epoch_note(result).removeprefix('note: ')}")
     if selection != "last" and not members:
         L.append(f"- validation {selection}: **{_fmt(result.get('val_score'))}**")
     if test_full:
@@ -379,6 +381,23 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     return path
 
 
+def last_epoch_note(record: dict) -> str | None:
+    """A note when the best epoch is the last one run (for ``auto``: a member's), so the
+    validation score may still have been rising: train longer (issue 37).  None otherwise
+    (and without validation, where the last epoch is kept by definition)."""
+    run = record.get("epochs_run")
+    if record.get("selection") == "last" or not isinstance(run, int) or run < 2:
+        return None
+    members = recipe_members(record)
+    last = ([m["method"] for m in members if m.get("best_epoch") == run] if members
+            else ([record.get("method") or "the run"] if record.get("best_epoch") == run else []))
+    if not last:
+        return None
+    who = "the best epoch is" if not members else f"{', '.join(last)}'s best epoch {'is' if len(last) == 1 else 'are'}"
+    return (f"note: {who} the last one ({run} of {run}): the validation score may still have been rising; "
+            f"train longer to see (--epochs {2 * run})")
+
+
 def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
     """What ``spml train`` prints about a finished run (from its ``result.json``)."""
     run_dir = Path(run_dir)
@@ -401,6 +420,8 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
         obs = " (observed labels only)" if sel.startswith("observed") else ""
         lines.append(f"run {run_dir}: best epoch {record.get('best_epoch')}/{record.get('epochs_run')}, "
                      f"validation {sel}{obs} {_fmt(record.get('val_score'))}")
+    if last_epoch_note(record):
+        lines.append(last_epoch_note(record))
     if record.get("test_map") is not None:
         extra = f" ({record['n_empty_test_classes']} test classes without positives excluded)" \
             if record.get("n_empty_test_classes") else ""

@@ -235,20 +235,22 @@ def test_label_column_is_read_as_observed_single_positives_by_default(tmp_path, 
     assert "test mAP (full labels)" not in out
 
 
-def test_full_labels_flag_keeps_a_multiclass_table_full_and_warns(tmp_path, capsys):
+def test_full_labels_flag_keeps_a_multiclass_table_full(tmp_path, capsys):
     p = _photos(tmp_path)
     code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label", "--full-labels",
                          "-o", tmp_path / "b")
     assert code == 0, err
     assert Bundle(tmp_path / "b").has_full_labels
-    warn = [line for line in err.splitlines() if "looks like single-positive data" in line]
-    assert len(warn) == 1 and "--observed" in warn[0] and "cardinality 1.00" in warn[0]
+    assert "single positives" not in err  # the user said so: no second-guessing
     code, out, err = run(capsys, "prepare", p, "--path-column", "path", "--label-column", "label", "--full-labels",
                          "--observed", "-o", tmp_path / "c")
     assert code == 2 and "contradict" in err and not (tmp_path / "c").exists()
 
 
-def test_wide_full_table_with_one_positive_per_row_warns(tmp_path, capsys):
+def test_wide_table_with_one_positive_per_row_is_read_as_observed(tmp_path, capsys):
+    """Issue 37: the README's own-table line on single-positive data: read as observations
+    (one note naming both options), never as full labels that score every other label as
+    a true negative; --full-labels keeps them complete."""
     p = tmp_path / "w.csv"
     rng = np.random.default_rng(0)
     with open(p, "w", newline="") as fh:
@@ -257,17 +259,23 @@ def test_wide_full_table_with_one_positive_per_row_warns(tmp_path, capsys):
         for i in range(30):
             w.writerow([float(rng.normal()), *(int(j == i % 3) for j in range(3))])
     code, out, err = run(capsys, "prepare", p, "--labels-last", 3, "-o", tmp_path / "b")
-    assert code == 0 and "looks like single-positive data" in err and "--observed" in err
-    assert Bundle(tmp_path / "b").has_full_labels  # still full labels: only a warning
-    with pytest.warns(UserWarning, match="looks like single-positive data"):
-        load_any(str(p), labels_last=3)
-    # a genuinely multi-label table says nothing; --observed says nothing either
+    notes = [line for line in err.splitlines() if "exactly one positive" in line]
+    assert code == 0 and len(notes) == 1 and "--observed" in notes[0] and "--full-labels" in notes[0]
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and b.regime == "observed"
+    assert (np.asarray(b.observations("train")) == 1).sum(1).tolist() == [1] * b.size("train")
+    code, out, err = run(capsys, "prepare", p, "--labels-last", 3, "--full-labels", "-o", tmp_path / "f")
+    assert code == 0 and "exactly one positive" not in err and Bundle(tmp_path / "f").has_full_labels
+    with pytest.warns(UserWarning, match="read as observed single positives"):
+        assert not load_any(str(p), labels_last=3).has_full_labels
+    # a genuinely multi-label table says nothing; --observed / --full-labels say nothing either
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds = load_any(str(p), labels_last=3, observed=True)
         assert not ds.has_full_labels
+        assert load_any(str(p), labels_last=3, observed=False).has_full_labels
         p.write_text("f1,a,b\n1,1,1\n2,0,1\n")
-        load_any(str(p), labels_last=2)
+        assert load_any(str(p), labels_last=2).has_full_labels
 
 
 def test_python_api_label_column_default_and_override(tmp_path):
@@ -277,7 +285,7 @@ def test_python_api_label_column_default_and_override(tmp_path):
     assert not ds.has_full_labels and len(seen) == 1 and any("one label per row" in n for n in ds.notes)
     seen.clear()
     ds = load_any(str(p), path_column="path", label_column="label", observed=False, log=seen.append)
-    assert ds.has_full_labels and len(seen) == 1 and "looks like single-positive data" in seen[0]
+    assert ds.has_full_labels and not seen  # observed=False: the caller said the labels are complete
 
 
 # Every loader on small fixtures written here, and on ../shared/data where present.

@@ -152,7 +152,6 @@ def test_shard_lock_refuses_a_full_bench_and_a_shard_of_another_grid(toy_bundle,
     (["--shard", "1/2", "--jobs", "2"], "--shard 1/2 with --jobs"),
     (["--shard", "1/2", "--executor", "ray"], "--shard 1/2 with --executor ray"),
     (["--address", "127.0.0.1:6379"], "--address is the Ray cluster of --executor ray"),
-    (["--table-only", "--jobs", "2"], "--table-only trains nothing"),
     (["--executor", "ray", "--address", "127.0.0.1:{port}"], "no Ray cluster reachable there"),
 ])
 def test_bad_engine_options_are_one_line_exit_2_nothing_written(toy_bundle, tmp_path, capsys, extra, words):
@@ -167,6 +166,21 @@ def test_bad_engine_options_are_one_line_exit_2_nothing_written(toy_bundle, tmp_
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+def test_the_same_command_with_table_only_rerenders_a_jobs_bench(toy_bundle, tmp_path, capsys):
+    """Issue 37: the advice "the same command with --table-only" works when that command had
+    --jobs (it was refused: "takes neither --executor nor --jobs"); nothing is trained."""
+    from spmlkit.cli import main
+
+    out = tmp_path / "res"
+    cmd = ["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--lrs", "1e-2",
+           "--batch-sizes", "8", "--seeds", "1", "--no-figures", "-o", str(out)]
+    assert main(cmd) == 0
+    before = (out / "runs.json").read_text()
+    capsys.readouterr()
+    assert main(cmd + ["--jobs", "2", "--table-only"]) == 0, capsys.readouterr().err
+    assert json.loads((out / "runs.json").read_text())["runs"] == json.loads(before)["runs"]
 
 
 def test_a_shard_of_an_unknown_dataset_leaves_no_folder(tmp_path, capsys):
@@ -216,8 +230,6 @@ def test_group_resources(toy_bundle):
     (dict(shard="1/2", table_only=True), "--shard 1/2 with --table-only"),
     (dict(shard="3/2"), "--shard 3/2: K must be between 1 and N"),
     (dict(address="h:1"), "--address is the Ray cluster of --executor ray"),
-    (dict(table_only=True, jobs=2), "--table-only trains nothing"),
-    (dict(table_only=True, executor="ray"), "--table-only trains nothing"),
     (dict(executor="ray", address="h:1", jobs=2), "--jobs with --executor ray sets the CPUs"),
     (dict(jobs=3, device="cuda"), "CUDA"),
 ])
@@ -234,7 +246,10 @@ def test_check_engine_options_accepts_and_make_executor_chooses():
                                                      check_engine_options, make_executor)
 
     for ok in (dict(), dict(shard="2/2"), dict(jobs=4, device="cpu"), dict(executor="ray", address="h:1"),
-               dict(executor="ray", jobs=2), dict(table_only=True)):
+               dict(executor="ray", jobs=2), dict(table_only=True),
+               # "the same command with --table-only" (issue 37): the engine options are accepted, unused
+               dict(table_only=True, jobs=2), dict(table_only=True, executor="ray", address="h:1"),
+               dict(table_only=True, jobs=3, device="cuda")):
         check_engine_options(**ok)
     assert isinstance(make_executor(), Sequential) and isinstance(make_executor(jobs=1), Sequential)
     pool = make_executor(jobs=3, threads=2, share_gpus=True)
@@ -242,6 +257,7 @@ def test_check_engine_options_accepts_and_make_executor_chooses():
     shard = make_executor(shard="2/3")
     assert isinstance(shard, Shard) and (shard.k, shard.n) == (2, 3)
     assert isinstance(make_executor(table_only=True), TableOnly)
+    assert isinstance(make_executor(table_only=True, jobs=2, executor="ray"), TableOnly)
     ray = make_executor(executor="ray", address="h:1", jobs=3, threads=2)
     assert isinstance(ray, RayExecutor) and (ray.address, ray.num_cpus, ray.threads) == ("h:1", 3, 2)
     assert ray.ray is None  # nothing imported before connect()

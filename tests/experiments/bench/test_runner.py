@@ -85,6 +85,29 @@ def test_bench_writes_tables_and_resumes(toy_bundle, tmp_path, count_trainings):
     assert len(count_trainings) == 12
 
 
+def test_two_grids_sharing_a_results_folder_count_their_own_wall_time(toy_bundle, tmp_path, monkeypatch):
+    """Issue 37: grid B written into grid A's folder sums B's invocations only (A's time is
+    not B's); re-rendering A afterwards gives A's time again."""
+    from spmlkit.experiments import tables as T
+
+    out = tmp_path / "res"
+    B.run_bench(spec(toy_bundle, methods=["an"]), out, progress=False, figures=False, log=lambda m: None)
+    inv = json.loads((out / "runs.json").read_text())["invocations"]
+    inv[0]["wall_seconds"] = 1000.0  # (A "took" 1000 s: unmistakable in B's header if it were added)
+    manifest = json.loads((out / "runs.json").read_text())
+    manifest["invocations"] = inv
+    (out / "runs.json").write_text(json.dumps(manifest))
+    B.run_bench(spec(toy_bundle, methods=["bce"]), out, progress=False, figures=False, log=lambda m: None)
+    wall = next(ln for ln in (out / "table.md").read_text().splitlines() if ln.startswith("- wall time"))
+    assert "16 min" not in wall and "over 2 invocations" not in wall, wall
+    both = json.loads((out / "runs.json").read_text())["invocations"]
+    assert len(both) == 2 and both[0]["grid"] != both[1]["grid"]  # both kept, each with its grid
+    B.run_bench(spec(toy_bundle, methods=["an"]), out, progress=False, figures=False, log=lambda m: None)
+    wall = next(ln for ln in (out / "table.md").read_text().splitlines() if ln.startswith("- wall time"))
+    assert "16 min 40 s" in wall, wall  # A again: its own 1000 s
+    assert T.grid_invocations([{"wall_seconds": 1}], "x") == [{"wall_seconds": 1}]  # older records: counted
+
+
 @pytest.fixture
 def solo_method():
     """A registered method whose component cannot stack members (trained one run at a time)."""

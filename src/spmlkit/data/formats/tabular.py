@@ -65,6 +65,22 @@ def _delimiter_for(path: Path, delimiter: str | None, sample: str) -> str:
         return ","
 
 
+def _check_delimiter(header: list[str], path: Path) -> None:
+    """A header read as one column that holds another delimiter (a semicolon CSV, as
+    spreadsheets write them where the decimal mark is a comma, read with ','): say so,
+    naming the option, rather than "label column ... matches no column" (issue 37).  A
+    table always has at least two columns (labels and features or paths)."""
+    if len(header) != 1:
+        return
+    seen = {d: header[0].count(d) for d in (";", "\t", "|")}
+    d, n = max(seen.items(), key=lambda kv: kv[1])
+    if n:
+        shown = {"\t": "a tab", ";": "';'", "|": "'|'"}[d]
+        opt = "\\t" if d == "\t" else d
+        raise DataFormatError(path, f"the header is one column ({header[0][:60]!r}): the file looks separated by "
+                                    f"{shown}, not the delimiter it was read with; pass --delimiter '{opt}'", line=1)
+
+
 def _match_columns(header: list[str], patterns: list[str], path: Path, what: str) -> list[int]:
     """Column indices matching ``patterns`` (names or globs), in pattern order then header
     order, each once.  Linear in the header's length per pattern (a set, not a list, says
@@ -152,6 +168,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     if not rows:
         raise DataFormatError(path, "empty file; expected a header row")
     header = [h.strip() for h in rows[0][1]]
+    _check_delimiter(header, path)
     body = [(line, r) for line, r in rows[1:] if any(c.strip() for c in r)]
     if not body:
         raise DataFormatError(path, "no data rows after the header")
@@ -342,7 +359,7 @@ def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: st
                                                                 f"not in the model {shown(extra)}" if extra else "")
                                               if part)
                                   + f"); expected the {len(columns)} columns the model was trained on, by name "
-                                  f"(an '{id_column}' column is allowed)", line=1)
+                                  f"(a column named '{id_column}' is allowed)", line=1)
         cols = [header.index(c) for c in columns]
     X = np.empty((len(rows) - 1, len(cols)))
     ids = []

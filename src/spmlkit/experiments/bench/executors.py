@@ -245,8 +245,10 @@ class RayExecutor(Executor):
         if self.address is None:
             kw["num_cpus"] = int(self.num_cpus or os.cpu_count() or 1)
         try:
-            # connecting to an address, Ray's C++ client logs every retry on stderr; the outcome is one line
-            with _quiet_stderr() if self.address is not None else contextlib.nullcontext():
+            # connecting to an address, Ray's C++ client logs every retry on stderr; starting a local
+            # cluster, Ray 2.5x says "Token authentication is enabled for this Ray cluster ..." on every
+            # bench (issue 37): the outcome is one line either way (an exception below)
+            with _quiet_stderr():
                 ray.init(address=self.address, **kw)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... : one line
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -507,7 +509,9 @@ def check_engine_options(*, shard: str | None = None, jobs: int | None = None, e
     """The engine options of ``spml bench`` (``--shard``, ``--jobs``, ``--executor``,
     ``--address``, ``--table-only``; ``--device`` and ``--share-gpus`` for the GPU
     rule): a combination that means nothing is a one-line :class:`ConfigError`, raised
-    before anything is written."""
+    before anything is written.  ``--table-only`` trains nothing, so it accepts (and does
+    not use) the engine options: "the same command with ``--table-only``" re-renders a
+    bench that ran with ``--jobs`` or ``--executor ray`` (issue 37)."""
     if shard is not None:
         parse_shard(shard)
         for given, opt in ((jobs is not None, "--jobs"), (executor != "local", "--executor ray"),
@@ -517,8 +521,8 @@ def check_engine_options(*, shard: str | None = None, jobs: int | None = None, e
                                   f"the grid; run N shards side by side instead (see docs/scale.md)")
     if address is not None and executor != "ray":
         raise ConfigError("--address is the Ray cluster of --executor ray; add --executor ray")
-    if table_only and (executor != "local" or jobs is not None):
-        raise ConfigError("--table-only trains nothing; it takes neither --executor nor --jobs")
+    if table_only:  # trains nothing: the engine options of "the same command" are accepted and unused
+        return
     if jobs and jobs > 1 and executor == "local":
         worker_gpus(device, jobs, share=share_gpus)  # --jobs > GPUs: refused before any write
     if executor == "ray" and address is not None and jobs is not None:
