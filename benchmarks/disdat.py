@@ -5,9 +5,9 @@ Zbinden's losses, linear and MLP heads, and elapid's MaxEnt, on the four disdat 
     python benchmarks/disdat.py --data ../shared/data/disdat --regions NZ     # one region's runs
     python benchmarks/disdat.py --table-only                                  # table.md + figure
 
-Per region (``OUT/runs-<R>.json``, resumable by region): the records view (one example
-per record) with the 10,000 random background rows as training rows with no observed
-label; ``spml prepare``'s split (seed 0): 20 % of the records and background rows held
+Per region (``OUT/runs-<R>.json.gz``, gzip-compressed JSON, resumable by region): the
+records view (one example per record) with the 10,000 random background rows as
+training rows with no observed label; ``spml prepare``'s split (seed 0): 20 % of the records and background rows held
 out for validation; the surveyed presence/absence sites as test, each species scored
 on its own group's sites (the label mask).
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import math
 import os
 import shlex
@@ -141,8 +140,9 @@ def run_region(region: str, args) -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"runs-{region}.json"
-    done = json.loads(path.read_text()) if path.exists() else {"region": region, "runs": [], "failed": {}}
+    done = read_region(out, region) if region_record(out, region).exists() else \
+        {"region": region, "runs": [], "failed": {}}
+    path = out / f"runs-{region}.json.gz"  # written compressed (a record read from runs-R.json moves there)
     have = {(r["method"], r["head"]) for r in done["runs"]} | {tuple(k.split("|")) for k in done["failed"]}
     t_region = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -163,7 +163,7 @@ def run_region(region: str, args) -> None:
                 best = max(runs, key=lambda r: -math.inf if val_of(r) != val_of(r) else val_of(r))
                 print(f"{region} {method:14s} {head:6s} val {CRITERIA[args.selection][0]} {val_of(best):.2f} "
                       f"test AUC {best['test_auc']:.3f} ({runs[0]['seconds'] * len(runs):.0f} s)", flush=True)
-            path.write_text(json.dumps(done))
+            save_region(path, done)
     if ("maxent (elapid 1.0.4)", "-") not in have and not args.no_maxent:
         r = run_maxent(region, args)
         done["runs"].append(r)
@@ -173,7 +173,30 @@ def run_region(region: str, args) -> None:
                                             "wall_s": round(time.perf_counter() - t_region, 1)})
     done["label_names"] = ds.label_names
     done["grid"] = grid_line(args)
-    path.write_text(json.dumps(done))
+    save_region(path, done)
+
+
+def region_record(folder: Path, region: str) -> Path:
+    """A region's record: ``runs-R.json.gz``, or ``runs-R.json`` when written before records were compressed."""
+    from spmlkit.io import json_record_path
+
+    return json_record_path(Path(folder) / f"runs-{region}.json")
+
+
+def read_region(folder: Path, region: str) -> dict:
+    from spmlkit.io import read_json
+
+    return read_json(region_record(folder, region))
+
+
+def save_region(path: Path, done: dict) -> None:
+    """``runs-R.json.gz``; the same record as ``runs-R.json`` (the form before compression) is superseded."""
+    from spmlkit.io import write_json_gz
+
+    write_json_gz(path, done)
+    old = path.with_name(path.name[:-3])
+    if old.is_file():
+        old.unlink()
 
 
 def val_of(r: dict):
@@ -218,11 +241,11 @@ def write_table(args) -> None:
     from spmlkit.experiments.machine import machine_info
 
     out = Path(args.out)
-    data = {R: json.loads((out / f"runs-{R}.json").read_text()) for R in REGIONS if (out / f"runs-{R}.json").exists()}
+    data = {R: read_region(out, R) for R in REGIONS if region_record(out, R).exists()}
     regions = [R for R in REGIONS if R in data]
     if args.maxent_from:  # MaxEnt does not depend on the validation split: reuse another run's
         for R in regions:
-            other = json.loads((Path(args.maxent_from) / f"runs-{R}.json").read_text())
+            other = read_region(Path(args.maxent_from), R)
             data[R]["runs"] += [r for r in other["runs"] if r["method"].startswith("maxent")]
     cells: dict = {}
     for R in regions:
@@ -342,7 +365,7 @@ def criteria_figure(args, cells, regions, path) -> str:
     other = Path(args.criteria_figure)
     sets = []
     for folder, crit_cells in ((other, None), (Path(args.out), cells)):
-        data = {R: json.loads((folder / f"runs-{R}.json").read_text()) for R in regions}
+        data = {R: read_region(folder, R) for R in regions}
         grid = data[regions[0]].get("grid", "")
         crit = grid.split("selection ")[-1] if "selection " in grid else "background_auc"
         pts = {R: [] for R in regions}

@@ -3,10 +3,13 @@
     PYTHONPATH=src python benchmarks/gpu_speed.py               # every section (grid: 1 and 3 epochs)
     PYTHONPATH=src python benchmarks/gpu_speed.py --grid-epochs 25   # the whole grid, not extrapolated
     PYTHONPATH=src python benchmarks/gpu_speed.py --sections finetune,map
+    PYTHONPATH=src python benchmarks/gpu_speed.py --smoke-cpu --out /tmp/smoke.md   # the code runs (CPU, tiny)
 
-Sections (Markdown tables; written to ``benchmarks/results/gpu_speed.md`` **only when run
-on a real GPU**, with the device, its memory and the CUDA/driver/torch versions in the
-header):
+Sections, run in the order ``--sections`` gives (Markdown tables; written to
+``benchmarks/results/gpu_speed.md``, or ``--out``, **only when run on a real GPU**, with
+the command, date, wall time, machine and the device with its memory and CUDA/driver/torch
+versions in the header; the file is rewritten after each section, so a run stopped part
+way keeps the sections it finished; a last section compares with the targets):
 
 1. ``finetune`` — ResNet-50 fine-tuning, images/s, at 224 and 448 px, batch 16 and 64,
    fp32 and bf16, spmlkit beside a bare PyTorch loop of the same model, precision and
@@ -39,7 +42,8 @@ header):
    training-set mAP on the host), and 25 epochs = fixed + 25 × per epoch (issue 28, item
    17: scaling the whole time by 25/E multiplied the fixed costs too).  E = 25: the
    whole grid, nothing estimated.  Target: the whole grid (both batch sizes) ≤ 2 min on
-   an H100.
+   an H100.  ``--grid-modes stacked`` leaves out the one-at-a-time comparison (12 times
+   the work; benchmarks/gpu/first_run.py does, to fit a short lease).
 4. ``map`` — mAP of 40,137 × 80 scores on the device
    (:func:`spmlkit.metrics.average_precision_torch`) vs the NumPy version on the host.
 
@@ -58,11 +62,25 @@ import numpy as np
 import torch
 from torch import nn
 
-RESULTS = Path(__file__).resolve().parent / "results" / "gpu_speed.md"
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / "gpu_speed.md"
 GRID_LRS = (1e-2, 1e-3, 1e-4, 1e-5)
 GRID_BATCHES = (8, 16)
 GRID_SEEDS = (0, 1, 2)
 COCO = dict(train=65665, val=16416, test=40137, dim=2048, labels=80, positives=2.9)
+
+
+def backbone(*, image_size: int, seed: int = 0):
+    """The measured network: the random-weight ResNet-50; under ``--smoke-cpu`` the tiny
+    random CNN of the tests (the smoke run checks the code, not the speed)."""
+    from spmlkit.features.backbones import TinyRandom, resnet50_random_init
+
+    if SMOKE:
+        return TinyRandom(image_size=image_size, seed=seed)
+    return resnet50_random_init(image_size=image_size, seed=seed)
+
+
+SMOKE = False  # --smoke-cpu
 
 
 def _sync(device):
@@ -73,12 +91,11 @@ def _sync(device):
 # --------------------------------------------------------------------- fine-tuning
 def _models(image_size, n_labels, device, precision):
     """(ours, bare): the same random-init ResNet-50 architecture + a linear head, each its own copy."""
-    from spmlkit.features.backbones import resnet50_random_init
     from spmlkit.models.image import ImageModel
 
     with torch.device("cpu"):
-        ours = ImageModel(resnet50_random_init(image_size=image_size, seed=0), n_labels, head="linear", seed=0)
-        bb = resnet50_random_init(image_size=image_size, seed=0)
+        ours = ImageModel(backbone(image_size=image_size, seed=0), n_labels, head="linear", seed=0)
+        bb = backbone(image_size=image_size, seed=0)
         bare = nn.Sequential()
         bare.add_module("backbone", bb)
         bare.add_module("head", nn.Linear(bb.out_dim, n_labels))
@@ -120,17 +137,17 @@ def finetune_section(device, args, rows_out, bundle):
                 gen = torch.Generator(device="cpu").manual_seed(0)
                 x = torch.rand(bs, 3, size, size, generator=gen, device="cpu").to(device)
                 x = x.contiguous(memory_format=torch.channels_last)
-                obs_dev = learner.observed.to(device)
+                obs_dev = learner.observed.to(device)  # spmlkit.sparse_labels.DeviceLabels: dense blocks of rows
 
                 def synthetic(epoch, k):
                     for t in range(k):
                         idx = torch.arange(t * bs, (t + 1) * bs, device=device).view(1, -1)
-                        yield Batch(inputs=x, index=idx, observed=obs_dev[idx[0]].unsqueeze(0), distinct=True)
+                        yield Batch(inputs=x, index=idx, observed=obs_dev.block(idx), distinct=True)
 
                 method = build_method("an")
                 method.setup(TrainContext(n_train=n, n_labels=L, observed=learner.observed, device=device))
                 learner.model.train()
-                targets = (obs_dev[:bs] == 1).float()
+                targets = (obs_dev.block(torch.arange(bs, device=device)) == 1).float()
                 opt = torch.optim.Adam(bare.parameters(), lr=1e-4, **fused)
                 crit = nn.BCEWithLogitsLoss()
                 bare.train()
@@ -206,13 +223,11 @@ def features_section(device, args, rows_out, bundle):
     import shutil
 
     import spmlkit.features.extract as ex
-    from spmlkit.features.backbones import resnet50_random_init
-
     orig = ex.build_backbone
     bs = max(args.batches)
     try:
         for size in args.sizes:
-            net = resnet50_random_init(image_size=size)  # built once, outside the timing (weights do not matter)
+            net = backbone(image_size=size)  # built once, outside the timing (weights do not matter)
             ex.build_backbone = lambda name, weights=None, image_size=448, _net=net: _net
             for precision in ("32", "bf16"):
                 kw = dict(backbone="resnet50", image_size=size, batch_size=bs, num_workers=args.workers,
@@ -263,7 +278,8 @@ def grid_section(device, args, rows_out):
     Xtr, Z, Xv, Yv, Xte, Yte = coco_arrays()
     bundle = ArrayBundle(Xtr, Z, X_val=Xv, Y_val=Yv, X_test=Xte, Y_test=Yte, name="coco-synthetic")
     E = args.grid_epochs
-    totals = {"stacked": 0.0, "one at a time": 0.0}
+    modes = [m for m in ("stacked", "one at a time") if m in args.grid_modes]
+    totals = {m: 0.0 for m in modes}
     members = [(lr, s) for lr in GRID_LRS for s in GRID_SEEDS]
 
     def timed(cfg, mode):
@@ -280,7 +296,7 @@ def grid_section(device, args, rows_out):
     for bs in GRID_BATCHES:
         # patience None: every run trains exactly its epochs (early stopping would blur the per-epoch cost)
         cfg = TrainConfig(method="an", epochs=E, batch_size=bs, device=str(device), standardize=False, patience=None)
-        for mode in ("stacked", "one at a time"):
+        for mode in modes:
             sec = timed(cfg, mode)
             if E >= 25:
                 per_epoch, fixed, full = sec / E, None, sec * 25 / E
@@ -303,8 +319,10 @@ def map_section(device, args, rows_out):
     from spmlkit.metrics import average_precision, average_precision_torch
 
     rng = np.random.default_rng(0)
-    Y = rng.random((40137, 80)) < 0.036
-    S = rng.normal(size=(40137, 80)).astype(np.float32)
+    n, L = COCO["test"], COCO["labels"]  # 40,137 × 80 (tiny under --smoke-cpu)
+    Y = rng.random((n, L)) < 0.036
+    Y[0] = True  # every class has a positive (the smoke run's 64 rows could leave one without)
+    S = rng.normal(size=(n, L)).astype(np.float32)
     Yd, Sd = torch.from_numpy(Y).to(device), torch.from_numpy(S).to(device)
     average_precision_torch(Yd, Sd)
     _sync(device)
@@ -317,25 +335,57 @@ def map_section(device, args, rows_out):
     ap_host = average_precision(Y, S)
     t_host = time.perf_counter() - t0
     diff = float(np.nanmax(np.abs(ap_dev.cpu().numpy() - ap_host)))
-    rows_out.append({"device_s": t_dev, "host_s": t_host, "max_diff": diff})
-    print(f"mAP 40,137 x 80: device {t_dev * 1e3:.2f} ms, host NumPy {t_host * 1e3:.1f} ms, max |dAP| {diff:.1e}",
+    rows_out.append({"device_s": t_dev, "host_s": t_host, "max_diff": diff, "rows": n, "labels": L})
+    print(f"mAP {n:,} x {L}: device {t_dev * 1e3:.2f} ms, host NumPy {t_host * 1e3:.1f} ms, max |dAP| {diff:.1e}",
           flush=True)
 
 
 # ---------------------------------------------------------------------------- report
-def write_report(device, info, args, res) -> None:
-    from spmlkit.device import describe
+TARGET_GRID_S = 120.0  # the whole COCO-sized AN grid (both batch sizes, 25 epochs) on one H100
+TARGET_FT_RATIO = 1.15  # bare PyTorch images/s ÷ spmlkit's, fine-tuning
+
+
+def targets_lines(res) -> list[str]:
+    """How far the measured numbers are from the targets (docs/gpu.md)."""
+    out = []
+    tot = [r for r in res["grid"] if r["batch"] == "8 + 16" and r["mode"] == "stacked"]
+    if tot:
+        sec = tot[0]["seconds_25"]
+        out.append(f"- COCO-sized AN grid, stacked, 25 epochs: {sec:.1f} s against ≤ {TARGET_GRID_S:.0f} s "
+                   f"({sec / TARGET_GRID_S:.2f} × the target: {'met' if sec <= TARGET_GRID_S else 'missed'})")
+    for path in ("full path", "step only"):
+        rows = [r for r in res["finetune"] if r["path"] == path]
+        if rows:
+            worst = max(rows, key=lambda r: r["ratio"])
+            n_ok = sum(r["ratio"] <= TARGET_FT_RATIO for r in rows)
+            out.append(f"- fine-tuning, {path}: bare ÷ spmlkit ≤ {TARGET_FT_RATIO} in {n_ok} of {len(rows)} "
+                       f"configurations; worst {worst['ratio']:.3f} ({worst['size']} px, batch {worst['batch']}, "
+                       f"{worst['precision']})")
+    return (["## Against the targets (docs/gpu.md)", "", *out, ""]) if out else []
+
+
+def write_report(out: Path, args, res, wall: float, *, argv, smoke: bool = False) -> None:
+    import shlex
+
+    from spmlkit.experiments.machine import machine_info
     from spmlkit.io import write_text
 
-    L = ["# GPU speed (issue 13)", "",
-         f"`{' '.join(['python', 'benchmarks/gpu_speed.py', *sys.argv[1:]])}` on "
-         f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}", "",
-         f"Device: **{describe(info)}**; host {platform.node()} ({platform.machine()}), "
-         f"python {platform.python_version()}, cuDNN {info.get('cudnn')}.", "",
-         "The ResNet-50 has **random weights** (benchmarking only; speed does not depend on the weights).", ""]
+    title = "# GPU speed (issues 13 and 38)" if not smoke else \
+        "# GPU speed: SMOKE RUN on the CPU (tiny sizes, a tiny CNN for the ResNet-50; the numbers mean nothing)"
+    done = [s for s in args.sections if res.get(s)]
+    L = [title, "",
+         f"- command: `{' '.join(['python', 'benchmarks/gpu_speed.py', *(shlex.quote(a) for a in argv)])}`",
+         f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+         f"- wall time: {wall:.0f} s (sections finished: {', '.join(done) or 'none'} of "
+         f"{', '.join(args.sections)})",
+         f"- machine: {machine_info(jobs=1, device=str(args.device_used), setting='finetune')}",
+         f"- host: {platform.node()}; cuDNN {torch.backends.cudnn.version()}",
+         "- the ResNet-50 has **random weights** (benchmarking only; speed does not depend on the weights)", ""]
     if res["finetune"]:
         L += [f"## Fine-tuning ResNet-50 (images/s; full path: PNG files through {args.workers} loader workers; "
               "step only: random tensors already on the GPU)", "",
+              f"{args.steps} timed steps, best of {args.repeats} interleaved repeats, after {args.warmup} warm-up "
+              "steps.", "",
               "| size | batch | precision | measured | spmlkit | bare PyTorch | bare ÷ spmlkit (target ≤ 1.15) |",
               "|---:|---:|---|---|---:|---:|---:|"]
         L += [f"| {r['size']} | {r['batch']} | {r['precision']} | {r['path']} | {r['ours']:.1f} | {r['bare']:.1f} "
@@ -348,7 +398,9 @@ def write_report(device, info, args, res) -> None:
         L += [f"| {r['size']} | {r['precision']} | {r['images']} | {r['ips']:.1f} |" for r in res["features"]]
         L.append("")
     if res["grid"]:
-        L += ["## COCO-sized linear AN grid (65,665 × 2,048 → 80; 4 lr × 2 batch × 3 seeds, 25 epochs; target "
+        c = COCO
+        L += [f"## COCO-sized linear AN grid ({c['train']:,} × {c['dim']:,} → {c['labels']}; "
+              f"{len(GRID_LRS)} lr × {len(GRID_BATCHES)} batch × {len(GRID_SEEDS)} seeds, 25 epochs; target "
               "≤ 120 s in all)", "",
               "Runs of 1 and E epochs: per epoch = their difference / (E − 1), fixed = the 1-epoch run − one "
               "epoch, 25 epochs = fixed + 25 × per epoch.", "",
@@ -364,16 +416,23 @@ def write_report(device, info, args, res) -> None:
         L.append("")
     if res["map"]:
         r = res["map"][0]
-        L += ["## mAP of 40,137 × 80", "",
+        L += [f"## mAP of {r['rows']:,} × {r['labels']}", "",
               f"On the device {r['device_s'] * 1e3:.2f} ms; NumPy on the host {r['host_s'] * 1e3:.1f} ms; "
               f"max per-class AP difference {r['max_diff']:.1e}.", ""]
-    write_text(RESULTS, "\n".join(L))
-    print(f"wrote {RESULTS}")
+    L += targets_lines(res)
+    write_text(out, "\n".join(L))
+    print(f"wrote {out}", flush=True)
+
+
+SECTIONS = ("map", "finetune", "features", "grid")
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    t_start = time.perf_counter()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sections", default="finetune,features,grid,map")
+    p.add_argument("--sections", default="map,finetune,features,grid",
+                   help="comma-separated, run in this order (default map,finetune,features,grid)")
     p.add_argument("--sizes", default="224,448")
     p.add_argument("--batches", default="16,64")
     p.add_argument("--steps", type=int, default=30, help="timed steps per fine-tuning/feature measurement")
@@ -381,18 +440,35 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--grid-epochs", type=int, default=3,
                    help="epochs E of the longer grid run (>= 2; with a 1-epoch run: per-epoch and fixed costs)")
+    p.add_argument("--grid-modes", default="stacked,single",
+                   help="stacked (the 12 members of a batch size as one model) and/or single (one at a time)")
     p.add_argument("--workers", type=int, default=8, help="image-loading worker processes (default 8)")
     p.add_argument("--device", default="cuda", help="a CUDA device (default cuda)")
+    p.add_argument("--out", type=Path, default=None, help=f"the report (default {RESULTS.relative_to(REPO)})")
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--smoke-cpu", action="store_true",
                    help="check that the code runs, on the CPU with tiny sizes (prints numbers that mean nothing; "
-                        "never writes results)")
+                        "writes a report only to an explicit --out, titled as a smoke run)")
     args = p.parse_args(argv)
     if args.grid_epochs < 2:
         p.error("--grid-epochs must be at least 2 (the per-epoch cost is the difference with a 1-epoch run)")
+    args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(args.sections) - set(SECTIONS))
+    if unknown:
+        p.error(f"--sections: unknown {', '.join(unknown)} (expected some of {', '.join(SECTIONS)})")
+    modes = {"stacked": "stacked", "single": "one at a time"}
+    try:
+        args.grid_modes = [modes[m.strip()] for m in args.grid_modes.split(",") if m.strip()]
+    except KeyError:
+        p.error("--grid-modes: expected stacked and/or single")
+    if not args.grid_modes:
+        p.error("--grid-modes: expected stacked and/or single")
     import tempfile
 
+    res = {"finetune": [], "features": [], "grid": [], "map": []}
     if args.smoke_cpu:
+        global SMOKE
+        SMOKE = True
         for k in ("train", "val", "test"):
             COCO[k] = 64
         COCO["dim"], COCO["labels"] = 16, 8
@@ -400,42 +476,46 @@ def main(argv=None) -> int:
         args.steps = args.warmup = args.repeats = 1
         args.grid_epochs, args.workers = 2, min(args.workers, 1)
         device = torch.device("cpu")
-        res = {"finetune": [], "features": [], "grid": [], "map": []}
-        with tempfile.TemporaryDirectory() as tmp:
-            bundle = image_bundle(Path(tmp), 2 * (args.steps + args.warmup) * max(args.batches))
-            map_section(device, args, res["map"])
-            finetune_section(device, args, res["finetune"], bundle)
-            features_section(device, args, res["features"], bundle)
-        grid_section(device, args, res["grid"])
-        print("gpu_speed: smoke run on the CPU finished (no results written)")
-        return 0
-    if not torch.cuda.is_available():
-        print("gpu_speed: no GPU (CUDA is not available here): nothing measured, no results written")
-        return 0
-    from spmlkit.device import device_info, resolve_device
+    else:
+        if not torch.cuda.is_available():
+            print("gpu_speed: no GPU (CUDA is not available here): nothing measured, no results written")
+            return 0
+        from spmlkit.device import resolve_device
 
-    device = resolve_device(args.device)
-    if device.type != "cuda":
-        print(f"gpu_speed: --device {args.device} is not a CUDA device: nothing measured")
-        return 0
-    args.sizes = [int(s) for s in args.sizes.split(",")]
-    args.batches = [int(b) for b in args.batches.split(",")]
-    sections = set(args.sections.split(","))
-    info = device_info(device)
-    res = {"finetune": [], "features": [], "grid": [], "map": []}
-    if "map" in sections:
-        map_section(device, args, res["map"])
+        device = resolve_device(args.device)
+        if device.type != "cuda":
+            print(f"gpu_speed: --device {args.device} is not a CUDA device: nothing measured")
+            return 0
+        args.sizes = [int(s) for s in args.sizes.split(",")]
+        args.batches = [int(b) for b in args.batches.split(",")]
+    args.device_used = device
+    write = not args.no_write and (not args.smoke_cpu or args.out is not None)
+    args.out = args.out or RESULTS
+
+    def report():
+        if write:
+            write_report(args.out, args, res, time.perf_counter() - t_start, argv=argv, smoke=args.smoke_cpu)
+
     with tempfile.TemporaryDirectory() as tmp:
-        if sections & {"finetune", "features"}:
-            bundle = image_bundle(Path(tmp), (args.steps + args.warmup) * max(args.batches))
-        if "finetune" in sections:
-            finetune_section(device, args, res["finetune"], bundle)
-        if "features" in sections:
-            features_section(device, args, res["features"], bundle)
-    if "grid" in sections:
-        grid_section(device, args, res["grid"])
-    if not args.no_write:
-        write_report(device, info, args, res)
+        bundle = None
+        for section in args.sections:
+            if section in ("finetune", "features") and bundle is None:
+                n = (args.steps + args.warmup) * max(args.batches) * (2 if args.smoke_cpu else 1)
+                bundle = image_bundle(Path(tmp), n)
+            if section == "map":
+                map_section(device, args, res["map"])
+            elif section == "finetune":
+                finetune_section(device, args, res["finetune"], bundle)
+            elif section == "features":
+                features_section(device, args, res["features"], bundle)
+            elif section == "grid":
+                grid_section(device, args, res["grid"])
+            report()
+    for line in targets_lines(res)[2:]:
+        print(line, flush=True)
+    if args.smoke_cpu:
+        print("gpu_speed: smoke run on the CPU finished" + (f" (report: {args.out})" if write else
+                                                             " (no results written)"))
     return 0
 
 

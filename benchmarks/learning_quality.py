@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import math
 import shlex
 import subprocess
@@ -91,11 +90,14 @@ def bench_command(name, sets, regime, extra, args) -> list[str]:
 
 
 def load_runs(folder: Path) -> list[dict]:
-    """A part's runs: ``runs.json`` when present (the bench's own record; not committed,
-    25 MB for the whole table), else the committed ``runs.csv`` (scores at 4 decimals)."""
-    p = folder / "runs.json"
+    """A part's runs: ``runs.json.gz`` (or, written before records were compressed,
+    ``runs.json``) when present (the bench's own record; not committed, 25 MB for the whole
+    table uncompressed), else the committed ``runs.csv`` (scores at 4 decimals)."""
+    from spmlkit.io import json_record_path, read_json
+
+    p = json_record_path(folder / "runs.json")
     if p.exists():
-        return json.loads(p.read_text(encoding="utf-8"))["runs"]
+        return read_json(p)["runs"]
     p = folder / "runs.csv"
     if not p.exists():
         return []

@@ -429,7 +429,9 @@ def cmd_finetune(args, argv) -> None:
 
 
 def write_finetune_summary(argv, wall) -> None:
-    runs = json.loads((OUT_FT / "runs.json").read_text(encoding="utf-8"))["runs"]
+    from spmlkit.io import read_json_record
+
+    runs = read_json_record(OUT_FT / "runs.json")["runs"]  # runs.json.gz (runs.json before compression)
     lines = header("VOC 2007 fine-tuned end to end: epochs and seconds per epoch of every run", argv, wall, [
         "- protocol: EfficientNet-Lite0 at 224 px, batch 16, Adam at the lr below, one seed; '+li' rows = "
         "LinearInit (25 linear epochs on cached features at lr 1e-3, then fine-tuning); epoch 0 = the linear "
@@ -467,8 +469,8 @@ def cmd_table(args, argv) -> None:
     sys.path.insert(0, str(REPO / "benchmarks"))
     from learning_quality import cells, load_runs
 
-    parts = [p for p in sorted(OUT.iterdir()) if p.is_dir() and ((p / "runs.json").exists()
-                                                                or (p / "runs.csv").exists())]
+    parts = [p for p in sorted(OUT.iterdir()) if p.is_dir() and any(
+        (p / f).exists() for f in ("runs.json.gz", "runs.json", "runs.csv"))]
     sel = {p.name: cells(load_runs(p)) for p in parts}
     cole_gap = COLE_VOC12_LINEAR["bce"] - COLE_VOC12_LINEAR["an"]
     lines = ["# PASCAL VOC 2007, linear setting: the papers' protocol on the papers' benchmark", "",
@@ -596,7 +598,7 @@ def main(argv=None) -> None:
     for name in ("features", "linear", "finetune", "table", "analyse", "embed", "embed-check"):
         p = sub.add_parser(name)
         if name == "analyse":
-            p.add_argument("folder", help="a part or experiment folder holding runs.json / runs.csv")
+            p.add_argument("folder", help="a part or experiment folder holding runs.json.gz / runs.csv")
             continue
         p.add_argument("--data-root", default=None)
         if name in ("embed", "embed-check"):

@@ -1,6 +1,6 @@
 """File output and input (spmlkit.io): atomic writes, JSON and JSON-lines, checksums,
-numpy and torch files read without unpickling, and output folders that are never a
-folder of the user's."""
+numpy and torch files read without unpickling, lock files.  Output folders: see
+tests/test_ownership.py."""
 import hashlib
 import os
 
@@ -32,6 +32,44 @@ def test_json_round_trip_with_numpy_values_and_a_one_line_error(tmp_path):
         io.read_json(tmp_path / "bad.json")
     with pytest.raises(TypeError, match="not JSON serialisable: object"):
         io.dumps_json({"o": object()})
+
+
+def test_compressed_json_round_trip_same_bytes_and_one_line_errors(tmp_path):
+    """Run records are stored gzip-compressed (issue 38): read back by read_json, the same
+    object gives the same bytes (no time or name in the archive), a damaged archive is one
+    line naming the file."""
+    import gzip
+
+    obj = {"runs": [{"x": np.float32(0.25), "v": np.arange(3)}], "nan": float("nan")}
+    io.write_json_gz(tmp_path / "r.json.gz", obj)
+    data = (tmp_path / "r.json.gz").read_bytes()
+    assert gzip.decompress(data).decode() == io.dumps_json(obj)
+    back = io.read_json(tmp_path / "r.json.gz")
+    assert back["runs"] == [{"x": 0.25, "v": [0, 1, 2]}] and back["nan"] != back["nan"]
+    io.write_json_gz(tmp_path / "again.json.gz", obj)
+    assert (tmp_path / "again.json.gz").read_bytes() == data and data[4:8] == b"\0\0\0\0"  # gzip's MTIME field
+    for bad in (b"{}", data[:20], gzip.compress(b'{"a": }')):
+        (tmp_path / "bad.json.gz").write_bytes(bad)
+        with pytest.raises(DataFormatError) as err:
+            io.read_json(tmp_path / "bad.json.gz")
+        assert str(err.value).startswith(str(tmp_path / "bad.json.gz")) and "\n" not in str(err.value)
+    with pytest.raises(FileNotFoundError):
+        io.read_json(tmp_path / "missing.json.gz")
+
+
+def test_json_record_path_prefers_the_compressed_record(tmp_path):
+    """``F/runs.json`` names a record: ``runs.json.gz`` when there, else a plain
+    ``runs.json`` (written before records were compressed), else where a new one goes."""
+    rec = tmp_path / "runs.json"
+    assert io.json_record_path(rec) == tmp_path / "runs.json.gz"
+    with pytest.raises(FileNotFoundError):
+        io.read_json_record(rec)
+    io.write_json(rec, {"old": True})
+    assert io.json_record_path(rec) == rec and io.read_json_record(rec) == {"old": True}
+    io.write_json_gz(tmp_path / "runs.json.gz", {"new": True})
+    for name in ("runs.json", "runs.json.gz"):
+        assert io.json_record_path(tmp_path / name) == tmp_path / "runs.json.gz"
+        assert io.read_json_record(tmp_path / name) == {"new": True}
 
 
 def test_jsonl_reader_stops_at_a_partial_or_foreign_line(tmp_path):
@@ -78,25 +116,6 @@ def test_torch_files_with_python_objects_are_refused(tmp_path):
         io.safe_torch_load(tmp_path / "cut.pt")
 
 
-def test_output_folders_of_the_user_are_refused(tmp_path):
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("the user's")
-    with pytest.raises(ConfigError, match="refusing to write into .*: it holds files that are not a bench"):
-        io.claim_output_folder(mine, kind="bench", what="a bench")
-    out = io.claim_output_folder(tmp_path / "new", kind="bench", what="a bench")
-    assert io.output_folder_kind(out) == "bench" and io.claim_output_folder(out, kind="bench", what="a bench") == out
-    with pytest.raises(ConfigError, match="it holds spmlkit's bench output, not an analysis"):
-        (out / "runs.json").write_text("{}")
-        io.claim_output_folder(out, kind="analyze", what="an analysis")
-    (tmp_path / "f").write_text("")
-    with pytest.raises(ConfigError, match="is a file; expected a folder"):
-        io.check_output_folder(tmp_path / "f")
-    with pytest.raises(ConfigError, match="it is not a bundle written by spmlkit"):
-        io.check_replaceable(mine, is_ours=lambda p: False, what="bundle")
-    assert (mine / "notes.txt").read_text() == "the user's"
-
-
 def test_a_second_writer_of_a_folder_is_refused(tmp_path):
     with io.FolderLock(tmp_path):
         assert (tmp_path / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
@@ -111,8 +130,42 @@ def test_a_second_writer_of_a_folder_is_refused(tmp_path):
     assert (tmp_path / "x" / ".spml.lock").read_text() == "the user's notes"
 
 
+def test_release_never_removes_another_holders_lock_file(tmp_path):
+    """``remove=True`` deletes the lock file on release only while it is still the file this
+    holder locked.  Here the first holder's file is deleted from under it (by hand, say)
+    and a second process locks a new one: the first holder's release must leave the
+    second's file alone, or a third process locks a fresh file while the second still
+    writes — two writers in one folder."""
+    path = tmp_path / "b.lock"
+    first = io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()
+    path.unlink()
+    second = io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()  # a new file: free
+    first.release()
+    assert path.exists(), "the first holder removed the second holder's lock file"
+    with pytest.raises(ConfigError, match="is in use by another spml process"):
+        io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()
+    second.release()
+    assert not path.exists()  # its own file: removed
+    io.FolderLock(tmp_path, lock_file=path, remove=True).acquire().release()  # and free again
+
+
 def test_safe_filename():
     assert io.safe_filename("coco/2014 val:x.y-z") == "coco_2014_val_x.y-z"
+
+
+def test_atomic_temporaries_carry_spmlkits_signature(tmp_path):
+    """'.NAME.spml-XXXXXXXX.tmp': the name spmlkit.ownership recognises a killed writer's temporary by."""
+    seen = []
+    with io.atomic_path(tmp_path / "x.json", before_replace=lambda t: seen.append(t.name)) as tmp:
+        tmp.write_text("{}")
+    assert seen and seen[0].startswith(".x.json.spml-") and seen[0].endswith(".tmp")
+
+
+def test_a_shared_lock_admits_shared_holders_only(tmp_path):
+    with io.FolderLock(tmp_path, shared=True), io.FolderLock(tmp_path, shared=True):
+        with pytest.raises(ConfigError, match="in use"):
+            io.FolderLock(tmp_path).acquire()
+    io.FolderLock(tmp_path).acquire().release()
 
 
 def test_check_input_paths(tmp_path):
@@ -123,3 +176,142 @@ def test_check_input_paths(tmp_path):
     check_input_paths([None, f, tmp_path, tmp_path / "not-yet"])  # files, folders, absent paths: fine
     with pytest.raises(ConfigError, match=r"^/dev/null: not a regular file or folder \(a device"):
         check_input_paths([f, "/dev/null"])
+
+
+# ------------------------------------------------------------- issue 39: gaps of io's mutation run
+def test_atomic_writes_create_parents_name_their_temporary_and_follow_the_umask(tmp_path):
+    target = tmp_path / "a" / "b" / "x.txt"
+    seen = []
+    with io.atomic_path(target) as tmp:
+        seen.append(tmp)
+        assert tmp.parent == target.parent and tmp.name.startswith(".x.txt.") and tmp.name.endswith(".tmp")
+        tmp.write_text("new")
+    assert target.read_text() == "new" and not seen[0].exists()
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+    io.append_jsonl(tmp_path / "c" / "d" / "m.jsonl", {"v": np.float32(0.5), "name": "Pōhutukawa"})
+    assert io.read_jsonl(tmp_path / "c" / "d" / "m.jsonl") == [{"v": 0.5, "name": "Pōhutukawa"}]
+
+
+def test_stale_temporaries_and_private_scratch_folders(tmp_path):
+    from spmlkit import ownership  # (stale temporaries are removed by the ownership module: issue 33)
+
+    out = ownership.claim(tmp_path / "o", "run")
+    ownership.mkdir(out / "sub")
+    (out / ".x.npy.spml-abc.tmp").write_text("half")
+    (out / "keep.tmp").write_text("not ours: no leading dot")
+    (out / ".hidden").write_text("not a temporary")
+    (out / ".draft.abc.tmp").write_text("not ours: no spml- signature")
+    (out / "sub" / ".y.json.spml-q.tmp").write_text("half")
+    assert ownership.remove_stale_temporaries(out) == 1
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".spml")) == [
+        ".draft.abc.tmp", ".hidden", "keep.tmp", "sub"]
+    assert ownership.remove_stale_temporaries(out, recursive=True) == 1 and not any((out / "sub").iterdir())
+    assert ownership.remove_stale_temporaries(tmp_path / "missing") == 0
+    d = io.mkdtemp_like_umask("spml-x-", tmp_path)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert d.parent == tmp_path and d.name.startswith("spml-x-") and d.stat().st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_numpy_reads_mmap_only_when_asked_and_npz_members_are_checked(tmp_path):
+    io.save_npy(tmp_path / "a.npy", np.arange(4))
+    plain = io.load_numpy(tmp_path / "a.npy")
+    assert type(plain) is np.ndarray and not isinstance(plain, np.memmap)
+    mapped = io.load_numpy(tmp_path / "a.npy", mmap=True)
+    assert isinstance(mapped, np.memmap) and mapped.mode == "r"
+    np.savez(tmp_path / "z.npz", ok=np.arange(3), bad=np.array([{"a": 1}], dtype=object))
+    with np.load(tmp_path / "z.npz", allow_pickle=False) as z:
+        assert io.npz_array(z, "ok", tmp_path / "z.npz").tolist() == [0, 1, 2]
+        with pytest.raises(DataFormatError) as e:
+            io.npz_array(z, "bad", tmp_path / "z.npz")
+        assert str(e.value) == (f"{tmp_path / 'z.npz'}: array 'bad' holds Python objects (an object array); spmlkit "
+                                "never unpickles input files — save plain numeric arrays")
+        with pytest.raises(KeyError):
+            io.npz_array(z, "missing", tmp_path / "z.npz")
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "none.npy")
+    assert str(e.value) == f"{tmp_path / 'none.npy'}: file not found"
+
+
+def test_torch_files_load_to_the_requested_device(tmp_path):
+    torch.save({"w": torch.ones(2)}, tmp_path / "w.pt")
+    assert io.safe_torch_load(tmp_path / "w.pt")["w"].device.type == "cpu"
+    assert io.safe_torch_load(tmp_path / "w.pt", map_location="meta")["w"].device.type == "meta"
+    (tmp_path / "d.pt").mkdir()
+    with pytest.raises(CorruptFileError, match=r"d.pt: cannot be read \(Is a directory\)$"):
+        io.safe_torch_load(tmp_path / "d.pt")
+
+
+def test_output_folders_new_empty_legacy_and_the_option_named(tmp_path):
+    from spmlkit import ownership  # (output folders are claimed by the ownership module: issue 33)
+
+    out = ownership.claim(tmp_path / "n" / "e" / "w", "demo")
+    assert out.is_dir() and ownership.folder_kind(out) == "demo"  # parents created, marked
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert ownership.claim(empty, "bench", create=False) == empty
+    assert not (empty / ownership.MARKER).exists()  # create=False: only checked
+    ownership.register_kind("io-test-legacy", "an io test folder", is_ours=lambda p: (p / "runs.json").exists(),
+                            layout=("runs.json",))
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "runs.json").write_text("{}")
+    assert ownership.claim(legacy, "io-test-legacy") == legacy and ownership.foreign(legacy) == []
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("x")
+    with pytest.raises(ConfigError) as e:
+        ownership.claim(mine, "io-test-legacy", option="--out-dir")
+    assert str(e.value) == (f"refusing to write into {mine}: it holds files that are not an io test folder written "
+                            "by spmlkit (no spmlkit marker); choose a new (or empty) folder with --out-dir")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError) as e:
+        ownership.claim(tmp_path / "file", "bench")
+    assert str(e.value) == f"-o/--out {tmp_path / 'file'} is a file; expected a folder (a new one, or one spmlkit wrote)"
+
+
+def test_lock_files_that_are_not_ours_are_refused_exactly(tmp_path):
+    (tmp_path / "target").write_text("x")
+    link = tmp_path / "l"
+    link.mkdir()
+    (link / ".spml.lock").symlink_to(tmp_path / "target")
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(link).acquire()
+    assert str(e.value) == (f"{link / '.spml.lock'}: is a symbolic link, not spmlkit's lock file; refusing to follow "
+                            "it (remove the link, or choose another -o)")
+    hard = tmp_path / "h"
+    hard.mkdir()
+    os.link(tmp_path / "target", hard / ".spml.lock")
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(hard).acquire()
+    assert str(e.value) == (f"{hard / '.spml.lock'}: is not spmlkit's lock file (a hard link to another file); refusing "
+                            "to use it (remove it, or choose another -o)")
+    d = tmp_path / "d"
+    (d / ".spml.lock").mkdir(parents=True)
+    with pytest.raises(Exception) as e:
+        io.FolderLock(d).acquire()
+    assert "not spmlkit's lock file" in str(e.value) or "Is a directory" in str(e.value)
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / ".spml.lock").write_text("pid " + "1" * 29)  # 33 bytes of digits: not a lock spmlkit wrote
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(big).acquire()
+    assert str(e.value) == (f"{big / '.spml.lock'}: holds something other than spmlkit's lock ('pid N'); refusing to "
+                            "overwrite it (move it away, or choose another -o)")
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    (ok / ".spml.lock").write_text("pid " + "1" * 27 + "\n")  # 32 bytes: a (stale) lock of ours
+    with io.FolderLock(ok):
+        assert (ok / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
+    with pytest.raises(FileNotFoundError):  # a lock never makes its folder (spmlkit.ownership does, checked)
+        io.FolderLock(tmp_path / "new" / "deep").acquire()
+    empty = tmp_path / "e"
+    empty.mkdir()
+    with io.FolderLock(empty):
+        (empty / ".spml.lock").write_text("")  # a holder that wrote nothing yet
+        with pytest.raises(ConfigError) as e:
+            io.FolderLock(empty).acquire()
+        assert str(e.value) == (f"{empty} is in use by another spml process (another process); wait for it to "
+                                "finish or choose another -o")

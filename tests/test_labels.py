@@ -1,3 +1,4 @@
+import math
 
 import numpy as np
 import pytest
@@ -146,3 +147,111 @@ def test_uniform_regime_unchanged_by_the_new_argument():
     rng = np.random.default_rng(0)
     Y = rng.random((50, 6)) < 0.4
     assert np.array_equal(observe(Y, "single_positive", seed=3), observe(Y, "single_positive", seed=3, areas=None))
+
+
+# --------------------------------------------------------------- issue 39: every output
+def test_conversions_accept_exactly_the_encodings_and_name_the_first_bad_entry():
+    Y = as_full_labels([[0, 1], [1, 0]])
+    assert Y.dtype == bool and Y.tolist() == [[False, True], [True, False]]
+    assert as_full_labels(np.array([[0.0, 1.0]])).dtype == bool and as_full_labels(np.zeros((0, 3), int)).shape == (0, 3)
+    assert as_full_labels(np.array([[1, 0]], np.uint8)).tolist() == [[True, False]]
+    b = np.array([[True, False]])
+    assert as_full_labels(b) is b  # already bool: not copied
+    for bad, msg in (([[0, 1], [1, 2]], "label value 2 at row 2, label column 2; expected 0 or 1"),
+                     ([[0, -1]], "label value -1 at row 1, label column 2; expected 0 or 1"),
+                     ([[0.5, 1.0]], "label value 0.5 at row 1, label column 1; expected 0 or 1"),
+                     ([[1.0, float("nan")]], "label value nan at row 1, label column 2; expected 0 or 1")):
+        with pytest.raises(DataFormatError) as e:
+            as_full_labels(np.array(bad), source="y.csv")
+        assert str(e.value) == f"y.csv: {msg}"
+    with pytest.raises(DataFormatError) as e:
+        as_full_labels(np.array([0, 1]))
+    assert str(e.value) == "<input>: labels must be a 2-D (examples x labels) array, got shape (2,)"
+    Z = as_observations([[1, 0, -1]])
+    assert Z.dtype == np.int8 and Z.tolist() == [[1, 0, -1]]
+    assert as_observations(np.array([[True, False]])).tolist() == [[1, 0]]
+    assert as_observations(np.array([[-1.0, 1.0]])).tolist() == [[-1, 1]]
+    assert as_observations(np.zeros((0, 2), np.int64)).dtype == np.int8
+    for bad, msg in (([[0, 2]], "observation value 2 at row 1, label column 2"),
+                     ([[0, 0], [-2, 0]], "observation value -2 at row 2, label column 1"),
+                     ([[0.5]], "observation value 0.5 at row 1, label column 1")):
+        with pytest.raises(DataFormatError) as e:
+            as_observations(np.array(bad), source="z.npy")
+        assert str(e.value) == (f"z.npy: {msg}; expected +1 (observed positive), -1 (observed negative) or 0 "
+                                "(unobserved)")
+    with pytest.raises(DataFormatError) as e:
+        as_observations(np.zeros((2, 2, 2)))
+    assert str(e.value) == "<input>: observations must be a 2-D array, got shape (2, 2, 2)"
+
+
+def test_counts_and_stats():
+    from spmlkit.labels import expected_positives, full_observations, has_positive, label_stats, observation_stats
+
+    Y = np.array([[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
+    assert has_positive(Y).tolist() == [True, True, False]
+    assert label_frequencies(Y).tolist() == [1, 2, 0, 0] and label_frequencies(Y).dtype == np.int64
+    F = full_observations(Y)
+    assert F.dtype == np.int8 and F.tolist() == [[1, 1, -1, -1], [-1, 1, -1, -1], [-1, -1, -1, -1]]
+    assert label_stats(Y) == {"examples": 3, "labels": 4, "cardinality": 1.0, "min_positives": 0, "max_positives": 2,
+                              "without_positive": 1, "labels_without_positive": 2}
+    empty = label_stats(np.zeros((0, 2)))
+    assert math.isnan(empty.pop("cardinality"))
+    assert empty == {"examples": 0, "labels": 2, "min_positives": 0, "max_positives": 0, "without_positive": 0,
+                     "labels_without_positive": 2}
+    Z = np.array([[1, 0, -1], [0, 0, 0], [1, 1, -1]])
+    assert observation_stats(Z) == {"examples": 3, "observed_positives": 3, "observed_negatives": 2, "unobserved": 4,
+                                    "examples_without_observed_positive": 1}
+    assert expected_positives(Y) == pytest.approx(1.0) and expected_positives([[1, 1, 1]]) == 3.0
+    assert expected_positives(None) is None and expected_positives(np.zeros((0, 3))) is None
+
+
+def test_regimes_sort_as_in_the_tables():
+    from spmlkit.labels import REGIMES, regime_sort_key
+
+    names = ["zzz", "single_positive", "partial", "full", "single_positive_one_negative",
+             "single_positive_all_negatives", "single_positive_largest", "aaa"]
+    assert sorted(names, key=regime_sort_key) == [
+        "full", "single_positive_all_negatives", "single_positive_one_negative", "single_positive", "partial",
+        "single_positive_largest", "aaa", "zzz"]  # then registration order, then unknown names by name
+    assert list(REGIMES).index("partial") < list(REGIMES).index("single_positive_largest")
+
+
+def test_observe_defaults_seed_sequences_and_regime_options():
+    Y = np.random.default_rng(1).random((40, 6)) < 0.4
+    assert np.array_equal(observe(Y), observe(Y, "single_positive", seed=0))  # the defaults
+    assert np.array_equal(observe(Y, seed=np.random.SeedSequence(7)), observe(Y, seed=7))
+    Z = observe(Y, "partial", seed=2, hide_prob=0.0)
+    assert np.array_equal(Z, np.where(Y, 1, -1))  # nothing hidden
+    assert (observe(Y, "partial", seed=2, hide_prob=1.0) == 0).all()  # everything hidden
+    assert np.array_equal(observe(Y, "partial", seed=2), observe(Y, "partial", seed=2, hide_prob=0.5))
+    for p in (-0.01, 1.01):
+        with pytest.raises(ConfigError) as e:
+            observe(Y, "partial", hide_prob=p)
+        assert str(e.value) == f"hide_prob must be in [0, 1], got {p}"
+    with pytest.raises(ConfigError) as e:
+        observe(Y, "single_positive_largest")
+    assert str(e.value) == ("the 'single_positive_largest' regime needs the area of each label's largest instance "
+                            "(COCO-style instance annotations: prepare the bundle from a COCO annotations file)")
+    with pytest.raises(ConfigError) as e:
+        observe(Y, "single_positive_largest", areas=np.ones((3, 6)))
+    assert str(e.value) == "areas have shape (3, 6); expected the labels' shape (40, 6)"
+    A = np.where(Y, 1.0, 0.0)
+    A[:, 2] = np.where(Y[:, 2], np.nan, 0.0)  # unknown areas count as 0
+    A[:, 4] = np.where(Y[:, 4], 5.0, 0.0)
+    Z = observe(Y, "single_positive_largest", areas=A, seed=3)
+    assert ((Z == 1)[:, 4] == Y[:, 4]).all()  # the largest wherever present
+    assert not ((Z == 1)[:, 2] & (Y[:, [0, 1, 3, 5]].any(1))).any()  # NaN area loses to any known one
+
+
+def test_one_negative_and_extreme_regimes_on_rows_without_a_choice():
+    Y = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 0]], bool)
+    Zn = observe(Y, "single_positive_one_negative", seed=0)
+    assert (Zn[0] != -1).all() and (Zn[1] == np.array([0, 0, 0])).sum() == 2 and (Zn[1] == -1).sum() == 1
+    assert Zn[2].tolist().count(1) == 1 and Zn[2].tolist().count(-1) == 1
+    for regime in ("single_positive_most_frequent", "single_positive_least_frequent"):
+        Z = observe(Y, regime, seed=0)
+        assert Z.dtype == np.int8 and Z[1].tolist() == [0, 0, 0] and Z[2].tolist() == [1, 0, 0]
+    # frequencies 2, 1, 1: the most frequent label of row 0 is label 0; the least, label 1 or 2 (a tie, drawn)
+    assert observe(Y, "single_positive_most_frequent", seed=0)[0].tolist() == [1, 0, 0]
+    least = {tuple(observe(Y, "single_positive_least_frequent", seed=s)[0]) for s in range(20)}
+    assert least == {(0, 1, 0), (0, 0, 1)}

@@ -106,6 +106,22 @@ def test_undefined_auc_is_nan_and_left_out():
     assert mean_auc(Y, S).n_classes == 1
 
 
+def test_mean_and_median_auc_are_over_the_defined_labels_only():
+    """A label without a positive (a species absent from every surveyed test site) has no
+    AUC: the mean and the median are those of the other labels, never NaN."""
+    rng = np.random.default_rng(7)
+    Y = rng.random((40, 4)) < 0.4
+    Y[:, 2] = False  # no positive: AUC undefined
+    S = rng.normal(size=(40, 4)) + Y
+    a = mean_auc(Y, S)
+    defined = [roc_auc_score(Y[:, c], S[:, c]) for c in (0, 1, 3)]
+    assert np.isnan(a.auc[2]) and a.n_classes == 3
+    assert a.mean == pytest.approx(np.mean(defined), abs=1e-12)
+    assert a.median == pytest.approx(np.median(defined), abs=1e-12)
+    nothing = mean_auc(np.zeros((3, 2), bool), np.ones((3, 2)))
+    assert math.isnan(nothing.mean) and math.isnan(nothing.median) and nothing.n_classes == 0
+
+
 def test_evaluate_scores_reports_auc_beside_map():
     Y, S, M = _data(4)
     ev = evaluate_scores(S, Y=Y, mask=M)
@@ -258,3 +274,262 @@ def test_labels_without_presence_or_target_group_are_left_out():
     assert np.isnan(presence_target_group_auc(Z, np.zeros((3, 3))))  # one label only: no target group
     Z = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]])
     assert presence_target_group_auc(Z, np.array([[1., 0, 0], [0, 1, 0], [5, 5, 5]])) == 100.0
+
+
+# ------------------------------------------------ streamed evaluation (issue 32)
+def _chunks(S, rows):
+    return lambda: ((s, S[..., s:s + rows, :]) for s in range(0, S.shape[-2], rows))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("masked", [False, True])
+def test_streamed_ap_and_auc_equal_the_whole_matrix_and_sklearn(seed, masked):
+    """AP and AUC from streamed rank counts equal the per-column computation (and so
+    scikit-learn) on data with ties, −0.0, masks, empty labels and two members, by both
+    counting passes (direct comparison when positives are few, sort + search otherwise)."""
+    from spmlkit.metrics import (average_precision_from_counts, masked_average_precision, roc_auc,
+                                 roc_auc_from_counts, stream_rank_counts)
+    from spmlkit.sparse_labels import SparseLabels
+
+    rng = np.random.default_rng(seed)
+    n, L = 70, (3 if seed % 2 else 25)  # 3 labels: many positives per label -> the sort pass
+    Y = rng.random((n, L)) < (0.6 if seed % 2 else 0.08)
+    Y[:, 0] = False  # a label without a positive: nan
+    S = np.round(rng.normal(size=(2, n, L)) * 3).astype(np.float32)
+    S[S == 0] = -0.0
+    mask = (rng.random((n, L)) < 0.8) if masked else None
+    rc = stream_rank_counts(SparseLabels.from_dense(Y), _chunks(S, int(rng.integers(1, 30))), mask=mask)
+    assert (rc.label.size > 8 * L) == bool(seed % 2)
+    ap, auc = average_precision_from_counts(rc), roc_auc_from_counts(rc)
+    for g in range(2):
+        np.testing.assert_allclose(ap[g], masked_average_precision(Y, S[g], mask), atol=1e-12, rtol=0)
+        np.testing.assert_allclose(auc[g], roc_auc(Y, S[g], mask), atol=1e-12, rtol=0)
+        for c in range(1, L):
+            rows = slice(None) if mask is None else mask[:, c]
+            y, s = Y[rows, c], S[g][rows, c]
+            if y.any():
+                assert ap[g, c] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+            if y.any() and not y.all():
+                assert auc[g, c] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert np.isnan(ap[:, 0]).all() and np.isnan(auc[:, 0]).all()
+
+
+def test_streamed_counts_refuse_missing_rows_and_bad_scores():
+    from spmlkit.errors import DataFormatError
+    from spmlkit.metrics import stream_rank_counts
+    from spmlkit.sparse_labels import SparseLabels
+
+    Y = SparseLabels.single([0, 1, 0], 2)
+    with pytest.raises(DataFormatError, match="3"):
+        stream_rank_counts(Y, lambda: iter([(0, np.zeros((2, 2), np.float32))]))
+    with pytest.raises(DataFormatError, match="NaN or inf"):
+        stream_rank_counts(Y, lambda: iter([(0, np.full((3, 2), np.nan, np.float32))]))
+
+
+def test_streamed_observed_scores_equal_evaluate_scores():
+    from spmlkit.metrics import streamed_observed_scores
+
+    rng = np.random.default_rng(3)
+    Z = np.zeros((40, 6), np.int8)
+    Z[np.arange(40), rng.integers(0, 6, 40)] = 1
+    Z[rng.random((40, 6)) < 0.1] = -1
+    S = rng.normal(size=(1, 40, 6)).astype(np.float32)
+    (got,) = streamed_observed_scores(Z, _chunks(S, 7))
+    want = evaluate_scores(S[0], Z=Z)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k], abs=1e-12), k
+
+
+# ------------------------------------------------------------------ issue 39: every output
+def _ap_sklearn(Y, S):
+    return np.array([average_precision_score(Y[:, c], S[:, c]) if Y[:, c].any() else np.nan
+                     for c in range(Y.shape[1])])
+
+
+def test_label_set_scores_equal_sklearn():
+    from sklearn.metrics import f1_score, precision_score, recall_score
+
+    rng = np.random.default_rng(5)
+    Y = rng.random((30, 5)) < 0.3
+    P = rng.random((30, 5)) < 0.35
+    Y[0], P[0] = False, False  # a row with nothing true and nothing predicted
+    Y[:, 4], P[:, 4] = False, False  # a label never true nor predicted
+    got = label_set_scores(Y.astype(int), P.astype(int))
+    kw = {"zero_division": 0}
+    want = {"micro_precision": 100 * precision_score(Y, P, average="micro", **kw),
+            "micro_recall": 100 * recall_score(Y, P, average="micro", **kw),
+            "micro_f1": 100 * f1_score(Y, P, average="micro", **kw),
+            "macro_f1": 100 * f1_score(Y, P, average="macro", **kw),
+            "example_f1": 100 * f1_score(Y, P, average="samples", **kw),
+            "mean_predicted_labels": P.sum(1).mean()}
+    assert got == pytest.approx(want, abs=1e-12) and set(got) == set(want)
+    none = label_set_scores(np.zeros((2, 2)), np.zeros((2, 2)))
+    assert none == {"micro_precision": 0.0, "micro_recall": 0.0, "micro_f1": 0.0, "macro_f1": 0.0, "example_f1": 0.0,
+                    "mean_predicted_labels": 0.0}
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_average_precision_torch_equals_sklearn(ties):
+    from spmlkit.metrics import average_precision_torch
+
+    rng = np.random.default_rng(2)
+    Y = rng.random((50, 5)) < 0.3
+    Y[:, 3] = False
+    S = rng.integers(0, 4, (50, 5)).astype(np.float32) if ties else rng.normal(size=(50, 5)).astype(np.float32)
+    got = average_precision_torch(torch.from_numpy(Y.astype(np.int64)), torch.from_numpy(S))
+    assert got.dtype == torch.float64 and got.shape == (5,)
+    assert np.allclose(got.numpy(), _ap_sklearn(Y, S), equal_nan=True, atol=1e-12)
+    one = average_precision_torch(torch.tensor([1, 0, 1]), torch.tensor([0.9, 0.8, 0.1]))  # 1-D: one label
+    assert one.tolist() == pytest.approx([(1 + 2 / 3) / 2])
+    assert torch.isnan(average_precision_torch(torch.zeros(0, 3), torch.zeros(0, 3))).tolist() == [True] * 3
+    with pytest.raises(Exception) as e:
+        average_precision_torch(torch.zeros(3, 2), torch.zeros(3, 3))
+    assert str(e.value) == "<input>: labels have shape (3, 2) but scores have shape (3, 3)"
+
+
+def test_members_refusals_and_no_member():
+    from spmlkit.errors import ConfigError, DataFormatError
+
+    Y = np.array([[1, 0], [0, 1]])
+    with pytest.raises(ConfigError) as e:
+        mean_average_precision_members(Y, torch.zeros(1, 2, 2), empty="skip")
+    assert str(e.value) == "empty must be 'exclude' or 'zero', got 'skip'"
+    with pytest.raises(DataFormatError) as e:
+        mean_average_precision_members(Y, torch.tensor([[[0.0, float("nan")], [1.0, 0.0]]]))
+    assert str(e.value) == "<input>: scores contain NaN or inf"
+    assert mean_average_precision_members(Y, torch.zeros(0, 2, 2)) == []
+    assert mean_average_precision_members(Y, torch.tensor([[[0.9, 0.1], [0.2, 0.8]]])) == [100.0]
+
+
+def test_map_and_its_shorthands_and_refusals():
+    from spmlkit.errors import ConfigError, DataFormatError
+    from spmlkit.metrics import map_score, masked_average_precision, observed_positive_map
+
+    rng = np.random.default_rng(8)
+    Y = rng.random((40, 4)) < 0.3
+    Y[:, 1] = False
+    S = rng.normal(size=(40, 4))
+    ap = _ap_sklearn(Y, S)
+    r = mean_average_precision(Y, S)
+    assert r.map == pytest.approx(100 * np.nanmean(ap)) and r.empty == "exclude" and r.n_empty == 1
+    assert mean_average_precision(Y, S, empty="zero").empty == "zero"
+    assert map_score(Y, S) == pytest.approx(100 * np.nanmean(ap))  # exclude by default
+    assert map_score(Y, S, empty="zero") == pytest.approx(100 * np.nan_to_num(ap).mean())
+    assert np.allclose(masked_average_precision(Y, S), ap, equal_nan=True)  # no mask: every row
+    Z = np.where(Y, 1, 0)
+    Z[0, 0] = -1
+    assert observed_positive_map(Z, S) == pytest.approx(100 * np.nanmean(_ap_sklearn(Z == 1, S)))
+    nothing = mean_average_precision(np.zeros((3, 2)), np.ones((3, 2)))
+    assert math.isnan(nothing.map) and nothing.n_classes == 0
+    with pytest.raises(ConfigError) as e:
+        mean_average_precision(Y, S, empty="skip")
+    assert str(e.value) == "empty must be 'exclude' or 'zero', got 'skip'"
+    with pytest.raises(DataFormatError) as e:
+        average_precision(np.zeros((2, 1)), np.array([[np.inf], [0.0]]))
+    assert str(e.value) == "<input>: scores contain NaN or inf"
+    assert average_precision([1, 0, 1], [0.9, 0.8, 0.1]).tolist() == pytest.approx([(1 + 2 / 3) / 2])  # 1-D
+    assert average_precision([[1, 0]], [[0.3, 0.2]]).tolist()[0] == 1.0  # one example
+    assert np.isnan(average_precision(np.zeros((0, 3)), np.zeros((0, 3)))).tolist() == [True] * 3
+
+
+def test_evaluate_scores_reports_every_field():
+    rng = np.random.default_rng(9)
+    Y = rng.random((30, 3)) < 0.4
+    Y[:, 2] = False
+    S = rng.normal(size=(30, 3))
+    ev = evaluate_scores(S, Y=Y)
+    ap = 100 * _ap_sklearn(Y, S)
+    auc = [roc_auc_score(Y[:, c], S[:, c]) for c in range(2)]
+    assert ev == {"labels": "full", "map": pytest.approx(np.nanmean(ap)), "n_classes": 2, "n_empty_classes": 1,
+                  "empty_classes": "exclude", "ap": [pytest.approx(ap[0]), pytest.approx(ap[1]), None],
+                  "auc_mean": pytest.approx(np.mean(auc)), "auc_median": pytest.approx(np.median(auc)),
+                  "n_auc_classes": 2, "auc": [pytest.approx(auc[0]), pytest.approx(auc[1]), None], "masked": False}
+    assert evaluate_scores(S, Y=Y, empty="zero")["map"] == pytest.approx(np.nan_to_num(ap).mean())
+    Z = np.array([[1, 0, 0], [0, 0, 1], [0, -1, 0], [1, 0, 0]])
+    s = np.array([[0.9, 0.5, 0.1], [0.8, 0.5, 0.2], [0.1, 0.2, 0.3], [0.2, 0.3, 0.4]])
+    ob = evaluate_scores(s, Z=Z, ks=(1, 2))
+    assert ob == {"labels": "observed", "observed_map": pytest.approx(100 * np.nanmean(_ap_sklearn(Z == 1, s))),
+                  "n_observed_positives": 3, "n_classes_with_observed_positive": 2,
+                  "observed_recall@1": pytest.approx(100 / 3), "observed_recall@2": pytest.approx(100 / 3)}
+    assert set(evaluate_scores(s, Z=Z)) >= {"observed_recall@1", "observed_recall@3"}  # ks=(1, 3) by default
+    with pytest.raises(ValueError) as e:
+        evaluate_scores(s)
+    assert str(e.value) == "evaluate_scores needs full labels Y or observations Z"
+
+
+def test_recall_at_k_counts_each_observed_positive_once():
+    Z = np.array([[1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]])
+    s = np.array([[0.1, 0.5, 0.4, 0.3, 0.2], [0.5, 0.4, 0.3, 0.2, 0.1], [0.5, 0.4, 0.3, 0.2, 0.1]])
+    # row 0's positive is 5th, row 1's 5th: inside the top 5 only
+    assert observed_positive_recall_at_k(Z, s) == 0.0  # k = 3 by default
+    assert observed_positive_recall_at_k(Z, s, k=4) == 0.0 and observed_positive_recall_at_k(Z, s, k=5) == 100.0
+    assert observed_positive_recall_at_k(Z, s, k=9) == 100.0  # k beyond L: every label
+    Z1 = np.array([[0, 0, 0, 1, 0]])
+    assert observed_positive_recall_at_k(Z1, s[:1], k=3) == 100.0  # 3rd of 5: at the boundary
+    assert observed_positive_recall_at_k(Z1, s[:1], k=2) == 0.0
+    assert observed_positive_recall_at_k(np.zeros((2, 5)), s[:2]) == 0.0  # no observed positive
+
+
+def test_masks_and_diagnostics_take_0_1_arrays_and_name_bad_shapes():
+    from spmlkit.errors import DataFormatError
+
+    Y, S, M = _data(6)
+    assert np.allclose(roc_auc(Y, S, M.astype(int)), roc_auc(Y, S, M), equal_nan=True)  # 0/1 mask = bool mask
+    with pytest.raises(DataFormatError) as e:
+        roc_auc(Y, S, M[:3])
+    assert str(e.value) == f"<input>: label mask has shape (3, {Y.shape[1]}) but labels have shape {Y.shape}"
+    kind = np.array([[-1, -1, 1, 1], [1, 1, 0, -1]])
+    Yi = np.array([[0, 1, 1, 1], [1, 1, 0, 0]])  # as 0/1 integers
+    assert pseudo_label_precision(kind, Yi) == {"negative": 200 / 3, "n_negative": 3, "positive": 100.0,
+                                                "n_positive": 4}
+    with pytest.raises(DataFormatError) as e:
+        pseudo_label_precision(kind, Yi[:1])
+    assert str(e.value) == "<input>: pseudo-labels have shape (2, 4) but labels have shape (1, 4)"
+    Yp = np.array([[1, 1, 0, 1, 0, 0, 1, 1]])
+    assert pseudo_label_precision(np.ones((1, 8)), Yp)["positive"] == 62.5  # 5 of 8
+    rows = pseudo_label_precision_by_epoch(np.array([[1, -1, 0, 0]]), np.array([[1, 2, 0, 0]]), np.array([[1, 1, 0, 0]]))
+    assert [(r["epoch"], r["n_positive"], r["positive"], r["n_negative"]) for r in rows] == [(1, 1, 100.0, 0),
+                                                                                           (2, 1, 100.0, 1)]
+    assert rows[1]["negative"] == 0.0 and rows[1]["n_new_negative"] == 1 and math.isnan(rows[0]["new_negative"])
+    P = np.array([[0.9], [0.7], [0.1], [0.3]])
+    w = unobserved_wasserstein(P, np.zeros((4, 1)), np.array([[1], [1], [0], [0]]))  # 0/1 labels
+    assert w.tolist() == pytest.approx([0.6])
+    with pytest.raises(DataFormatError) as e:
+        unobserved_wasserstein(P, np.zeros((4, 1)), np.zeros((3, 1)))
+    assert str(e.value) == "<input>: probabilities (4, 1), observations (4, 1) and labels (3, 1) differ"
+
+
+def test_diagnostic_summaries_at_their_edges():
+    assert share_above_diagonal([0.1, 0.2, 0.3, 0.4], [0.2, np.nan, 0.1, 0.5]) == pytest.approx(2 / 3)
+    assert math.isnan(share_above_diagonal([np.nan, 1.0], [1.0, np.nan]))
+    Y = np.array([[1, 1, 0], [0, 1, 0], [1, 0, 0]])
+    base = np.array([[0.5, 0.9, 0.1], [0.6, 0.1, 0.2], [0.4, 0.5, 0.3]])
+    better = base.copy()
+    better[0, 0] = 0.7  # label 0: AP 0.5 -> 1 ; label 1: unchanged ; label 2: no positive
+    d, share = class_ap_change(Y, better, base)
+    assert d[0] > 0 and d[1] == 0 and math.isnan(d[2]) and share == 0.5  # an unchanged label is not improved
+    # a change below one AP point still counts as an improvement
+    y = np.r_[np.ones(20), np.zeros(180)][:, None]
+    ref = np.r_[np.linspace(1, 0.9, 19), [0.05], np.linspace(0.8, 0.0, 180)][:, None]  # last positive among negatives
+    up = ref.copy()
+    negatives = ref[20:, 0]
+    up[19, 0] = negatives[negatives > 0.05].min() + 1e-6  # the last positive passes one negative
+    d, share = class_ap_change(y, up, ref)
+    assert 0 < d[0] < 1 and share == 1.0
+    d, share = class_ap_change(np.zeros((3, 2)), base[:, :2], base[:, :2])
+    assert math.isnan(share)
+
+
+def test_presence_criteria_skip_a_label_without_presence_and_keep_going():
+    from spmlkit.errors import ConfigError
+
+    Z = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]], np.int8)  # label 0 has no presence
+    S = np.array([[0.0, 5.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 2.0], [0.0, 0.0, 0.5]])
+    assert presence_background_auc(Z, S) == pytest.approx(75.0)  # labels 1 (1.0) and 2 (0.5)
+    assert presence_target_group_auc(Z, S) == pytest.approx(100.0)
+    assert math.isnan(presence_target_group_auc(np.array([[1, 0], [0, 0]]), np.zeros((2, 2))))
+    with pytest.raises(ConfigError) as e:
+        presence_background_auc(Z[:2], S[:2])
+    assert str(e.value) == ("presence_background_auc needs background rows (examples with no observed label) in the "
+                            "validation split")

@@ -45,7 +45,11 @@ def write_catalogue(path: Path = CATALOGUE) -> Path:
     """Write the catalogue from the registry (``python -m spmlkit.catalogue``)."""
     text = json.dumps({"written_by": "python -m spmlkit.catalogue", "methods": registry_rows()}, indent=1,
                       ensure_ascii=False) + "\n"
-    Path(path).write_text(text, encoding="utf-8")
+    from . import ownership
+
+    ownership.output_file(path, overwrite=True, what="catalogue")  # (never through a link)
+    with ownership.write_output_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return Path(path)
 
 

@@ -119,11 +119,21 @@ def parse_params(pairs, *, option: str = "--param") -> dict:
 
 
 def _freeze_params(params) -> tuple:
+    """Method hyper-parameters: a mapping of names to values, or (name, value) pairs;
+    anything else (``params: gamma`` in a YAML file) is a one-line :class:`ConfigError`."""
     if params is None:
         return ()
     if isinstance(params, dict):
-        return tuple(sorted(params.items()))
-    return tuple(sorted(tuple(p) for p in params))
+        items = list(params.items())
+    elif isinstance(params, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in params):
+        items = [tuple(p) for p in params]
+    else:
+        raise ConfigError(f"params must map hyper-parameter names to values (e.g. params: {{gamma: 2}}), got "
+                          f"{params!r}")
+    bad = next((k for k, _ in items if not isinstance(k, str) or not k), None)
+    if bad is not None or any(not isinstance(k, str) for k, _ in items):
+        raise ConfigError(f"params: hyper-parameter names must be text, got {bad!r}")
+    return tuple(sorted(items))
 
 
 @dataclass(frozen=True)
@@ -305,4 +315,7 @@ class TrainConfig:
             raise ConfigError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of options")
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None

@@ -34,11 +34,6 @@ PRECISIONS = ("32", "bf16", "16-mixed")
 #: this fraction of the device's free memory (else batches are copied from pinned host
 #: memory, or read from the memory map, one step ahead)
 DEVICE_MEMORY_FRACTION = 0.5
-#: bytes of method state the linear setting reserves per (member, training example, label)
-#: before placing features on the device: ROLE's float32 estimator table, its two Adam
-#: moments and its best-epoch snapshot (4 x 4 bytes), the largest per-entry state of the
-#: methods (issue 28, item 3)
-METHOD_STATE_BYTES_PER_ENTRY = 16
 
 _CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
 

@@ -1,8 +1,12 @@
-"""Atomic file output, checksums and JSON helpers.
+"""Atomic file output, checksums, JSON helpers, lock files and checked readers.
 
 Nothing the toolkit writes is ever left half-written: every file goes to a temporary
 file in the same directory, is flushed and fsync'ed, and is then renamed over the
 target (``os.replace`` is atomic on POSIX and Windows).
+
+The writers here are the low-level helpers of :mod:`spmlkit.ownership`, which checks
+every path against the folder that owns it first; the rest of spmlkit writes through
+that module, never through these directly.
 """
 from __future__ import annotations
 
@@ -29,14 +33,17 @@ _UMASK = _current_umask()
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, *, before_replace: "Callable[[Path], None] | None" = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success it is renamed to ``path``.
 
     On an exception the temporary file is removed and ``path`` is left untouched.
+    ``before_replace(tmp)`` runs once the temporary file is complete, just before the
+    rename (:mod:`spmlkit.ownership` lists the new file there).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # '.NAME.spml-XXXXXXXX.tmp': spmlkit's by its name (spmlkit.ownership removes those a killed writer left)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.spml-", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give results the usual permissions
@@ -52,6 +59,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             if exc.filename is None or str(exc.filename) == str(tmp_path):  # name the file being written
                 raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
             raise
+        if before_replace is not None:
+            before_replace(tmp_path)
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -92,16 +101,65 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(path, dumps_json(obj))
 
 
+def dumps_json_gz(obj: Any) -> bytes:
+    """``obj`` as gzip-compressed JSON bytes.  The archive records no time and no file name,
+    so the same ``obj`` gives the same bytes (re-running a bench on finished groups leaves its
+    record unchanged).  Large run records (a bench's ``runs.json.gz``) are stored so: JSON of
+    floats compresses about 5:1.  Written by :func:`spmlkit.ownership.write_json_gz`."""
+    import gzip
+
+    return gzip.compress(dumps_json(obj).encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def write_json_gz(path: str | Path, obj: Any) -> None:
+    """:func:`dumps_json_gz` written atomically to a path outside spmlkit's owned folders
+    (tests, benchmark scratch); the package writes through :mod:`spmlkit.ownership`."""
+    write_bytes(path, dumps_json_gz(obj))
+
+
 def read_json(path: str | Path) -> Any:
+    """The JSON in ``path``; ``*.gz`` files are decompressed first (:func:`write_json_gz`).
+    Invalid JSON or a damaged archive: :class:`~spmlkit.errors.DataFormatError` naming the file."""
     from .errors import DataFormatError
 
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if path.suffix == ".gz":
+            import gzip
+            import zlib
+
+            data = path.read_bytes()
+            try:
+                text = gzip.decompress(data).decode("utf-8")
+            except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
+                raise DataFormatError(path, f"not a readable gzip-compressed JSON file ({exc})") from None
+        else:
+            text = path.read_text(encoding="utf-8")
+        return json.loads(text)
     except FileNotFoundError:
         raise
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+
+
+def json_record_path(path: str | Path) -> Path:
+    """The stored form of the record ``path`` names (``F/runs.json``): ``F/runs.json.gz``,
+    the compressed form the writers use, when it exists, else ``F/runs.json`` when that
+    exists (written before records were compressed), else the ``.gz`` path (where a new
+    record goes)."""
+    path = Path(path)
+    gz = path if path.suffix == ".gz" else path.with_name(path.name + ".gz")
+    plain = path.with_name(gz.name[:-3])
+    if gz.exists() or not plain.exists():
+        return gz
+    return plain
+
+
+def read_json_record(path: str | Path) -> Any:
+    """The record ``path`` names (``F/runs.json``), read from ``F/runs.json.gz`` or, for a
+    folder written before records were compressed, ``F/runs.json``
+    (:func:`json_record_path`).  ``FileNotFoundError`` (naming the ``.gz``) when neither exists."""
+    return read_json(json_record_path(path))
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:
@@ -169,25 +227,7 @@ def torch_save_atomic(obj: Any, path: str | Path) -> str:
     return sha256_bytes(data)
 
 
-# ------------------------------------------------------------ output folders
-def _is_protected(path: Path) -> str | None:
-    """Why ``path`` may never be replaced or emptied (None when it may)."""
-    p = path.resolve()
-    cwd = Path.cwd().resolve()
-    if p == Path(p.anchor):
-        return "it is the filesystem root"
-    if p == cwd:
-        return "it is the current directory"
-    if p in cwd.parents:
-        return "it contains the current directory"
-    try:
-        if p == Path.home().resolve():
-            return "it is your home directory"
-    except RuntimeError:  # no home directory
-        pass
-    return None
-
-
+# ------------------------------------------------------------ folders and locks
 def check_input_paths(paths) -> None:
     """Every input path given (None: not given) that exists must be a regular file or a
     folder: a device or a pipe (``/dev/zero``) would be read until memory runs out."""
@@ -199,97 +239,6 @@ def check_input_paths(paths) -> None:
         q = Path(p)
         if q.exists() and not q.is_file() and not q.is_dir():
             raise ConfigError(f"{q}: not a regular file or folder (a device, a pipe or a socket); give a data file")
-
-
-def check_output_folder(path: str | Path, *, option: str = "-o/--out") -> Path:
-    """``path`` as an output folder: refused (one-line :class:`ConfigError`) when it is an
-    existing file."""
-    from .errors import ConfigError
-
-    path = Path(path)
-    if path.is_symlink() and not path.exists():
-        raise ConfigError(f"{option} {path} is a symbolic link to {os.readlink(path)}, which does not exist; "
-                          "expected a folder (remove the link or create its target)")
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{option} {path} is a file; expected a folder (a new one, or one spmlkit wrote)")
-    return path
-
-
-#: written into every output folder of a command whose files have no metadata of their
-#: own to recognise them by (bench, analyze, diagnose): ``{"written_by": "spmlkit", "kind": ...}``
-OUTPUT_MARKER = ".spml-output.json"
-
-
-def output_folder_kind(path: str | Path) -> str | None:
-    """The kind recorded in ``path``'s :data:`OUTPUT_MARKER` (None when there is none)."""
-    try:
-        mark = json.loads((Path(path) / OUTPUT_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    if isinstance(mark, dict) and mark.get("written_by") == "spmlkit" and isinstance(mark.get("kind"), str):
-        return mark["kind"]
-    return None
-
-
-def claim_output_folder(path: str | Path, *, kind: str, what: str, is_ours: "Callable[[Path], bool] | None" = None,
-                        option: str = "-o/--out", create: bool = True) -> Path:
-    """``path`` as the output folder of a command writing ``kind`` (e.g. ``"bench"``):
-    created when new; accepted when empty or written by spmlkit (its :data:`OUTPUT_MARKER`
-    of the same kind, or ``is_ours(path)`` for folders written before the marker existed);
-    otherwise refused with a one-line :class:`ConfigError` before anything is written
-    — a folder of the user's is never written into.  The marker is written (atomically)
-    into an accepted folder (``create=False``: only checked, nothing created).  Returns ``path``."""
-    from .errors import ConfigError
-
-    path = check_output_folder(path, option=option)
-    if path.exists():
-        try:
-            entries = [p for p in path.iterdir() if p.name not in (FolderLock.NAME, OUTPUT_MARKER)]
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-        found = output_folder_kind(path)
-        ours = found == kind or (found is None and is_ours is not None and entries and is_ours(path))
-        if entries and not ours:
-            why = (f"it holds spmlkit's {found} output, not {what}" if found is not None else
-                   f"it holds files that are not {what} written by spmlkit")
-            raise ConfigError(f"refusing to write into {path}: {why}; choose a new (or empty) folder with {option}")
-        if not entries:
-            why = _is_protected(path)
-            if why is not None and path.resolve() != Path.cwd().resolve():
-                raise ConfigError(f"refusing to write into {path}: {why}; choose a new folder with {option}")
-    if not create:
-        return path
-    path.mkdir(parents=True, exist_ok=True)
-    if output_folder_kind(path) != kind:
-        write_text(path / OUTPUT_MARKER, json.dumps({"written_by": "spmlkit", "kind": kind}) + "\n")
-    return path
-
-
-def check_replaceable(path: str | Path, *, is_ours: "Callable[[Path], bool]", what: str,
-                      option: str = "-o/--out") -> Path:
-    """Refuse (one-line :class:`ConfigError`) to replace ``path`` unless it is an empty
-    folder or a folder that ``is_ours`` recognises by the metadata spmlkit writes into
-    it — never the filesystem root, the home directory, the current directory or one
-    of its ancestors, and never a file.  ``--overwrite`` may only replace what spmlkit
-    wrote."""
-    from .errors import ConfigError
-
-    path = check_output_folder(path, option=option)
-    if not path.exists():
-        return path
-    why = _is_protected(path)
-    if why is not None:
-        raise ConfigError(f"refusing to replace {path}: {why}; pass a new folder to {option}")
-    if path.is_symlink():
-        raise ConfigError(f"refusing to replace {path}: it is a symbolic link; pass a new folder to {option}")
-    try:
-        empty = not any(path.iterdir())
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if not empty and not is_ours(path):
-        raise ConfigError(f"refusing to replace {path}: it is not a {what} written by spmlkit (its own metadata "
-                          f"is missing) and may hold your files; pass a new folder to {option}")
-    return path
 
 
 def mkdtemp_like_umask(prefix: str, dir: str | Path) -> Path:
@@ -317,11 +266,14 @@ class FolderLock:
     NAME = ".spml.lock"
 
     def __init__(self, folder: str | Path, *, what: str = "folder", lock_file: str | Path | None = None,
-                 remove: bool = False):
+                 remove: bool = False, shared: bool = False, block: bool = False, busy: str | None = None):
         self.folder = Path(folder)
         self.what = what
         self.path = Path(lock_file) if lock_file is not None else self.folder / self.NAME
         self.remove = remove
+        self.shared = shared  # a shared lock (bench shards): any number together, none beside an exclusive one
+        self.block = block    # wait for the lock instead of refusing
+        self.busy = busy      # the message when it is held (default: "... in use by another spml process")
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -357,16 +309,17 @@ class FolderLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(20):  # a holder that removes its lock file on release: retry on the new file
+        # (the folder exists: spmlkit.ownership made or checked it); a holder that removes its
+        # lock file on release: retry on the new file
+        for _ in range(20):
             fd = self._open()
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | (0 if self.block else fcntl.LOCK_NB))
             except OSError:
                 holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "another process"
                 os.close(fd)
-                raise ConfigError(f"{self.folder} is in use by another spml process ({holder}); wait for it to "
-                                  f"finish or choose another -o") from None
+                raise ConfigError((self.busy or "{folder} is in use by another spml process ({holder}); wait for it "
+                                   "to finish or choose another -o").format(folder=self.folder, holder=holder)) from None
             try:
                 same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))
             except FileNotFoundError:
@@ -376,9 +329,10 @@ class FolderLock:
             os.close(fd)  # removed (or replaced) by its previous holder between our open and flock
         else:  # pragma: no cover - a lock file replaced twenty times in a row
             raise ConfigError(f"{self.path}: keeps changing; is another spml process using {self.folder}?")
-        text = f"pid {os.getpid()}\n".encode("ascii")
-        os.pwrite(fd, text, 0)  # the file is ours (a regular spmlkit lock file, checked above)
-        os.ftruncate(fd, len(text))
+        if not self.shared:  # (a shared lock's holders would overwrite each other's line)
+            text = f"pid {os.getpid()}\n".encode("ascii")
+            os.pwrite(fd, text, 0)  # the file is ours (a regular spmlkit lock file, checked above)
+            os.ftruncate(fd, len(text))
         self._fd = fd
         return self
 
@@ -399,23 +353,6 @@ class FolderLock:
 
 
 _LOCK_TEXT = __import__("re").compile(rb"^(pid \d+\n?)?\Z")
-
-
-def remove_stale_temporaries(folder: str | Path, *, recursive: bool = False) -> int:
-    """Delete the ``.NAME.*.tmp`` files that :func:`atomic_path` leaves when its process
-    is killed mid-write (they are never read).  Call only while holding the folder's
-    :class:`FolderLock`, so no live writer's file is removed.  Returns how many."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return 0
-    pattern = "**/.*.tmp" if recursive else ".*.tmp"
-    n = 0
-    for p in folder.glob(pattern):
-        if p.is_file():
-            with contextlib.suppress(OSError):
-                p.unlink()
-                n += 1
-    return n
 
 
 def load_numpy(path: str | Path, *, mmap: bool | str = False):
@@ -471,9 +408,13 @@ def safe_torch_load(path: str | Path, *, map_location="cpu") -> Any:
 
     from .errors import CorruptFileError
 
+    import warnings
+
     path = Path(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch's remarks on a foreign file ("pickle protocol 4 ...") precede
+            warnings.simplefilter("ignore")  # the refusal below, which says what matters in one line
+            return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
         detail = next((ln.strip() for ln in str(exc).splitlines() if "Unsupported" in ln or "GLOBAL" in ln), "")
         detail = detail.split(" was not an allowed global")[0].replace("WeightsUnpickler error: ", "")

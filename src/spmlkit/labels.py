@@ -64,18 +64,26 @@ from typing import Callable
 import numpy as np
 
 from .errors import ConfigError, DataFormatError, UnknownNameError
+from .sparse_labels import SparseLabels, block_rows
 
 POSITIVE: int = 1
 NEGATIVE: int = -1
 UNOBSERVED: int = 0
 
 
-def as_full_labels(Y, *, source: str | None = None) -> np.ndarray:
-    """Validate and convert full labels to a bool ``(N, L)`` array.
+def as_full_labels(Y, *, source: str | None = None):
+    """Validate full labels: a :class:`~spmlkit.sparse_labels.SparseLabels` (checked to be
+    bool) is returned as it is; anything else is converted to a bool ``(N, L)`` array.
 
     Accepts bool arrays or numeric arrays whose values are exactly 0 or 1.  Any other
     value (2, -1, 0.5, NaN) raises :class:`DataFormatError` naming the first bad row.
     """
+    if isinstance(Y, SparseLabels):
+        if Y.dtype != bool:
+            if Y.fill != 0 or (Y.values is not None and Y.values.size and not bool((Y.values == 1).all())):
+                raise DataFormatError(source, "full labels must be 0 or 1; these hold -1 (observations?)")
+            return SparseLabels(Y.indptr, Y.indices, None, n_labels=Y.n_labels, dtype=bool, check=False)
+        return Y
     Y = np.asarray(Y)
     if Y.ndim != 2:
         raise DataFormatError(source, f"labels must be a 2-D (examples x labels) array, got shape {Y.shape}")
@@ -88,13 +96,19 @@ def as_full_labels(Y, *, source: str | None = None) -> np.ndarray:
         row, col = np.argwhere(bad)[0]
         raise DataFormatError(
             source,
-            f"label value {Y[row, col]!r} at row {row + 1}, label column {col + 1}; expected 0 or 1",
+            f"label value {Y[row, col].item()!r} at row {row + 1}, label column {col + 1}; expected 0 or 1",
         )
     return Y.astype(bool)
 
 
-def as_observations(Z, *, source: str | None = None) -> np.ndarray:
-    """Validate and convert observations to an int8 ``(N, L)`` array with values in {-1, 0, 1}."""
+def as_observations(Z, *, source: str | None = None):
+    """Validate observations: a :class:`~spmlkit.sparse_labels.SparseLabels` of observations
+    is returned as it is; anything else becomes an int8 ``(N, L)`` array in {-1, 0, 1}."""
+    if isinstance(Z, SparseLabels):
+        if Z.dtype != np.int8:
+            return SparseLabels(Z.indptr, Z.indices, Z.values, n_labels=Z.n_labels, fill=Z.fill, dtype=np.int8,
+                                check=False)
+        return Z
     Z = np.asarray(Z)
     if Z.ndim != 2:
         raise DataFormatError(source, f"observations must be a 2-D array, got shape {Z.shape}")
@@ -107,19 +121,32 @@ def as_observations(Z, *, source: str | None = None) -> np.ndarray:
         row, col = np.argwhere(bad)[0]
         raise DataFormatError(
             source,
-            f"observation value {Z[row, col]!r} at row {row + 1}, label column {col + 1}; "
+            f"observation value {Z[row, col].item()!r} at row {row + 1}, label column {col + 1}; "
             "expected +1 (observed positive), -1 (observed negative) or 0 (unobserved)",
         )
     return Z.astype(np.int8)
 
 
-def has_positive(Y: np.ndarray) -> np.ndarray:
+def has_positive(Y) -> np.ndarray:
     """Boolean mask of examples with at least one true positive."""
+    if isinstance(Y, SparseLabels):
+        return Y.row_counts(POSITIVE) > 0
     return np.asarray(Y, dtype=bool).any(axis=1)
 
 
-def full_observations(Y: np.ndarray) -> np.ndarray:
-    """``Z`` with every label observed: +1 where ``Y`` is True, -1 elsewhere."""
+def positives_per_row(Y) -> np.ndarray:
+    """``(N,)`` number of positives (+1 / True) in every row, dense or sparse."""
+    if isinstance(Y, SparseLabels):
+        return Y.row_counts(POSITIVE)
+    return (np.asarray(Y) == 1).sum(axis=1)
+
+
+def full_observations(Y):
+    """``Z`` with every label observed: +1 where ``Y`` is True, -1 elsewhere (sparse for
+    sparse ``Y``: its positives listed, everything else −1)."""
+    if isinstance(Y, SparseLabels):
+        return SparseLabels(Y.indptr, Y.indices, None, n_labels=Y.n_labels, fill=NEGATIVE, dtype=np.int8,
+                            check=False)
     Y = np.asarray(Y, dtype=bool)
     return np.where(Y, POSITIVE, NEGATIVE).astype(np.int8)
 
@@ -137,7 +164,10 @@ def _streams(seed: int | np.random.SeedSequence) -> tuple[np.random.Generator, .
 def _pick_one(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """For each row, the column index of one True entry chosen uniformly (-1 if none).
 
-    Vectorised: a uniform key per entry, masked to -inf where False, then argmax.
+    Vectorised: a uniform key per entry, masked to -inf where False, then argmax.  The
+    keys of a row block are the next ``rows × L`` draws of ``rng``, so drawing block after
+    block gives exactly the draws of one call on the whole matrix (the regimes below are
+    computed in row blocks and reproduce the seeds of the whole-matrix computation).
     """
     keys = rng.random(mask.shape)
     keys[~mask] = -1.0
@@ -160,6 +190,8 @@ def _single_positive_matrix(Y: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return Z
 
 
+# Every regime maps a dense row block of Y (and of ``areas``) to the block of Z, drawing
+# from the streams in row order; ``fill`` is the value its sparse form leaves unlisted.
 def _regime_full(Y, streams, **_):
     return full_observations(Y)
 
@@ -201,18 +233,20 @@ def _biased_single_positive(Y: np.ndarray, score: np.ndarray, rng: np.random.Gen
     return Z
 
 
-def label_frequencies(Y: np.ndarray) -> np.ndarray:
+def label_frequencies(Y) -> np.ndarray:
     """Number of examples having each label, ``(L,)`` int64."""
+    if isinstance(Y, SparseLabels):
+        return Y.col_counts(POSITIVE)
     return np.asarray(Y, dtype=bool).sum(axis=0).astype(np.int64)
 
 
-def _regime_most_frequent(Y, streams, **_):
-    freq = label_frequencies(Y).astype(np.float64)
+def _regime_most_frequent(Y, streams, *, frequencies=None, **_):
+    freq = (label_frequencies(Y) if frequencies is None else frequencies).astype(np.float64)
     return _biased_single_positive(Y, np.broadcast_to(freq, np.shape(Y)), streams[0])
 
 
-def _regime_least_frequent(Y, streams, **_):
-    freq = label_frequencies(Y).astype(np.float64)
+def _regime_least_frequent(Y, streams, *, frequencies=None, **_):
+    freq = (label_frequencies(Y) if frequencies is None else frequencies).astype(np.float64)
     return _biased_single_positive(Y, np.broadcast_to(-freq, np.shape(Y)), streams[0])
 
 
@@ -241,20 +275,23 @@ class Regime:
     needs_positive: bool  # examples without a true positive are dropped from training
     build: Callable[..., np.ndarray]
     description: str
+    #: the value the sparse form of its observations leaves unlisted: 0, or -1 where (almost)
+    #: every entry is an observed negative (their storage stays O(N + nnz(Y)))
+    fill: int = 0
 
 
 REGIMES: dict[str, Regime] = {
     r.name: r
     for r in [
-        Regime("full", "All P. & All N.", False, _regime_full, "all positives and all negatives"),
+        Regime("full", "All P. & All N.", False, _regime_full, "all positives and all negatives", NEGATIVE),
         Regime("single_positive_all_negatives", "1 P. & All N.", True, _regime_single_positive_all_negatives,
-               "one positive and all negatives"),
+               "one positive and all negatives", NEGATIVE),
         Regime("single_positive_one_negative", "1 P. & 1 N.", True, _regime_single_positive_one_negative,
                "one positive and one negative"),
         Regime("single_positive", "1 P. & 0 N.", True, _regime_single_positive,
                "one positive per example, nothing else"),
         Regime("partial", "partial", False, _regime_partial,
-               "each label hidden independently with probability hide_prob"),
+               "each label hidden independently with probability hide_prob", NEGATIVE),
         Regime("single_positive_most_frequent", "1 P. (most frequent) & 0 N.", True, _regime_most_frequent,
                "one positive per example, its most frequent label in the training set; nothing else"),
         Regime("single_positive_least_frequent", "1 P. (least frequent) & 0 N.", True, _regime_least_frequent,
@@ -286,12 +323,12 @@ def get_regime(name: str) -> Regime:
 
 
 def observe(Y, regime: str = "single_positive", *, seed: int | np.random.SeedSequence = 0,
-            hide_prob: float = 0.5, areas: np.ndarray | None = None) -> np.ndarray:
+            hide_prob: float = 0.5, areas=None, rows_per_block: int | None = None):
     """Simulate observations ``Z`` from full labels ``Y`` under ``regime``.
 
     Parameters
     ----------
-    Y : (N, L) array of 0/1 or bool
+    Y : (N, L) array of 0/1 or bool, or :class:`~spmlkit.sparse_labels.SparseLabels`
         Full labels.
     regime : str
         One of :data:`REGIMES` (or an alias such as ``"1p"``).
@@ -302,11 +339,15 @@ def observe(Y, regime: str = "single_positive", *, seed: int | np.random.SeedSeq
         Hiding probability of the ``partial`` regime.
     areas : (N, L) float array, optional
         Area of each present label's largest instance (``single_positive_largest`` only).
+    rows_per_block : int, optional
+        Rows drawn at a time (memory O(block × L)); the draws, and so ``Z``, do not depend
+        on it.
 
     Returns
     -------
-    Z : (N, L) int8 array in {-1, 0, +1}.  Rows of examples without a true positive
-        have no +1 under the single-positive regimes.
+    Z : observations in {-1, 0, +1}: a :class:`~spmlkit.sparse_labels.SparseLabels` when
+        ``Y`` is one, else an int8 ``(N, L)`` array.  Rows of examples without a true
+        positive have no +1 under the single-positive regimes.
 
     Examples
     --------
@@ -315,27 +356,59 @@ def observe(Y, regime: str = "single_positive", *, seed: int | np.random.SeedSeq
     >>> Z = observe(Y, "single_positive", seed=0)
     >>> (Z == 1).sum(axis=1).tolist(), bool(((Z == 1) <= Y).all())
     ([1, 1], True)
+    >>> from spmlkit.sparse_labels import SparseLabels
+    >>> np.array_equal(observe(SparseLabels.from_dense(Y), "single_positive", seed=0).dense(), Z)
+    True
     """
+    sparse = isinstance(Y, SparseLabels)
     Y = as_full_labels(Y)
-    return get_regime(regime).build(Y, _streams(seed), hide_prob=hide_prob, areas=areas)
+    spec = get_regime(regime)
+    streams = _streams(seed)
+    n, L = Y.shape
+    step = rows_per_block or block_rows(L)
+    kw = {"hide_prob": hide_prob}
+    if spec.name in ("single_positive_most_frequent", "single_positive_least_frequent"):
+        kw["frequencies"] = label_frequencies(Y)  # over the whole training set, not the block
+    if spec.name == "single_positive_largest" and areas is not None and np.shape(areas) != (n, L):
+        raise ConfigError(f"areas have shape {np.shape(areas)}; expected the labels' shape {(n, L)}")
+    blocks = []
+    for s in range(0, n, step):
+        rows = slice(s, min(s + step, n))
+        Yb = Y.dense(rows) if sparse else Y[rows]
+        Zb = spec.build(Yb, streams, areas=None if areas is None else np.asarray(areas[rows]), **kw)
+        blocks.append(SparseLabels.from_dense(Zb, fill=spec.fill) if sparse else Zb)
+    if not blocks:
+        empty = np.zeros((0, L), dtype=np.int8)
+        return SparseLabels.from_dense(empty, fill=spec.fill) if sparse else empty
+    if sparse:
+        return SparseLabels.vstack(blocks) if len(blocks) > 1 else blocks[0]
+    return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
 
 
-def label_stats(Y: np.ndarray) -> dict:
+def label_stats(Y) -> dict:
     """Counts that describe a full label matrix (used by ``spml datasets`` and reports)."""
-    Y = np.asarray(Y, dtype=bool)
-    card = Y.sum(axis=1)
+    if isinstance(Y, SparseLabels):
+        card, per_label = Y.row_counts(POSITIVE), Y.col_counts(POSITIVE)
+    else:
+        Y = np.asarray(Y, dtype=bool)
+        card, per_label = Y.sum(axis=1), Y.sum(axis=0)
     return {
-        "examples": int(Y.shape[0]),
-        "labels": int(Y.shape[1]),
+        "examples": int(len(card)),
+        "labels": int(len(per_label)),
         "cardinality": float(card.mean()) if len(card) else float("nan"),
         "min_positives": int(card.min()) if len(card) else 0,
         "max_positives": int(card.max()) if len(card) else 0,
         "without_positive": int((card == 0).sum()),
-        "labels_without_positive": int((~Y.any(axis=0)).sum()),
+        "labels_without_positive": int((per_label == 0).sum()),
     }
 
 
-def observation_stats(Z: np.ndarray) -> dict:
+def observation_stats(Z) -> dict:
+    if isinstance(Z, SparseLabels):
+        pos = Z.row_counts(POSITIVE)
+        return {"examples": int(len(Z)), "observed_positives": int(pos.sum()),
+                "observed_negatives": Z.count(NEGATIVE), "unobserved": Z.count(UNOBSERVED),
+                "examples_without_observed_positive": int((pos == 0).sum())}
     Z = np.asarray(Z)
     return {
         "examples": int(Z.shape[0]),
@@ -357,6 +430,8 @@ def expected_positives(Y) -> float | None:
     """
     if Y is None or len(Y) == 0:
         return None
+    if isinstance(Y, SparseLabels):
+        return float(Y.row_counts(POSITIVE).mean())
     return float((np.asarray(Y) == 1).sum(axis=1).mean())
 
 

@@ -175,14 +175,8 @@ def observed_positive_map(Z, scores) -> float:
 
 def observed_positive_recall_at_k(Z, scores, k: int = 3) -> float:
     """Fraction ×100 of observed positives ranked in the top ``k`` labels of their example."""
-    Z = np.asarray(Z)
-    s = np.asarray(scores)
-    k = min(k, s.shape[1])
-    top = np.argpartition(-s, k - 1, axis=1)[:, :k]
-    hit = np.zeros_like(Z, dtype=bool)
-    np.put_along_axis(hit, top, True, axis=1)
-    pos = Z == 1
-    return float(100.0 * (hit & pos).sum() / max(pos.sum(), 1))
+    pos = np.asarray(Z) == 1
+    return float(100.0 * _recall_hits(pos, np.asarray(scores), k) / max(pos.sum(), 1))
 
 
 def label_set_scores(Y_true, Y_pred) -> dict:
@@ -476,3 +470,207 @@ def presence_target_group_auc(Z, scores) -> float:
     observed = (Z == 1).any(axis=1)
     return _presence_contrast_auc(Z, np.asarray(scores), lambda pos: observed & ~pos)
 
+
+
+# ------------------------------------------- streaming evaluation (issue 32: O(chunk × L))
+#: score matrices up to this many bytes are ranked whole, by the exact per-column sort
+#: above; larger ones are streamed in row chunks (:func:`stream_rank_counts`)
+DENSE_SCORE_BYTES = 64 * 2 ** 20
+#: entries compared at a time in the counting pass (rows × positives, or rows × labels)
+STREAM_BLOCK_ENTRIES = 2 ** 21
+
+
+@dataclass(frozen=True)
+class RankCounts:
+    """Per positive entry of the labels (``label[e]``, the row's own score ``score[g, e]``
+    for member ``g``): how many **surveyed** rows of that label score ``>=`` (``ge``) and
+    ``>`` (``gt``) it; ``n_rows[l]``: the surveyed rows of label ``l``.  AP and AUC are
+    functions of these integers alone (:func:`average_precision_from_counts`,
+    :func:`roc_auc_from_counts`)."""
+
+    label: np.ndarray  # (nnz,) int64
+    score: np.ndarray  # (G, nnz) float32
+    ge: np.ndarray  # (G, nnz) int64
+    gt: np.ndarray  # (G, nnz) int64
+    n_rows: np.ndarray  # (L,) int64
+    n_labels: int
+
+
+def _f32_order_keys(x: np.ndarray) -> np.ndarray:
+    """float32 -> uint32 with the same order (finite values; −0.0 ranked as +0.0)."""
+    bits = (np.asarray(x, dtype=np.float32) + np.float32(0.0)).view(np.uint32)
+    return np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
+
+
+def _as_member_chunk(block) -> np.ndarray:
+    a = block.detach().cpu().numpy() if hasattr(block, "detach") else np.asarray(block)
+    a = a if a.ndim == 3 else a[None]
+    if not np.isfinite(a).all():
+        raise DataFormatError(None, "scores contain NaN or inf")
+    return a.astype(np.float32, copy=False)
+
+
+def stream_rank_counts(y_true, chunks, *, mask=None) -> RankCounts:
+    """:class:`RankCounts` of score chunks against sparse labels, in two passes over
+    ``chunks()`` (a callable returning an iterable of ``(start_row, block)``, ``block``
+    ``(b, L)`` or ``(G, b, L)`` scores of rows ``start_row ..``; it is called twice, so it
+    recomputes rather than stores).  Memory O(chunk × L + nnz(Y)); never ``N × L``.
+
+    Pass 1 reads every positive's own score; pass 2 counts, per positive, the surveyed
+    rows scoring at least (and more than) it: by direct comparison (rows × positives)
+    when positives are few against the labels, else by one sort of the chunk's
+    (label, score) keys and binary search.  Scores are ranked as float32 (the model's
+    logits); ties count exactly as in :func:`average_precision` / :func:`roc_auc`.
+    """
+    from .sparse_labels import SparseLabels, as_sparse
+
+    Y = as_sparse(y_true, dtype=bool)
+    M = None if mask is None else as_sparse(mask, dtype=bool)
+    n, L = Y.shape
+    if M is not None and M.shape != Y.shape:
+        raise DataFormatError(None, f"label mask has shape {M.shape} but labels have shape {Y.shape}")
+    P = Y.positives()
+    rows_e, cols_e = P.row_of_entries(), P.indices.astype(np.int64)
+    if M is not None:  # a positive is scored only where its label was surveyed
+        keep = np.zeros(rows_e.size, dtype=bool)
+        for s, mb in M.iter_dense():
+            sel = (rows_e >= s) & (rows_e < s + len(mb))
+            keep[sel] = mb[rows_e[sel] - s, cols_e[sel]]
+        rows_e, cols_e = rows_e[keep], cols_e[keep]
+        n_rows = M.col_counts(1)
+    else:
+        n_rows = np.full(L, n, dtype=np.int64)
+    nnz = rows_e.size
+    score = None
+    seen = 0
+    for start, block in chunks():
+        a = _as_member_chunk(block)
+        if score is None:
+            score = np.zeros((a.shape[0], nnz), dtype=np.float32)
+        if a.shape[2] != L:
+            raise DataFormatError(None, f"scores have {a.shape[2]} labels but the labels have {L}")
+        lo, hi = np.searchsorted(rows_e, [start, start + a.shape[1]])
+        score[:, lo:hi] = a[:, rows_e[lo:hi] - start, cols_e[lo:hi]]
+        seen += a.shape[1]
+    if seen != n:
+        raise DataFormatError(None, f"scores have {seen} rows but the labels have {n}")
+    G = 1 if score is None else score.shape[0]
+    score = np.zeros((G, 0), dtype=np.float32) if score is None else score
+    ge = np.zeros((G, nnz), dtype=np.int64)
+    gt = np.zeros((G, nnz), dtype=np.int64)
+    if nnz:
+        by_counting = nnz <= 8 * L
+        if not by_counting:  # thresholds sorted per label once: keys label << 32 | order(score)
+            tkeys = (cols_e[None, :] << 32) | _f32_order_keys(score).astype(np.int64)
+        for start, block in chunks():
+            a = _as_member_chunk(block)
+            b = a.shape[1]
+            mb = None if M is None else M.dense(slice(start, start + b))
+            if by_counting:
+                step = max(1, STREAM_BLOCK_ENTRIES // max(nnz, 1))
+                for r0 in range(0, b, step):
+                    r1 = min(r0 + step, b)
+                    for g in range(G):
+                        sub = a[g, r0:r1][:, cols_e]  # (rows, nnz): each positive's label column
+                        ok = None if mb is None else mb[r0:r1][:, cols_e]
+                        hit_ge = sub >= score[g][None, :]
+                        hit_gt = sub > score[g][None, :]
+                        if ok is not None:
+                            hit_ge &= ok
+                            hit_gt &= ok
+                        ge[g] += hit_ge.sum(0)
+                        gt[g] += hit_gt.sum(0)
+            else:
+                col = np.arange(L, dtype=np.int64)[None, :] << 32
+                for g in range(G):
+                    keys = col | _f32_order_keys(a[g]).astype(np.int64)  # (b, L)
+                    if mb is not None:  # unsurveyed: key 0 within the label, below every finite score,
+                        keys = np.where(mb, keys, col)  # so it is never counted as >= or >
+                    keys = np.sort(keys, axis=None)
+                    col_start = np.arange(L, dtype=np.int64)[cols_e] * b
+                    ge[g] += b - (np.searchsorted(keys, tkeys[g], side="left") - col_start)
+                    gt[g] += b - (np.searchsorted(keys, tkeys[g], side="right") - col_start)
+    return RankCounts(label=cols_e, score=score, ge=ge, gt=gt, n_rows=n_rows.astype(np.int64), n_labels=L)
+
+
+def average_precision_from_counts(rc: RankCounts) -> np.ndarray:
+    """``(G, L)`` AP per member and label (nan without a positive): the mean over the
+    label's positives of (#positives scoring >= it) / (#rows scoring >= it) — the same
+    quantities as :func:`average_precision`, so equal to it to ~1e-12."""
+    G, L = rc.score.shape[0], rc.n_labels
+    out = np.full((G, L), np.nan)
+    if not rc.label.size:
+        return out
+    n_pos = np.bincount(rc.label, minlength=L)
+    for g in range(G):
+        order = np.lexsort((rc.score[g], rc.label))
+        lab, sc = rc.label[order], rc.score[g][order]
+        first_of_label = np.searchsorted(lab, lab, side="left")
+        # ascending within a label: positives >= s = label end - first index of s's tie run
+        new_run = np.ones(lab.size, dtype=bool)
+        new_run[1:] = (lab[1:] != lab[:-1]) | (sc[1:] != sc[:-1])
+        run_start = np.maximum.accumulate(np.where(new_run, np.arange(lab.size), 0))
+        ge_pos = (first_of_label + n_pos[lab]) - run_start
+        ratio = ge_pos / rc.ge[g][order]
+        sums = np.bincount(lab, weights=ratio, minlength=L)
+        has = n_pos > 0
+        out[g, has] = sums[has] / n_pos[has]
+    return out
+
+
+def roc_auc_from_counts(rc: RankCounts) -> np.ndarray:
+    """``(G, L)`` AUC-ROC per member and label over the surveyed rows (nan without both a
+    positive and a negative): ``Σ_p rank(p) − P(P+1)/2`` over ``P·N⁻``, with average ranks
+    ``rank(p) = #(< s_p) + (#(= s_p) + 1)/2`` — exactly :func:`roc_auc`'s statistic."""
+    G, L = rc.score.shape[0], rc.n_labels
+    out = np.full((G, L), np.nan)
+    if not rc.label.size:
+        return out
+    n_pos = np.bincount(rc.label, minlength=L)
+    n_neg = rc.n_rows - n_pos
+    ok = (n_pos > 0) & (n_neg > 0)
+    for g in range(G):
+        lt = rc.n_rows[rc.label] - rc.ge[g]
+        eq = rc.ge[g] - rc.gt[g]
+        twice = np.bincount(rc.label, weights=(2 * lt + eq + 1).astype(np.float64), minlength=L)
+        num = twice / 2.0 - n_pos * (n_pos + 1) / 2.0
+        out[g, ok] = num[ok] / (n_pos[ok] * n_neg[ok])
+    return out
+
+
+def _recall_hits(Z_block_pos: np.ndarray, s: np.ndarray, k: int) -> int:
+    """Observed positives of a row block ranked in their row's top ``k`` (as
+    :func:`observed_positive_recall_at_k`, which this reproduces chunk by chunk)."""
+    k = min(k, s.shape[1])
+    top = np.argpartition(-s, k - 1, axis=1)[:, :k]
+    return int(np.take_along_axis(Z_block_pos, top, axis=1).sum())
+
+
+def streamed_observed_scores(Z, chunks, *, ks=(1, 3)) -> list[dict]:
+    """:func:`evaluate_scores` against observations ``Z`` (``labels="observed"``) for every
+    member of streamed scores (``chunks()`` as in :func:`stream_rank_counts`)."""
+    from .sparse_labels import as_sparse
+
+    Zs = as_sparse(Z, dtype=np.int8)
+    pos = Zs.positives()
+    rc = stream_rank_counts(pos, chunks)
+    ap = average_precision_from_counts(rc) * 100.0
+    hits = None
+    for start, block in chunks():
+        a = _as_member_chunk(block)
+        pb = pos.dense(slice(start, start + a.shape[1]))
+        if hits is None:
+            hits = np.zeros((a.shape[0], len(ks)), dtype=np.int64)
+        for g in range(a.shape[0]):
+            for j, k in enumerate(ks):
+                hits[g, j] += _recall_hits(pb, a[g], k)
+    n_pos = pos.count(1)
+    out = []
+    for g in range(ap.shape[0]):
+        row = ap[g][~np.isnan(ap[g])]
+        d = {"labels": "observed", "observed_map": float(row.mean()) if row.size else float("nan"),
+             "n_observed_positives": int(n_pos), "n_classes_with_observed_positive": int((pos.col_counts(1) > 0).sum())}
+        for j, k in enumerate(ks):
+            d[f"observed_recall@{k}"] = float(100.0 * (0 if hits is None else hits[g, j]) / max(n_pos, 1))
+        out.append(d)
+    return out

@@ -65,8 +65,8 @@ def test_one_module_per_command():
     from spmlkit.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert list(sub.choices) == ["datasets", "methods", "prepare", "train", "features", "evaluate", "predict",
-                                 "diagnose", "estimate-k", "demo", "bench", "figures", "analyze"]
+    assert list(sub.choices) == ["datasets", "methods", "clean", "prepare", "train", "features", "evaluate", "predict",
+                                 "explain", "diagnose", "estimate-k", "demo", "bench", "figures", "analyze"]
     for name, parser in sub.choices.items():
         module = f"spmlkit.cli.{name.replace('-', '_')}"
         func = parser.get_default("func")

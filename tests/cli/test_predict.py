@@ -11,7 +11,7 @@ import pytest
 import spmlkit
 from spmlkit.cli import main
 from spmlkit.practitioner.labelsets import label_sets
-from tests.helpers.cli import run_cli as run
+from tests.helpers.cli import one_line_error, run_cli as run
 from tests.helpers.factories import RULE_NAMES, single_positive_data
 
 NAMES = ["cat", "dog", "sofa"]
@@ -139,6 +139,9 @@ def image_model(tmp_path, capsys):
     for split in ("train", "val", "test"):
         save_npy(fs / f"{split}.npy", fake_extract(b.paths(split), backbone="fake-net", image_size=8))
     write_json(fs / "meta.json", {"backbone": "fake-net", "image_size": 8, "dim": 3})
+    from tests.helpers.owned import seal_feature_cache
+
+    seal_feature_cache(fs)  # (the checksums spml features records)
     code, out, err = run(capsys, "train", b.path, "-m", "an", "--feature-set", "fake-8", "--epochs", 10, "--lr", "0.05",
                          "-o", tmp_path / "r")
     assert code == 0, err
@@ -225,7 +228,7 @@ def test_predict_replaces_only_its_own_output(capsys, trained, tmp_path):
     data.write_bytes((d / "new.csv").read_bytes())
     for extra in ((), ("--overwrite",)):
         code, _, err = run(capsys, "predict", d / "r", data, "-o", data, *extra)
-        assert code == 2 and "is the input file" in err
+        assert code == 2 and "is an input of this command" in err
         assert data.read_bytes() == (d / "new.csv").read_bytes()
 
 
@@ -316,3 +319,117 @@ def test_shape_mismatch_on_predict(tmp_path, capsys, toy_csv):
     np.save(tmp_path / "wrong.npy", np.zeros((2, 7), dtype=np.float32))
     code, _, err = run(capsys, "predict", tmp_path / "r", tmp_path / "wrong.npy", "-o", tmp_path / "o.csv")
     assert code == 2 and "this model expects (N, 4)" in err and not (tmp_path / "o.csv").exists()
+
+
+# ---------------------------------------------- covariates, rasters and ids (issue 36)
+@pytest.fixture(scope="module")
+def raster_run(tmp_path_factory):
+    pytest.importorskip("rasterio")
+    from tests.helpers.rasters import located_records, make_stack, write_records
+
+    d = tmp_path_factory.mktemp("geo")
+    env = make_stack(d / "env")
+    rec = write_records(d / "r.csv", located_records(20))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["prepare", str(rec), "--rasters", str(env), "--background-points", "60", "-o", str(d / "b")]) == 0
+        assert main(["train", str(d / "b"), "-m", "an", "--epochs", "2", "-o", str(d / "run")]) == 0
+    return d
+
+
+def _raw_table(d, path, edit=None):
+    """The bundle's test rows as a raw covariate table (the training layout: covariates by
+    name, soil as its level), with siteid, x, y."""
+    from spmlkit.data import Bundle
+
+    b = Bundle(d / "b")
+    X, xy = np.asarray(b.features("test")), b.xy("test")
+    soil = 1 + X[:, 1:4].argmax(1)
+    rows = [["siteid", "x", "y", "temp", "soil", "rain"]]
+    rows += [[f"s{i}", *xy[i], X[i, 4], float(soil[i]), X[i, 0]] for i in range(len(X))]
+    if edit:
+        edit(rows)
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    return path
+
+
+def test_predict_from_the_raw_training_layout_equals_the_encoded(capsys, raster_run, tmp_path):
+    d = raster_run
+    code, out, err = run(capsys, "predict", d / "run", d / "b", "-o", tmp_path / "bundle.csv")
+    assert code == 0, err
+    code, out, err = run(capsys, "predict", d / "run", _raw_table(d, tmp_path / "raw.csv"), "-o", tmp_path / "raw.csv.p")
+    assert code == 0, err
+    a, b = read_rows(tmp_path / "bundle.csv"), read_rows(tmp_path / "raw.csv.p")
+    assert a[0] == b[0] == ["id", "x", "y", "Aus alpha", "Bus beta"]
+    assert [r[1:] for r in a[1:]] == [r[1:] for r in b[1:]]  # same places, same probabilities
+    from spmlkit.data import Bundle
+
+    assert [r[0] for r in a[1:]] == Bundle(d / "b").ids("test")  # the bundle's ids pass through
+    assert [r[0] for r in b[1:]] == [f"s{i}" for i in range(len(b) - 1)]  # the table's siteid
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda rows: rows[3].__setitem__(4, 9.0), "raw.csv, line 4: covariate 'soil' has level 9, which the model never "
+                                              "saw in training (its levels: 1, 2, 3)"),
+    (lambda rows: [r.pop(5) for r in rows], "raw.csv, line 1: missing covariate column 'rain'"),
+])
+def test_raw_table_errors_name_the_column(capsys, raster_run, tmp_path, edit, msg):
+    code, out, err = run(capsys, "predict", raster_run / "run", _raw_table(raster_run, tmp_path / "raw.csv", edit),
+                         "-o", tmp_path / "p.csv")
+    assert code == 2 and msg in one_line_error(err) and not (tmp_path / "p.csv").exists()
+
+
+def test_predict_on_rasters_writes_the_input_grid(capsys, raster_run, tmp_path):
+    import rasterio
+
+    d = raster_run
+    code, out, err = run(capsys, "predict", d / "run", "--rasters", d / "env", "-o", tmp_path / "p.tif", "--maps", "all")
+    assert code == 0, err
+    assert "predicted 2 species on 189 valid cells of a 12 x 16 grid (3 nodata)" in out
+    with rasterio.open(d / "env" / "rain.tif") as src, rasterio.open(tmp_path / "p.tif") as o:  # the first layer
+        assert (o.crs, o.transform, o.width, o.height, o.nodata) == (src.crs, src.transform, src.width, src.height,
+                                                                      src.nodata)
+    assert (tmp_path / "p_Aus_alpha.png").exists() and (tmp_path / "p_Bus_beta.png").exists()
+
+
+@pytest.mark.parametrize("case, msg", [
+    ("missing", "no raster for covariate 'soil'; the rasters here are rain, temp"),
+    ("not-gdal", "soil.tif: not a raster GDAL can read"),
+    ("level", "layer 'soil' has level 7"),
+    ("input", "--rasters predicts on the raster cells: give no other input"),
+])
+def test_predict_on_rasters_bad_inputs(capsys, raster_run, tmp_path, case, msg):
+    import shutil
+
+    from tests.helpers.rasters import layers, write_raster
+
+    env = tmp_path / "env"
+    shutil.copytree(raster_run / "env", env)
+    extra = []
+    if case == "missing":
+        (env / "soil.tif").unlink()
+    elif case == "not-gdal":
+        (env / "soil.tif").write_text("junk")
+    elif case == "level":
+        soil, nodata = layers()["soil"]
+        soil = soil.copy()
+        soil[5, 5] = 7
+        write_raster(env / "soil.tif", soil, nodata=nodata)
+    elif case == "input":
+        extra = [raster_run / "b"]
+    code, out, err = run(capsys, "predict", raster_run / "run", *extra, "--rasters", env, "-o", tmp_path / "p.tif")
+    assert code == 2 and msg in one_line_error(err)
+    assert [p.name for p in tmp_path.iterdir()] == ["env"]  # nothing written, not even a temporary file
+
+
+def test_predict_streams_to_npy_and_top_k(capsys, raster_run, tmp_path):
+    d = raster_run
+    code, out, err = run(capsys, "predict", d / "run", d / "b", "-o", tmp_path / "p.npy")
+    assert code == 0 and "float32 .npy" in out
+    P = np.load(tmp_path / "p.npy")
+    code, out, err = run(capsys, "predict", d / "run", d / "b", "--top-k", "1", "-o", tmp_path / "t.csv")
+    rows = read_rows(tmp_path / "t.csv")
+    assert rows[0] == ["id", "x", "y", "labels", "probabilities"]
+    assert [r[3] for r in rows[1:]] == [["Aus alpha", "Bus beta"][j] for j in P.argmax(1)]
+    code, out, err = run(capsys, "predict", d / "run", d / "b", "--labels", "-o", tmp_path / "t.npy")
+    assert code == 2 and "written as CSV" in one_line_error(err)

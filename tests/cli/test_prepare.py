@@ -188,6 +188,89 @@ def test_bad_files_give_one_line_errors(tmp_path, capsys, content, msg):
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.parametrize("bad, msg", [
+    (dict(Z_indptr=[0, 1, 2], Z_indices=[3, 3], Z_shape=[3, 5]), "Z_indptr"),
+    (dict(Z_indptr=[0, 2, 2, 2], Z_indices=[1, 1], Z_shape=[3, 5]), "twice"),
+    (dict(Z_indptr=[0, 1, 2, 3], Z_indices=[1, 9, 0], Z_shape=[3, 5]), "outside"),
+    (dict(Z_indptr=[0, 1, 2, 3], Z_indices=[1, 2, 0], Z_shape=[3, 5], Z_data=[1, 2, 1]), "Z_data"),
+    (dict(Z_indptr=[0, 1, 2, 3], Z_indices=[1, 2, 0]), "Z_shape"),
+])
+def test_bad_sparse_labels_in_npz_are_one_line_and_write_nothing(tmp_path, capsys, bad, msg):
+    """Issue 32: CSR labels in an .npz are checked as they are read; every fault is one line
+    (exit 2) naming the file and the key, and no bundle is left behind."""
+    src = tmp_path / "d.npz"
+    np.savez(src, X=np.zeros((3, 2), np.float32), **{k: np.asarray(v) for k, v in bad.items()})
+    code, out, err = run(capsys, "prepare", src, "--observed", "-o", tmp_path / "b", "--val-fraction", "0",
+                         "--test-fraction", "0")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and msg in err and "d.npz" in err, err
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow
+def test_a_million_single_positives_prepare_without_the_dense_matrix(tmp_path, capsys, monkeypatch):
+    """The 1,000,000 x 50,000 single positives of the issue: with N x L densification refused
+    above 64 MB, prepare still succeeds (a dense int8 matrix would be 50 GB)."""
+    monkeypatch.setenv("SPML_DENSE_LIMIT_MB", "64")
+    rng = np.random.default_rng(0)
+    n, L = 1_000_000, 50_000
+    src = tmp_path / "big.npz"
+    np.savez(src, X=rng.normal(size=(n, 2)).astype(np.float32), Z_indptr=np.arange(n + 1),
+             Z_indices=rng.integers(0, L, n).astype(np.int32), Z_shape=np.array([n, L]))
+    code, out, err = run(capsys, "prepare", src, "-o", tmp_path / "b")
+    assert code == 0, err
+    b = Bundle(tmp_path / "b")
+    assert b.size("train") + b.size("val") + b.size("test") == n and b.n_labels == L
+    assert b.observations("train").single_index() is not None
+
+
+# ------------------------------------------------------------ records on rasters (issue 36)
+def _bad_raster_case(tmp_path, case):
+    from tests.helpers.rasters import located_records, make_stack, write_raster, write_records
+
+    env = make_stack(tmp_path / "env")
+    rec = write_records(tmp_path / "r.csv", located_records(5))
+    extra = []
+    if case == "crs":
+        extra = ["--crs", "EPSG:3857"]
+    elif case == "off":
+        rec = write_records(tmp_path / "r.csv", located_records(5) + [["Aus alpha", 100.0, 0.0]])
+        extra = ["--off-raster", "error"]
+    elif case == "all-off":
+        rec = write_records(tmp_path / "r.csv", [["Aus alpha", 45.0, 12.0]])
+    elif case == "not-gdal":
+        (env / "junk.tif").write_text("not a raster")
+    elif case == "missing-covariate":
+        extra = ["--covariates", "temp,bio1"]
+    elif case == "grid":
+        write_raster(env / "small.tif", np.ones((3, 3), np.float32))
+    return ["prepare", rec, "--rasters", env, *extra, "-o", tmp_path / "b"]
+
+
+@pytest.mark.parametrize("case, msg", [
+    ("crs", "are in EPSG:3857 but the rasters (rain.tif, ...) are in EPSG:4326"),
+    ("off", "(Aus alpha, x 100, y 0) is outside the rasters"),
+    ("all-off", "no record falls on a valid raster cell"),
+    ("not-gdal", "junk.tif: not a raster GDAL can read"),
+    ("missing-covariate", "no raster for covariate 'bio1'"),
+    ("grid", "small.tif: its grid (3 rows x 3 columns"),
+])
+def test_raster_inputs_bad_one_line_nothing_written(tmp_path, capsys, case, msg):
+    pytest.importorskip("rasterio")
+    from tests.helpers.cli import one_line_error, run_cli
+
+    code, out, err = run_cli(capsys, *_bad_raster_case(tmp_path, case))
+    assert code == 2 and msg in one_line_error(err)
+    assert not (tmp_path / "b").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".b")]
+
+
+def test_raster_options_need_rasters(tmp_path, capsys, toy_csv):
+    from tests.helpers.cli import one_line_error, run_cli
+
+    code, out, err = run_cli(capsys, "prepare", toy_csv, "--label-columns", "a,b,c", "--crs", "EPSG:4326", "-o",
+                             tmp_path / "b")
+    assert code == 2 and "--crs goes with --rasters" in one_line_error(err)
+
+
 # ------------------------------------------- issue 37: no silent full labels
 def _readme_own_table_line() -> list[str]:
     """The README's own-table line (the CLI tour's '# your own table: spml prepare ...')."""

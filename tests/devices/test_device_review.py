@@ -146,7 +146,11 @@ def test_the_linear_trainer_plans_all_splits_with_one_budget(toy_bundle, monkeyp
 
     X = {s: toy_bundle.features(s) for s in ("train", "val", "test") if toy_bundle.size(s)}
     N, L = X["train"].shape[0], toy_bundle.n_labels
-    reserve = dev.METHOD_STATE_BYTES_PER_ENTRY * 2 * N * L
+    from spmlkit.methods.base import TrainContext, build_method
+
+    ctx = TrainContext(n_train=N, n_labels=L, observed=np.zeros((N, L), np.int8), n_members=2)
+    reserve = build_method("role").state_bytes(ctx)  # what ROLE declares: 16 bytes an entry and member
+    assert reserve >= 16 * 2 * N * L
     free = 2 * (reserve + X["train"].nbytes + 1)  # room for the training rows and the state, nothing more
     monkeypatch.setattr(dev, "resolve_device", lambda *a, **k: torch.device("cuda", 0))
     monkeypatch.setattr(dev, "free_memory_bytes", lambda d: free)
@@ -359,7 +363,7 @@ def test_finetuning_batches_make_no_blocking_copy_per_step(tmp_path, monkeypatch
     learner, *_ = prepare_finetune(bundle, cfg, lr=1e-3, seed=0)
     cpu = [(b.index.clone(), b.observed.clone()) for b in learner.batches(1)]
     for idx, obs in cpu:  # what the batches held before: the permutation's rows and their observations
-        assert idx.shape == (1, idx.shape[1]) and torch.equal(obs[0], learner.observed[idx[0]])
+        assert idx.shape == (1, idx.shape[1]) and torch.equal(obs[0], torch.from_numpy(learner.observed.dense(idx[0].numpy())))
     learner.generator.manual_seed(0)
     learner.device = torch.device("meta")
     learner._observed_dev = learner.observed.to("meta")

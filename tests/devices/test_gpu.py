@@ -62,7 +62,7 @@ def _linear_methods():
 @pytest.mark.parametrize("method", _linear_methods())
 def test_linear_run_on_cuda_equals_the_cpu_run(toy_bundle, presence_bundle, method):
     from spmlkit.methods import build_method
-    from spmlkit.training.linear import train_linear
+    from spmlkit.training.run import train  # a recipe (auto) is trained by train_recipe, the others by train_linear
 
     m = build_method(method)
     stacked = m.supports_members
@@ -73,8 +73,8 @@ def test_linear_run_on_cuda_equals_the_cpu_run(toy_bundle, presence_bundle, meth
     cfg = TrainConfig(method=method, epochs=3, batch_size=16)
     if m.uses_background:  # issue 24: trains on presence-only data (background rows)
         toy_bundle = presence_bundle
-    cpu = train_linear(toy_bundle, cfg.replace(device="cpu"), lrs=lrs, seeds=seeds, keep_state=True)
-    gpu = train_linear(toy_bundle, cfg.replace(device="cuda"), lrs=lrs, seeds=seeds, keep_state=True)
+    cpu = train(toy_bundle, cfg.replace(device="cpu"), lrs=lrs, seeds=seeds, keep_state=True)
+    gpu = train(toy_bundle, cfg.replace(device="cuda"), lrs=lrs, seeds=seeds, keep_state=True)
     for a, b in zip(cpu, gpu):
         assert a.epochs_run == b.epochs_run
         assert abs(a.test_map - b.test_map) <= map_tol, (a.test_map, b.test_map)
@@ -182,25 +182,29 @@ class _SyncCount:
         return False
 
 
-def _linear_epoch(toy_bundle, method_name, *, on_device=True):
+def _linear_epoch(bundle, method_name, *, on_device=True):
     from spmlkit.methods import build_method
     from spmlkit.training.linear import FeatureStore, LinearLearner
 
     dev = torch.device("cuda")
-    Z = toy_bundle.observations("train")
-    stores = {s: FeatureStore(toy_bundle.features(s), device=dev, keep_on_device=on_device)
+    Z = bundle.observations("train")
+    stores = {s: FeatureStore(bundle.features(s), device=dev, keep_on_device=on_device)
               for s in ("train", "val", "test")}
     m = build_method(method_name)
     G = 2 if m.supports_members else 1
     learner = LinearLearner(stores, Z, lrs=[1e-2, 1e-3][:G], seeds=[0, 1][:G], batch_size=8, n_labels=Z.shape[1],
                             device=dev)
+    if m.uses_background:  # issue 24: epochs over the labelled rows, a background row drawn per example
+        from spmlkit.training.background import attach_background
+
+        attach_background(learner, m, Z, [0, 1][:G])
     m.setup(train_context(learner.observed, G=G, device=dev, expected_positives=1.5, base_lrs=(1e-2, 1e-3)[:G],
                           seeds=(0, 1)[:G], epochs=3))
     return learner, m
 
 
 @pytest.mark.parametrize("method", _linear_methods())
-def test_every_linear_method_epoch_under_the_sync_debug_mode(toy_bundle, method):
+def test_every_linear_method_epoch_under_the_sync_debug_mode(toy_bundle, presence_bundle, method):
     """Every method's training epoch on CUDA (features on the device), with
     ``set_sync_debug_mode``: methods without components (the stateless losses and the
     loop itself) make no synchronising call ("error" mode); methods with state make at most
@@ -212,7 +216,8 @@ def test_every_linear_method_epoch_under_the_sync_debug_mode(toy_bundle, method)
     m = build_method(method)
     if m.candidates:
         pytest.skip("a recipe trains its member methods (each tested here)")
-    learner, m = _linear_epoch(toy_bundle, method)
+    # the methods that consume background rows train on presence-only data (as in the test above)
+    learner, m = _linear_epoch(presence_bundle if m.uses_background else toy_bundle, method)
     train_epoch(learner, m, 1)
     m.on_epoch_end(1, lambda: torch.sigmoid(learner.scores("train")))
     m.on_epoch_start(2)
@@ -284,9 +289,12 @@ def test_feature_extraction_waits_at_most_once_per_batch(tmp_path):
 
 
 def test_float32_fine_tuning_runs_without_tf32_and_restores_the_flags(tmp_path):
-    """Item 7: TF32 is off inside a --precision 32 run and the process flags are restored."""
+    """Item 7: TF32 is off inside a --precision 32 run and the process flags are restored.
+    TF32 is switched on first (the autouse fixture switched it off, which would let a run
+    that leaves it alone pass; the fixture restores the process's flags afterwards)."""
     from spmlkit.training.finetune import train_finetune
 
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     before = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     seen = []
     bundle = tiny_digits_bundle(tmp_path)

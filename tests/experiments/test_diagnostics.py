@@ -5,7 +5,10 @@ import numpy as np
 
 
 def test_figures_are_png(tmp_path):
+    from spmlkit import ownership
     from spmlkit.experiments.diagnostics import plot_ap_change, plot_wasserstein_scatter
+
+    tmp_path = ownership.claim(tmp_path / "diag", "diagnostics")  # (spmlkit writes only into folders it made)
 
     p = plot_wasserstein_scatter([0.1, 0.2, np.nan], [0.3, 0.1, 0.2], tmp_path / "w.png")
     q = plot_ap_change([1.0, -2.0, np.nan], ["a", "b", "c"], tmp_path / "ap.png")

@@ -75,7 +75,9 @@ def train_context(observed, *, G: int = 1, **fields):
 
     from spmlkit.methods.base import TrainContext
 
-    Z = torch.as_tensor(observed, dtype=torch.int8)
+    from spmlkit.sparse_labels import SparseLabels
+
+    Z = observed if isinstance(observed, SparseLabels) else torch.as_tensor(observed, dtype=torch.int8)
     return TrainContext(n_train=Z.shape[0], n_labels=Z.shape[1], observed=Z, n_members=G, **fields)
 
 

@@ -396,7 +396,7 @@ def test_table_only_rerender_keeps_the_runs_date_and_machine(tmp_path):
     spec.loader.exec_module(lq)
     src = repo / "benchmarks" / "results" / "learning-quality"
     out = tmp_path / "lq"
-    shutil.copytree(src, out, ignore=shutil.ignore_patterns("runs.json"))
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("runs.json", "runs.json.gz"))
     args = argparse.Namespace(out=out, data_root="../shared/data", jobs=2, seeds=3, epochs=25, table_only=True)
     text = lq.write_table(args).read_text(encoding="utf-8")
     dates = [re.search(r"^- date: (\S+ \S+) UTC", (p / "table.md").read_text(), re.M).group(1)

@@ -59,6 +59,9 @@ def test_walkthrough_on_shared_coco(shared_data, tmp_path, capsys, monkeypatch):
         save_npy(b.path / "features" / "thumb" / f"{split}.npy",
                  thumbnails(b.paths(split), backbone="thumbnail", image_size=64))
     write_json(b.path / "features" / "thumb" / "meta.json", {"backbone": "thumbnail", "image_size": 64})
+    from tests.helpers.owned import seal_feature_cache
+
+    seal_feature_cache(b.path / "features" / "thumb")  # (the checksums spml features records)
 
     out = spml("train", tmp_path / "bundle", "--feature-set", "thumb", "-m", "an", "--epochs", 5, "--lr", "0.01",
                "-o", tmp_path / "run")

@@ -54,3 +54,33 @@ def test_shared_helpers():
     assert neg_log_sigmoid(torch.tensor(0.0)).item() == pytest.approx(math.log(2))
     big = neg_log_sigmoid(torch.tensor([-200.0, 200.0]))
     assert big.tolist() == [pytest.approx(200.0), 0.0] and torch.isfinite(big).all()  # log(p) would be -inf
+
+
+def test_registration_records_summary_reference_and_owner():
+    """The summary is the docstring's first line (empty without one), the reference empty
+    unless given; registering the same function again is accepted (a module imported
+    twice), another function under a taken name is refused."""
+
+    def plain(logits, observed):
+        return logits
+
+    def documented(logits, observed):
+        """First line.
+
+        Second paragraph."""
+        return logits
+
+    try:
+        register_loss("test-base-plain")(plain)
+        register_loss("test-base-plain")(plain)  # the same function again: fine
+        register_loss("test-base-doc", reference="ref")(documented)
+        assert (LOSSES["test-base-plain"].summary, LOSSES["test-base-plain"].reference) == ("", "")
+        assert (LOSSES["test-base-doc"].summary, LOSSES["test-base-doc"].reference) == ("First line.", "ref")
+        with pytest.raises(ValueError, match="loss 'test-base-plain' registered twice"):
+            register_loss("test-base-plain")(documented)
+        with pytest.raises(ConfigError) as e:
+            LOSSES["test-base-plain"].check_params({"gamma": 1.0})
+        assert str(e.value) == "loss 'test-base-plain' has no hyper-parameter(s) ['gamma']; it takes none"
+    finally:
+        LOSSES.remove("test-base-plain")
+        LOSSES.remove("test-base-doc")

@@ -30,3 +30,13 @@ def test_dw_limits():
     assert torch.allclose(get_loss("dw")(s, z, weight=0.0), get_loss("bce")(s, z))
     with pytest.raises(ConfigError):
         get_loss("dw")(s, z, weight=2.0)
+
+
+def test_default_weight_with_two_labels_and_one():
+    """1/(L − 1): two labels give weight 1 (DW is AN), one label has no assumed negative to
+    weigh and keeps weight 1 rather than dividing by zero."""
+    from spmlkit.losses.down_weighted import resolve_weight
+
+    assert resolve_weight(None, 2) == 1.0 and resolve_weight(None, 1) == 1.0 and resolve_weight(None, 5) == 0.25
+    s, z = torch.tensor([[0.5, -1.0]]), torch.tensor([[1, 0]])
+    assert torch.equal(get_loss("dw")(s, z), get_loss("an")(s, z))

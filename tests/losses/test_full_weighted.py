@@ -33,3 +33,28 @@ def test_full_weighted_hand_value_and_limits():
     assert torch.allclose(r_free, get_loss("full-weighted")(S, Z, background_logits=R, label_frequency=q, lambda2=1.0))
     only_bg = get_loss("full-weighted")(S, Z, background_logits=R, label_frequency=q, lambda2=0.0)
     assert only_bg[0, 1].item() == pytest.approx(nlog(1 - sig(2.0)), rel=1e-6)
+
+
+@pytest.mark.parametrize("q", [1.0, 0.0])
+def test_frequencies_at_their_limits_stay_finite(q):
+    """One species (n_s = n: frequency 1, so n/(n − n_s) is infinite) and a label never
+    observed (frequency 0, w_s infinite): the weights are clamped, so the loss and its
+    gradient stay finite, on presence rows and on a row with no observed label."""
+    x = torch.tensor([[1.5], [-0.5], [0.3]], requires_grad=True)
+    r = torch.tensor([[-1.0], [2.0], [0.5]], requires_grad=True)
+    z = torch.tensor([[1], [1], [0]] if q else [[0], [0], [0]], dtype=torch.int8)
+    out = get_loss("full-weighted")(x, z, background_logits=r, label_frequency=torch.tensor([q]))
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all() and torch.isfinite(r.grad).all()
+    if q:  # presences weigh λ1/q = 1 (up to the clamp)
+        assert out[0, 0].item() == pytest.approx(nlog(sig(1.5)) + 0.2 * nlog(1 - sig(-1.0)), rel=1e-5)
+
+
+def test_one_species_in_bfloat16_stays_finite():
+    """In bfloat16, 1 − 1e-6 rounds to 1: the frequency is clamped in float32 at least, so a
+    frequency of 1 still gives finite weights under autocast."""
+    x = torch.tensor([[1.5], [0.3]], dtype=torch.bfloat16)
+    z = torch.tensor([[1], [0]], dtype=torch.int8)
+    out = get_loss("full-weighted")(x, z, background_logits=x, label_frequency=torch.ones(1, dtype=torch.bfloat16))
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()

@@ -83,3 +83,81 @@ def test_pulls_same_label_together():
     same = (lab[:, None] == lab[None]) & ~torch.eye(12, dtype=torch.bool)
     assert lac(torch.nn.functional.normalize(z, dim=-1), labels).item() < before
     assert sim[same].mean() > sim[lab[:, None] != lab[None]].mean() + 0.5
+
+
+def _reference(z, labels, queue_z=None, queue_labels=None, *, temperature, form, n_slots=None):
+    """Xie Eq. 7 ("paper") and the SupCon form, anchor by anchor with Python loops."""
+    n, V, _ = z.shape
+    anchors = [(z[i, v], int(labels[i]), (i, v)) for i in range(n) for v in range(V)]
+    contrast = list(anchors)
+    if queue_z is not None:
+        contrast += [(queue_z[k, v], int(queue_labels[k]), ("q", k, v)) for k in range(len(queue_z))
+                     for v in range(queue_z.shape[1])]
+    total, counted = 0.0, 0
+    for a, la, ka in anchors:
+        sims = [(float(a @ c) / temperature, lc, kc) for c, lc, kc in contrast if kc != ka]
+        pos = [s for s, lc, _ in sims if lc == la]
+        if form == "paper":
+            neg = [s for s, lc, _ in sims if lc != la]
+            if not neg or not pos:
+                continue
+            log_den = math.log(sum(math.exp(s) for s in neg))
+            total += sum(s - log_den for s in pos)
+        else:
+            if not pos:
+                continue
+            log_den = math.log(sum(math.exp(s) for s, _, _ in sims))
+            total += sum(s - log_den for s in pos) / len(pos)
+            counted += 1
+    if form == "paper":
+        return -total / (n_slots if n_slots is not None else n * V)
+    return -total / counted if counted else 0.0
+
+
+@pytest.mark.parametrize("form", ["paper", "supcon"])
+@pytest.mark.parametrize("queue", [False, True])
+def test_both_forms_equal_a_loop_over_anchors(form, queue):
+    """Unequal label counts (so anchors differ in their number of positives and in their
+    denominators), two views, with and without a queue."""
+    g = torch.Generator().manual_seed(4)
+    z = torch.nn.functional.normalize(torch.randn(5, 2, 3, generator=g, dtype=torch.float64), dim=-1)
+    labels = torch.tensor([0, 0, 0, 1, 2])
+    kw = {}
+    if queue:
+        kw = {"queue_z": torch.nn.functional.normalize(torch.randn(3, 2, 3, generator=g, dtype=torch.float64), dim=-1),
+              "queue_labels": torch.tensor([1, 2, 2])}
+    got = lac(z, labels, temperature=0.7, form=form, **kw).item()
+    assert got == pytest.approx(_reference(z, labels, temperature=0.7, form=form, **kw), rel=1e-10)
+    assert lac(z, labels, form=form, **kw).item() == pytest.approx(_reference(z, labels, temperature=0.5, form=form,
+                                                                              **kw), rel=1e-10)  # τ = 0.5 default
+
+
+def test_queue_of_another_dtype_keeps_the_embeddings_dtype():
+    z = torch.nn.functional.normalize(torch.randn(3, 1, 4), dim=-1)
+    qz = torch.nn.functional.normalize(torch.randn(2, 1, 4, dtype=torch.float64), dim=-1)
+    out = lac(z, torch.tensor([0, 1, 1]), queue_z=qz, queue_labels=torch.tensor([0, 1]), form="supcon")
+    assert out.dtype == torch.float32
+
+
+def test_empty_batch_and_no_positive_give_zero_with_a_zero_gradient():
+    z = torch.zeros(0, 2, 4, requires_grad=True)
+    out = lac(z, torch.zeros(0, dtype=torch.long), form="supcon")
+    out.backward()
+    assert out.item() == 0.0 and z.grad.shape == (0, 2, 4)
+    z = torch.nn.functional.normalize(torch.randn(3, 1, 4), dim=-1).requires_grad_()
+    out = lac(z, torch.tensor([0, 1, 2]), form="supcon")  # one view, distinct labels: no anchor has a positive
+    out.backward()
+    assert out.item() == 0.0 and torch.equal(z.grad, torch.zeros_like(z))
+
+
+def test_bad_form_and_temperature_are_one_line():
+    from spmlkit.errors import ConfigError
+
+    z = torch.zeros(1, 1, 2)
+    with pytest.raises(ConfigError) as e:
+        lac(z, torch.tensor([0]), form="simclr")
+    assert str(e.value) == "LAC form must be one of paper, supcon, got 'simclr'"
+    for t in (0.0, -1.0):
+        with pytest.raises(ConfigError) as e:
+            lac(z, torch.tensor([0]), temperature=t)
+        assert str(e.value) == f"LAC temperature τ must be > 0, got {t}"

@@ -91,3 +91,14 @@ def test_bad_parameters():
         HILL(s, z, lam=0.5)
     with pytest.raises(ConfigError):
         FM(s, z, gamma=-1.0)
+
+
+def test_helpers_default_to_the_papers_values():
+    """The building blocks default to Zhang et al.'s m = 1, γ = 2, λ = 1.5 as the losses do."""
+    from spmlkit.losses.robust_mlml import focal_margin_positive, focal_negative, hill_negative
+
+    s = torch.tensor([0.3, -1.2, 2.0])
+    assert torch.equal(focal_margin_positive(s), focal_margin_positive(s, margin=1.0, gamma=2.0))
+    assert torch.equal(focal_negative(s), focal_negative(s, gamma=2.0))
+    assert torch.equal(hill_negative(s), hill_negative(s, lam=1.5))
+    assert not torch.equal(focal_margin_positive(s), focal_margin_positive(s, margin=2.0))

@@ -109,3 +109,20 @@ def test_closed_form_gradient_equals_autograd_of_eq_11():
     s32 = sg.detach().float().requires_grad_()
     get_loss("role")(sf.detach(), z, k=k, estimator_logits=s32).sum().backward()
     assert s32.grad.dtype == torch.float32
+
+
+def test_missing_estimator_is_one_line_and_a_float32_estimator_gets_a_float32_gradient():
+    s = torch.tensor([[0.4, -0.3, 1.1]], dtype=torch.float64, requires_grad=True)
+    z = torch.tensor([[1, 0, -1]])
+    with pytest.raises(ConfigError) as e:
+        get_loss("role")(s, z, k=1.0, estimator_logits=None)
+    assert str(e.value) == "ROLE needs estimator_logits shaped like the logits (1, 3), got None"
+    g = torch.tensor([[0.2, 0.9, -0.5]], dtype=torch.float32, requires_grad=True)
+    out = get_loss("role")(s, z, k=1.0, estimator_logits=g)
+    reduce_mean(out).sum().backward()
+    assert out.dtype == torch.float64 and g.grad.dtype == torch.float32 and s.grad.dtype == torch.float64
+    g64 = g.detach().double().requires_grad_(True)
+    s2 = s.detach().clone().requires_grad_(True)
+    want = get_loss("role")(s2, z, k=1.0, estimator_logits=g64)
+    reduce_mean(want).sum().backward()
+    assert torch.allclose(out, want) and torch.allclose(g.grad.double(), g64.grad, atol=1e-7)

@@ -81,3 +81,46 @@ def test_large_logits_stay_finite():
     for name in ("an-ssdl", "an-full", "an-full-me"):
         out = get_loss(name)(big, Z, background_logits=big)
         assert torch.isfinite(out).all()
+
+
+# An example with an observed positive, an observed negative (a real absence) and an
+# unobserved label, and a second example with only an absence.
+ZN = torch.tensor([[1, -1, 0], [0, -1, 0]], dtype=torch.int8)
+SN = torch.tensor([[1.5, -0.5, 0.25], [0.3, 1.1, -0.8]], dtype=torch.float64)
+RN = torch.tensor([[-1.0, 2.0, 0.5], [0.4, -0.2, 1.3]], dtype=torch.float64)
+
+
+def h(x):
+    p = sig(x)
+    return -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+
+@pytest.mark.parametrize("me", [False, True])
+def test_an_full_observed_negatives_are_known_absences(me):
+    """SINR (module docstring): an observed negative gets −log(1 − f) once — never the
+    assumed-negative term on top, and never the ME variants' entropy."""
+    name, lam = ("an-full-me" if me else "an-full"), 3.0
+    out = get_loss(name)(SN, ZN, background_logits=RN, pos_weight=lam)
+    assumed = (lambda x: -h(x)) if me else (lambda x: nlog(1 - sig(x)))
+    bg = [[assumed(r) for r in row] for row in RN.tolist()]
+    want = [[lam * nlog(sig(1.5)) + bg[0][0], nlog(1 - sig(-0.5)) + bg[0][1], assumed(0.25) + bg[0][2]],
+            [assumed(0.3) + bg[1][0], nlog(1 - sig(1.1)) + bg[1][1], assumed(-0.8) + bg[1][2]]]
+    assert out.flatten().tolist() == pytest.approx(sum(want, []), rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["an-ssdl", "an-ssdl-me"])
+def test_an_ssdl_observed_negatives(name):
+    out = get_loss(name)(SN, ZN, background_logits=RN)
+    bg = -h(-1.0) if name.endswith("-me") else nlog(1 - sig(-1.0))
+    want = [[nlog(sig(1.5)) + bg, nlog(1 - sig(-0.5)), 0.0], [0.0, nlog(1 - sig(1.1)), 0.0]]
+    assert out.flatten().tolist() == pytest.approx(sum(want, []), rel=1e-6, abs=1e-7)
+
+
+@pytest.mark.parametrize("name", ["an-slds", "an-slds-me"])
+def test_an_slds_observed_negatives_are_never_doubled(name):
+    """The random other label z′ that lands on an observed negative adds nothing: the
+    negative already has its −log(1 − f)."""
+    draw = torch.tensor([[0.1, 0.9, 0.5], [0.2, 0.9, 0.3]])  # z′ = the observed negative in both rows
+    out = get_loss(name)(SN, ZN, label_draw=draw)
+    want = [[nlog(sig(1.5)), nlog(1 - sig(-0.5)), 0.0], [0.0, nlog(1 - sig(1.1)), 0.0]]
+    assert out.flatten().tolist() == pytest.approx(sum(want, []), rel=1e-6, abs=1e-7)

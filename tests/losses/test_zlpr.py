@@ -126,3 +126,28 @@ def test_fused_form_equals_two_log_offset_sum_exps_with_gradients():
     (ref * w).sum().backward()
     assert torch.allclose(ours, s.grad, atol=1e-12)
     assert torch.autograd.gradcheck(lambda x: pairwise_logsumexp_loss(x, t, a=2.0, b=0.5), (s.detach().requires_grad_(),))
+
+
+def test_constants_inside_the_logarithms_must_be_positive():
+    from spmlkit.errors import ConfigError
+
+    x, w = torch.zeros(1, 2), torch.ones(1, 2)
+    for off in (0.0, -1.0):
+        with pytest.raises(ConfigError) as e:
+            log_offset_sum_exp(x, w, off)
+        assert str(e.value) == f"the constant inside the logarithm must be > 0, got {off}"
+    for a, b in ((0.0, 1.0), (1.0, 0.0), (-1.0, -1.0)):
+        with pytest.raises(ConfigError) as e:
+            pairwise_logsumexp_loss(x, w, a=a, b=b)
+        assert str(e.value) == f"the constants inside the logarithms must be > 0, got a={a}, b={b}"
+
+
+def test_log_offset_sum_exp_keeps_float64_digits_with_float32_weights():
+    x = torch.tensor([[0.3, -1.7, 2.2]], dtype=torch.float64)
+    w = torch.tensor([[0.3, 0.0, 0.7]], dtype=torch.float32)
+    want = math.log(3.0 + float(w[0, 0]) * math.exp(0.3) + float(w[0, 2]) * math.exp(2.2))
+    from tests.helpers.device_trap import device_trap
+
+    with device_trap():  # nothing made on the default device
+        out = log_offset_sum_exp(x, w, 3.0)
+        assert out.dtype == torch.float64 and out.item() == pytest.approx(want, rel=1e-14)

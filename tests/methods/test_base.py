@@ -3,6 +3,7 @@ with named hooks and regularisers; build_method is the one place that maps a nam
 parts.  Every registered method is held to it in tests/contracts/test_methods.py."""
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -210,3 +211,54 @@ def test_fine_tuning_needs_are_one_declared_object():
     lac = build_method("lac")
     assert lac.finetune.views == ("weak", "strong") and lac.finetune.embeddings
     assert lac.finetune.defaults["head"] == "decoder"
+
+
+# ------------------------------------------------ per-entry state declarations (issue 32)
+def _big_context(n=1_000_000, L=10_000, G=1):
+    from spmlkit.methods.base import TrainContext
+    from spmlkit.sparse_labels import SparseLabels
+
+    Z = SparseLabels.single(np.zeros(n, dtype=np.int64), L)  # 12 MB: the observations are not the problem
+    return TrainContext(n_train=n, n_labels=L, observed=Z, n_members=G)
+
+
+@pytest.mark.parametrize("name, params, alternative", [
+    ("role", {}, "storage=factorised"), ("em-apl", {}, "em (the same loss"), ("ll-cp", {}, "ll-ct"),
+    ("opml-lc", {}, "opml")])
+def test_per_entry_state_over_the_budget_is_refused_in_one_line(name, params, alternative, monkeypatch):
+    from spmlkit.errors import ConfigError
+    from spmlkit.methods import build_method
+
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "4096")
+    m = build_method(name, **params) if name != "role" else build_method(name, k=2.0)
+    with pytest.raises(ConfigError) as exc:
+        m.setup(_big_context())
+    msg = str(exc.value)
+    assert "\n" not in msg and "1,000,000 examples x 10,000 labels" in msg and alternative in msg, msg
+    assert "4.0 GiB budget" in msg
+
+
+def test_methods_without_per_entry_state_declare_none_and_factorised_role_fits(monkeypatch):
+    from spmlkit.methods import build_method
+
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "4096")
+    ctx = _big_context()
+    for name in ("an", "an-ls", "wan", "epr", "l1r", "gr", "splc", "ll-ct", "ll-r", "em"):
+        assert build_method(name).state_bytes(ctx) == 0, name
+    role = build_method("role", k=2.0, storage="factorised")
+    assert 0 < role.state_bytes(ctx) < 4 * 2 ** 30  # rank 64: O((N + L) x 64)
+    assert build_method("role", k=2.0, storage="memmap").state_bytes(ctx) == 0  # on disk
+
+
+def test_role_declares_what_it_allocates():
+    """The declaration is the real size: ROLE's float32 table, moments and best-epoch
+    snapshot, measured on a small context against the store it builds."""
+    from spmlkit.methods import build_method
+    from spmlkit.methods.base import TrainContext
+
+    ctx = TrainContext(n_train=50, n_labels=7, observed=np.zeros((50, 7), np.int8), n_members=2, seeds=(0, 1),
+                       base_lrs=(1e-3, 1e-2))
+    m = build_method("role", k=2.0)
+    m.setup(ctx)
+    est = m.components[0]
+    assert m.state_bytes(ctx) == sum(est.store.nbytes().values()) * 4 // 3

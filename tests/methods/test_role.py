@@ -294,8 +294,8 @@ def test_every_storage_trains(toy_bundle, params):
 def test_epoch_log_reports_estimated_positives(toy_bundle, tmp_path):
     from spmlkit.io import read_jsonl
 
-    train_linear(toy_bundle, TrainConfig(method="role", epochs=2, lr=1e-2), run_dir=tmp_path)
-    rows = read_jsonl(tmp_path / "metrics.jsonl")
+    train_linear(toy_bundle, TrainConfig(method="role", epochs=2, lr=1e-2), run_dir=tmp_path / "run")
+    rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     L = toy_bundle.n_labels
     assert all(0 < r["estimator_mean_positives"] < L for r in rows)
 

@@ -320,6 +320,38 @@ def test_estimator_without_held_out_rows_estimates_k_on_training_rows():
     assert clf.model_.label_sets["rule"] == "expected_k" and "training" in clf.model_.label_sets["k_source"]
 
 
+def test_categorical_columns_are_encoded_and_the_encoding_saved(tmp_path):
+    """Issue 36: with categorical=[...] the raw table of the training layout is what
+    predict_proba, the saved model and 'spml predict' take (columns by name); an unseen
+    level is an error naming the column and the level."""
+    pd = pytest.importorskip("pandas")
+    from spmlkit.errors import DataFormatError
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"t": rng.normal(size=90), "soil": rng.integers(1, 4, 90).astype(float),
+                       "u": rng.normal(size=90)})
+    y = np.array(["a", "b", "c"])[rng.integers(0, 3, 90)]
+    clf = SPMLClassifier("an", epochs=2, categorical=["soil"]).fit(df, y)
+    assert clf.n_features_in_ == 3 and list(clf.feature_names_in_) == ["t", "soil", "u"]
+    assert clf.model_.input["feature_names"] == ["t", "soil=1", "soil=2", "soil=3", "u"]
+    P = clf.predict_proba(df)
+    assert np.array_equal(clf.predict_proba(df[["u", "soil", "t"]]), P)  # by name, any order
+    assert np.array_equal(clf.predict_proba(df.to_numpy()), P)  # an array: the training order
+    clf.save(tmp_path / "m")
+    loaded = spmlkit.load(tmp_path / "m")
+    assert np.allclose(loaded.predict_proba(df), P) and np.allclose(loaded.predict_proba(dict(df.items())), P)
+    again = SPMLClassifier.load(tmp_path / "m")
+    assert np.allclose(again.predict_proba(df), P) and list(again.feature_names_in_) == ["t", "soil", "u"]
+    bad = df.copy()
+    bad.loc[5, "soil"] = 7.0
+    with pytest.raises(DataFormatError, match=r"covariate 'soil' has level 7, which the model never saw"):
+        clf.predict_proba(bad)
+    with pytest.raises(DataFormatError, match="missing covariate column 'u'"):
+        loaded.predict_proba(df[["t", "soil"]])
+    plain = SPMLClassifier("an", epochs=2).fit(df, y)  # no categorical: a DataFrame is still matched by name
+    assert np.array_equal(plain.predict_proba(df[["u", "t", "soil"]]), plain.predict_proba(df))
+
+
 def test_the_lazy_names_are_in_dir_spmlkit():
     """Issue 37: SPMLClassifier (imported on first use) shows in dir(spmlkit) and tab completion."""
     import spmlkit

@@ -172,5 +172,46 @@ def test_evaluate_model_refuses_other_labels(trained, tmp_path):
 
     other = prepare_bundle(MultiLabelDataset("o", ["x", "y"], {"train": Split(X=np.zeros((10, 6)), Y=np.eye(2)[
         np.arange(10) % 2])}), tmp_path / "o", log=lambda m: None)
-    with pytest.raises(SpmlError, match=r"^the model's labels differ from the bundle's \(5 vs 2\)$"):
+    with pytest.raises(SpmlError, match=r"the model's labels differ from the bundle's: missing 'l0', 'l1', 'l2', "
+                                        r"'l3', 'l4'; unexpected 'x', 'y'$"):
         evaluate_model(trained.model_full, other, "train")
+
+
+@pytest.mark.parametrize("observed_only", [False, True])
+def test_streamed_evaluation_equals_the_whole_one(tmp_path, monkeypatch, observed_only):
+    """``spml evaluate`` on a split too large to hold streams the model's scores in row
+    blocks (issue 32): the same mAP, per-label AP and AUC, or observed-label metrics and
+    label-set quality."""
+    from spmlkit.config import TrainConfig
+    from spmlkit.data import prepare_bundle
+    from spmlkit.practitioner.evaluation import evaluate_model
+    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.saved import load_model
+    from tests.helpers.factories import make_toy_dataset
+
+    ds = make_toy_dataset()
+    if observed_only:  # the user's own observations: val/test without full labels
+        from spmlkit.labels import observe
+
+        for sp in ds.splits.values():
+            sp.Z, sp.Y = observe(sp.Y, "single_positive", seed=1), None
+    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    run_training(bundle, TrainConfig(method="an", epochs=2, batch_size=8), tmp_path / "r", log=None)
+    model = load_model(tmp_path / "r" / "model")
+    whole = evaluate_model(model, bundle, "test")
+    monkeypatch.setattr("spmlkit.training.scores.needs_streaming", lambda *a: True)
+    monkeypatch.setattr(type(model), "stream_rows", lambda self, budget_bytes=0: 7)
+    streamed = evaluate_model(model, bundle, "test")
+    assert streamed.keys() == whole.keys()
+
+    def close(a, b):
+        if isinstance(a, dict):
+            assert a.keys() == b.keys()
+            for k in a:
+                close(a[k], b[k])
+        elif isinstance(a, float):
+            assert b == pytest.approx(a, abs=1e-9, nan_ok=True)
+        else:
+            assert a == b
+
+    close(whole, streamed)

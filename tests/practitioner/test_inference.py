@@ -111,3 +111,76 @@ def test_predicted_label_sets(trained):
     assert (S.sum(1) == 2).all() and used["rule"] == "top_k" and used["k"] == 2
     S, used, warning = predicted_label_sets(m, P, rule="threshold", threshold=1.0)
     assert not S.any() and used["threshold"] == 1.0 and "empty" in warning  # every set empty: said
+
+
+# ------------------------------------------------------------ streaming (issue 32, item 4)
+def _old_probability_csv(ids, names, P) -> str:
+    """The writer before streaming: one format call per value (the reference output)."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", *names])
+    for i, row in zip(ids, P):
+        w.writerow([i, *(f"{v:.6g}" for v in row)])
+    return buf.getvalue()
+
+
+def test_streamed_outputs_are_identical_whatever_the_chunk(trained, tmp_path):
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    m = trained.model_full
+    X = np.asarray(trained.full.features("test"))
+    ids = [f"r,{i}" if i == 3 else f"r{i}" for i in range(len(X))]  # an id that needs quoting
+    inp = PredictionInput(X, ids)
+    P = m.predict_proba(X)
+    for kind in ("proba", "labels", "top_k"):
+        whole = predict_to_file(m, inp, tmp_path / f"{kind}-whole.csv", kind=kind, top_k=2)
+        small = predict_to_file(m, inp, tmp_path / f"{kind}-small.csv", kind=kind, top_k=2, rows=3)
+        assert (tmp_path / f"{kind}-whole.csv").read_bytes() == (tmp_path / f"{kind}-small.csv").read_bytes()
+        assert whole["message"].replace("whole", "small") == small["message"]
+    assert (tmp_path / "proba-whole.csv").read_text() == _old_probability_csv(ids, m.label_names, P)
+    rows = list(csv.reader(open(tmp_path / "labels-small.csv")))
+    S = m.label_sets_from_proba(P)
+    assert rows[0] == ["id", "labels"] and rows[4][0] == "r,3"
+    assert [r[1] for r in rows[1:]] == [";".join(n for n, s in zip(m.label_names, row) if s) for row in S]
+    top = list(csv.reader(open(tmp_path / "top_k-small.csv")))
+    order = np.argsort(-P, axis=1, kind="stable")[:, :2]
+    assert top[0] == ["id", "labels", "probabilities"]
+    assert [r[1] for r in top[1:]] == [";".join(m.label_names[j] for j in o) for o in order]
+
+
+def test_npy_output_and_the_csv_limit(trained, tmp_path, monkeypatch):
+    from spmlkit.errors import ConfigError
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    m = trained.model_full
+    X = np.asarray(trained.full.features("test"))
+    inp = PredictionInput(X, [str(i) for i in range(len(X))])
+    predict_to_file(m, inp, tmp_path / "p.npy", rows=4)
+    got = np.load(tmp_path / "p.npy", allow_pickle=False)
+    assert got.dtype == np.float32 and np.array_equal(got, m.predict_proba(X).astype(np.float32))
+    monkeypatch.setattr(inference, "CSV_MAX_VALUES", X.shape[0] * len(m.label_names) - 1)
+    with pytest.raises(ConfigError, match=r"too many for a CSV .* with -o .*p.npy"):
+        predict_to_file(m, inp, tmp_path / "p.csv")
+    assert not (tmp_path / "p.csv").exists()
+    with pytest.raises(ConfigError, match="label sets and top-k labels are written as CSV"):
+        predict_to_file(m, inp, tmp_path / "s.npy", kind="labels")
+
+
+def test_top_k_by_partial_selection_breaks_ties_like_a_stable_sort():
+    from spmlkit.practitioner.inference import top_k_indices
+
+    rng = np.random.default_rng(0)
+    P = rng.integers(0, 4, size=(300, 12)).astype(np.float32)  # many ties
+    for k in (1, 3, 12, 20):
+        want = np.argsort(-P, axis=1, kind="stable")[:, :min(k, 12)]
+        assert np.array_equal(top_k_indices(P, k), want)
+    assert top_k_indices(P, 0).shape == (300, 0)
+
+
+def test_chunks_are_bounded_by_labels():
+    from spmlkit.practitioner.inference import CHUNK_VALUES, chunk_rows
+
+    assert chunk_rows(3) == 8192 and chunk_rows(50_000) * 50_000 <= CHUNK_VALUES and chunk_rows(10**9) == 1

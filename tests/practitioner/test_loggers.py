@@ -182,14 +182,14 @@ def test_a_bench_is_a_parent_run_with_summary_metrics_and_children(tmp_path, mon
     name = toy_bundle.name
     from spmlkit.experiments.tables import select_cells
 
-    sel = {k[1]: v for k, v in select_cells(read_json(out / "runs.json")["runs"]).items()}
+    sel = {k[1]: v for k, v in select_cells(read_json(out / "runs.json.gz")["runs"]).items()}
     for m in ("an", "iu"):
         assert parent.data.metrics[f"final.test_map/{name}/{m}"] == pytest.approx(sel[m].test_mean)
         assert f"final.test_map_std/{name}/{m}" in parent.data.metrics
     for c in children:
         assert {"final.selected_lr", "final.test_map", "final.val_score"} <= set(c.data.metrics)
     arts = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    assert "table.md" in arts and "runs.json" in arts and not [a for a in arts if a.startswith(".")]
+    assert "table.md" in arts and "runs.json.gz" in arts and not [a for a in arts if a.startswith(".")]
 
 
 def test_rule_keys_follow_the_reports_rule_descriptions():

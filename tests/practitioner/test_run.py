@@ -35,7 +35,7 @@ def test_a_folder_of_the_users_is_refused(toy_bundle, tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("mine")
-    with pytest.raises(ConfigError, match="refusing to write a run into .*: it holds files that are not a spmlkit run"):
+    with pytest.raises(ConfigError, match="refusing to write into .*: it holds files that are not a spmlkit run"):
         run_training(toy_bundle, CFG, mine)
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
 

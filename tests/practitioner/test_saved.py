@@ -122,6 +122,9 @@ def test_image_input_extension_point(tmp_path):
 
 
 def test_checkpoint_survives_a_kill_between_its_two_files(tmp_path, monkeypatch):
+    from spmlkit import ownership
+
+    tmp_path = ownership.claim(tmp_path / "run", "run")  # (spmlkit writes only into folders it made)
     p = tmp_path / "last.pt"
     save_checkpoint({"epoch": 1}, p)
     real = ckmod.write_text
@@ -141,7 +144,7 @@ def test_checkpoint_survives_a_kill_between_its_two_files(tmp_path, monkeypatch)
     save_checkpoint({"epoch": 3}, p)
     assert len((tmp_path / "last.pt.sha256").read_text().split()) == 1  # back to one digest
 
-    import spmlkit.io as iomod
+    import spmlkit.ownership as iomod
 
     def dies_before_rename(path, data):  # killed after phase 1, before the checkpoint is renamed
         raise KeyboardInterrupt

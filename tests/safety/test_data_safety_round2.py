@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from spmlkit.cli import main
+from tests.helpers.owned import spmlkit_wrote
 
 
 def run(capsys, *argv):
@@ -231,16 +232,18 @@ def test_index_arrays_go_through_the_checked_reader(yeast, tmp_path, capsys, how
 @pytest.mark.parametrize("checksums", ["updated", "absent"])
 def test_labels_that_are_not_bool_are_refused(yeast, tmp_path, capsys, checksums):
     b = copy_bundle(yeast, tmp_path)
-    p = b / "test" / "Y.npy"
-    np.save(p, np.load(p).astype(np.float64) * 3)
+    p = b / "test" / "Y.values.npy"  # full labels of 3 where 1 is stored (a bool matrix has no values)
+    np.save(p, np.full(np.load(b / "test" / "Y.indices.npy").shape, 3.0))
     meta = json.loads((b / "meta.json").read_text())  # tampered consistently: the dtype check refuses it
     if checksums == "absent":
         meta.pop("checksums")
     else:
-        meta["checksums"]["test/Y.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
+        meta["checksums"]["test/Y.values.npy"] = hashlib.sha256(p.read_bytes()).hexdigest()
     (b / "meta.json").write_text(json.dumps(meta))
     code, out, err = run(capsys, "evaluate", yeast / "run", b)
-    assert one_line_error(code, err) and "Y.npy" in err and "mAP" not in out, err
+    # (without checksums the bundle is refused before any array is read: issue 33 made them mandatory)
+    why = "test/Y." if checksums == "updated" else "records no checksums"
+    assert one_line_error(code, err) and why in err and "mAP" not in out, err
 
 
 def test_empty_separator_is_one_line(tmp_path, capsys):
@@ -305,19 +308,25 @@ def test_malformed_bench_work_checkpoint(bench, tmp_path, capsys, name):
     work.mkdir(parents=True)
     torch.save(MALFORMED[name], work / "last.pt")
     set_checksum(work / "last.pt")
+    spmlkit_wrote(b, "bench", work / "last.pt", work / "last.pt.sha256")  # (someone else's would not be read)
     group.unlink()  # unfinished again: the bench resumes from its work folder
     code, _, err = run(capsys, *BENCH, "-o", b)
     assert ends_in_one_error(code, err) and "last.pt" in err and "--no-resume" in err, err
 
 
 @pytest.mark.parametrize("content", [{"format": 1, "runs": "x"}, [], {"format": 1, "runs": [1]},
-                                     {"format": 1, "runs": [{"dataset": "yeast"}]}])
+                                     {"format": 1, "runs": [{"dataset": "yeast"}]}, b"not gzip", b"\x1f\x8b\x08"])
 def test_damaged_runs_json_is_one_line(bench, tmp_path, capsys, content):
+    """The bench's record (``runs.json.gz``): wrong contents, bytes that are no gzip
+    archive, a truncated archive: one line naming the file."""
+    import gzip
+
     b = tmp_path / "B"
     shutil.copytree(bench, b)
-    (b / "runs.json").write_text(json.dumps(content))
+    data = content if isinstance(content, bytes) else gzip.compress(json.dumps(content).encode())
+    (b / "runs.json.gz").write_bytes(data)
     code, _, err = run(capsys, "figures", b)
-    assert one_line_error(code, err) and "runs.json" in err, err
+    assert one_line_error(code, err) and "runs.json.gz" in err, err
 
 
 @pytest.mark.parametrize("content", [[], {"key": 1, "runs": []}, {"key": {}, "runs": [{"lr": "x"}]}])
@@ -338,6 +347,29 @@ def test_bench_refuses_a_folder_that_is_not_its_own_but_resumes_its_own(bench, t
     shutil.copytree(bench, b)
     (b / ".spml-output.json").unlink()  # a bench folder written before the marker: its groups/ tell
     assert run(capsys, *BENCH, "-o", b)[0] == 0
+
+
+@pytest.mark.parametrize("command, target", [
+    ("diagnose", "bench"), ("analyze", "bench"), ("bench", "diagnostics"), ("bench", "forged")])
+def test_output_folders_of_another_kind_or_owner_are_refused(yeast, bench, tmp_path, capsys, command, target):
+    """A folder spmlkit wrote for another command (its marker names another kind), or one
+    whose marker spmlkit did not write, is not this command's: refused in one line before
+    anything is written, every file as it was."""
+    folder = tmp_path / "T"
+    if target == "bench":
+        shutil.copytree(bench, folder)
+    elif target == "diagnostics":
+        assert run(capsys, "diagnose", yeast / "b", yeast / "run", "-o", folder)[0] == 0
+    else:  # the user's files, with a marker that names the right kind but not spmlkit as its writer
+        user_folder(folder)
+        (folder / ".spml-output.json").write_text(json.dumps({"written_by": "me", "kind": "bench"}))
+    before = snapshot(folder)
+    argv = {"bench": BENCH,
+            "analyze": ["analyze", "li-confidence-histogram", yeast / "b", "--epochs", "1"],
+            "diagnose": ["diagnose", yeast / "b", yeast / "run"]}[command]
+    code, _, err = run(capsys, *argv, "-o", folder)
+    assert one_line_error(code, err) and "refusing to write into" in err, err
+    assert snapshot(folder) == before
 
 
 @pytest.mark.parametrize("edit", ["nan", "int", "duplicate_label"])
@@ -491,6 +523,9 @@ def test_nan_in_a_feature_cache_names_the_file(yeast, tmp_path, capsys):
         if s == "train":
             X[3, 2] = np.nan
         np.save(d / f"{s}.npy", X)
+    from tests.helpers.owned import seal_feature_cache
+
+    seal_feature_cache(d)  # (the checksums spml features records: NaN is written, not a damage)
     code, _, err = run(capsys, "train", b, "-m", "an", "--epochs", "1", "--feature-set", "fake", "-o", tmp_path / "R")
     assert one_line_error(code, err) and "train.npy" in err and "row 4, column 3" in err, err
 

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from spmlkit.cli import main
+from tests.helpers.owned import spmlkit_wrote
 
 
 class Payload:
@@ -101,7 +102,10 @@ def test_checkpoints_spmlkit_writes_hold_no_pickled_objects(yeast):
 
 
 def test_checkpoint_writer_refuses_unsafe_objects(tmp_path):
+    from spmlkit import ownership
     from spmlkit.training.checkpoint import load_checkpoint, save_checkpoint
+
+    tmp_path = ownership.claim(tmp_path / "run", "run")  # (spmlkit writes only into folders it made)
 
     with pytest.raises(TypeError, match="cannot be checkpointed"):
         save_checkpoint({"x": Payload(tmp_path / "m")}, tmp_path / "c.pt")
@@ -142,6 +146,7 @@ def test_bench_work_folder_payload_is_refused(tmp_path, capsys):
     work = out / "work" / group.stem
     work.mkdir(parents=True)
     plant_torch_payload(work / "last.pt", marker)
+    spmlkit_wrote(out, "bench", work / "last.pt", work / "last.pt.sha256")  # (someone else's would not be read)
     group.unlink()  # the group is unfinished again: the bench resumes from its work folder
     code, _, err = run(capsys, *argv)
     assert ends_in_one_error(code, err) and "refused to load" in err, err
@@ -165,6 +170,9 @@ def test_bundle_and_feature_cache_payloads_are_refused(yeast, tmp_path, capsys):
     fs.mkdir(parents=True)
     for split in ("train", "val", "test"):
         plant_npy_payload(fs / f"{split}.npy", marker)
+    from tests.helpers.owned import seal_feature_cache
+
+    seal_feature_cache(fs)  # the attacker writes the checksums too
     with pytest.raises(Exception, match="Python objects"):
         Bundle(b).features("test", "evil")
     assert not marker.exists()
@@ -269,12 +277,12 @@ def _damage(b: Path, how: str) -> None:
     elif how == "wrong width":
         np.save(x, np.zeros((np.load(x).shape[0], 7), np.float32))
     elif how == "short observed":
-        z = b / "observed" / "single_positive.npy"
+        z = b / "observed" / "single_positive.indptr.npy"
         np.save(z, np.load(z)[:-3])
     elif how == "Z value 5":
-        z = b / "observed" / "single_positive.npy"
-        a = np.load(z)
-        a[0, 0] = 5
+        z = b / "observed" / "single_positive.values.npy"  # the first observation becomes 5
+        a = np.ones(np.load(b / "observed" / "single_positive.indices.npy").shape, dtype=np.int8)
+        a[0] = 5
         np.save(z, a)
     elif how == "short label_names":
         meta = json.loads((b / "meta.json").read_text())
@@ -360,6 +368,7 @@ def test_second_writer_of_a_run_folder_is_refused(yeast, tmp_path, capsys):
     from spmlkit.io import FolderLock
 
     out = tmp_path / "run"
+    out.mkdir()  # (an empty folder: a run may be written into it)
     with FolderLock(out):
         code, _, err = run(capsys, "train", yeast / "b", "-m", "an", "--epochs", "1", "-o", out)
     assert one_line_error(code, err) and "in use by another spml process" in err, err
@@ -396,7 +405,7 @@ def test_a_failed_train_leaves_nothing_behind(yeast, tmp_path, capsys, monkeypat
 def test_stale_temporaries_are_removed_on_the_next_start(yeast, tmp_path, capsys):
     r = copy_run(yeast, tmp_path, "r")
     (r / "result.json").unlink()
-    litter = [r / ".last.pt.sha256.abc123.tmp", r / "model" / ".weights.pt.x1.tmp"]
+    litter = [r / ".last.pt.sha256.spml-abc123.tmp", r / "model" / ".weights.pt.spml-x1.tmp"]
     for p in litter:
         p.write_text("partial")
     code, _, err = run(capsys, "train", yeast / "b", "-m", "an", "--epochs", "2", "-o", r)
@@ -497,7 +506,7 @@ def test_stale_bench_temporaries_are_removed(tmp_path, capsys):
     argv = ["bench", "--datasets", "yeast", "--methods", "an", "--lrs", "1e-3", "--batch-sizes", "64",
             "--seeds", "1", "--epochs", "1", "--no-figures", "-o", tmp_path / "bench"]
     assert run(capsys, *argv)[0] == 0
-    litter = tmp_path / "bench" / "groups" / ".abc.json.x1y2.tmp"
+    litter = tmp_path / "bench" / "groups" / ".abc.json.spml-x1y2.tmp"
     litter.write_text("{")
     assert run(capsys, *argv)[0] == 0
     assert not litter.exists()

@@ -105,9 +105,10 @@ def test_global_random_state_is_checkpointed(toy_bundle, tmp_path, monkeypatch):
 def test_kill_between_first_checkpoint_and_its_checksum_is_recoverable(tmp_path, monkeypatch):
     """The first checkpoint of a run: a kill right after the checkpoint is renamed into place
     (before the checksum file is finalised) must leave a loadable pair."""
-    import spmlkit.io as sio
+    import spmlkit.ownership as sio
     import spmlkit.training.checkpoint as ck
 
+    tmp_path = sio.claim(tmp_path / "run", "run")  # (spmlkit writes only into folders it made)
     real = sio.write_bytes
 
     def write_then_die(path, data):

@@ -33,7 +33,7 @@ def test_finetuning_trains_on_the_configured_regime(image_bundle, options):
     want = image_bundle.observations("train", **options)
     uniform = image_bundle.observations("train")
     assert not np.array_equal(want, uniform)  # the check can fail
-    np.testing.assert_array_equal(learner.observed.numpy(), want)
+    np.testing.assert_array_equal(np.asarray(learner.observed), want)
 
 
 def _observed_only(seed=0, n=60, n_val=30, L=4, d=5):

@@ -10,6 +10,7 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError, SpmlError
+from spmlkit.io import read_json
 from spmlkit.methods.base import build_method
 from spmlkit.metrics import observed_positive_map
 from spmlkit.training.run import train
@@ -178,7 +179,7 @@ def test_bench_runs_auto_once_per_seed(toy_bundle, tmp_path):
     spec = BenchSpec(datasets=[str(toy_bundle.path)], methods=["an", "auto"], lrs=(1e-2, 1e-3), batch_sizes=(16,),
                      seeds=(0, 1), epochs=2, params={"auto": dict(SMALL)}, histograms=False)
     run_bench(spec, tmp_path / "bench", figures=False)
-    runs = json.loads((tmp_path / "bench" / "runs.json").read_text())["runs"]
+    runs = read_json(tmp_path / "bench" / "runs.json.gz")["runs"]
     auto = [r for r in runs if r["method"] == "auto"]
     assert sorted(r["seed"] for r in auto) == [0, 1] and {r["selection"] for r in auto} == {"observed_map"}
     assert len([r for r in runs if r["method"] == "an"]) == 4
@@ -249,3 +250,32 @@ def test_presence_members_are_checked_and_other_criteria_refused(presence_bundle
     with pytest.raises(ConfigError, match="selects with target_group_auc only"):
         train(presence_bundle, TrainConfig(method="auto", epochs=1, selection="background_auc", threads=1),
               lrs=[1e-3], seeds=[0])
+
+
+# ------------------------------------------------ at scale (issue 32)
+def test_a_streamed_recipe_equals_the_whole_one(toy_bundle, monkeypatch):
+    """When the members' logits are too large to keep, the combined model streams its
+    validation and test scores: the same result as the run that keeps them."""
+    import spmlkit.metrics as metrics
+
+    cfg = TrainConfig(method="auto", epochs=2, batch_size=8)
+    (whole,) = train(toy_bundle, cfg)
+    monkeypatch.setattr(metrics, "DENSE_SCORE_BYTES", 0)
+    monkeypatch.setattr("spmlkit.training.linear.needs_streaming", lambda *a: True)
+    (streamed,) = train(toy_bundle, cfg)
+    assert streamed.val_score == pytest.approx(whole.val_score, abs=1e-9)
+    assert streamed.test_map == pytest.approx(whole.test_map, abs=1e-9)
+    for a, b in zip(whole.notes["members"], streamed.notes["members"]):  # the same choices
+        assert (a["method"], a["lr"], a["best_epoch"]) == (b["method"], b["lr"], b["best_epoch"])
+        assert a["val_observed_map"] == pytest.approx(b["val_observed_map"], abs=1e-9)
+
+
+def test_members_over_the_state_budget_are_dropped_and_said(toy_bundle, monkeypatch):
+    """A member whose per-entry state does not fit (em-apl's pseudo-labels, at a tiny
+    budget here) is left out with the reason in the result's notes; the others train."""
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "0.001")
+    with pytest.warns(UserWarning, match="member 'em-apl' dropped"):
+        (r,) = train(toy_bundle, TrainConfig(method="auto", epochs=1, batch_size=8))
+    assert [d["method"] for d in r.notes["dropped"]] == ["em-apl"]
+    assert "em-apl" not in {m["method"] for m in r.notes["members"]} and len(r.notes["members"]) == 3
+    assert "GiB budget" in r.notes["dropped"][0]["reason"]

@@ -20,11 +20,13 @@ from ..errors import SpmlError
 from . import (
     analyze,
     bench,
+    clean,
     datasets,
     demo,
     diagnose,
     estimate_k,
     evaluate,
+    explain,
     features,
     figures,
     methods,
@@ -38,8 +40,8 @@ from .methods import SAME_AT_DEFAULTS
 __all__ = ["SAME_AT_DEFAULTS", "build_parser", "main"]  # (what callers and tests import)
 
 #: the commands in the order ``spml --help`` lists them
-COMMANDS = (datasets, methods, prepare, train, features, evaluate, predict, diagnose, estimate_k, demo, bench,
-            figures, analyze)
+COMMANDS = (datasets, methods, clean, prepare, train, features, evaluate, predict, explain, diagnose, estimate_k,
+            demo, bench, figures, analyze)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded by commands that report their command line
+    import warnings
+
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning  # a library's warning is one 'spml: warning:' line
+            return int(args.func(args) or 0)
     except SpmlError as exc:
         print(f"spml: error: {exc}", file=sys.stderr)
         return 2
@@ -82,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning (spmlkit's, or a library's) as one line on stderr — never Python's
+    ``file:line: Category`` form with the source line under it."""
+    print(f"spml: warning: {' '.join(str(message).split())}", file=sys.stderr if file is None else file)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -69,9 +69,9 @@ def run(args) -> int:
                         jobs=args.jobs or 1, threads=args.threads, on_group=on_group)
     if tracking is not None:
         from ..experiments.tables import summary_metrics
-        from ..io import read_json
+        from ..io import json_record_path, read_json
 
-        manifest = Path(summary["written"].get("runs") or Path(args.out) / "runs.json")
+        manifest = Path(summary["written"].get("runs") or json_record_path(Path(args.out) / "runs.json"))
         tracking.finish(summary_metrics(read_json(manifest).get("runs", [])) if manifest.is_file() else {})
     w = summary["written"]
     main_file = w.get("table") or w.get("partial")
@@ -89,8 +89,8 @@ def add_parser(sub) -> None:
         "bench", help="reproduce a paper's table: methods x datasets x grid x seeds",
         description="Train every method on every dataset over the grid lr x batch size x seeds, select per method "
                     "the configuration with the best mean validation mAP, and write table.md (Cole et al. Table 1), "
-                    "recovery.md (Table 2), runs.csv/json and figures into RESULTS_DIR. Resumable: rerun the same "
-                    "command after an interruption.")
+                    "recovery.md (Table 2), runs.csv, runs.json.gz and figures into RESULTS_DIR. Resumable: rerun "
+                    "the same command after an interruption.")
     p.add_argument("--datasets", nargs="+", required=True, metavar="DATASET",
                    help="dataset names (see 'spml datasets'; prepared into RESULTS_DIR/bundles with their official "
                         "splits) or prepared bundle folders")

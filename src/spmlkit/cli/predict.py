@@ -15,59 +15,86 @@ from .common import (
 
 
 def run(args) -> int:
-    from ..practitioner.inference import (
-        check_prediction_output,
-        predicted_label_sets,
-        read_prediction_input,
-        write_label_sets,
-        write_probabilities,
-    )
+    from ..errors import ConfigError
+
+    if args.rasters:
+        return _run_rasters(args)
+    if args.input is None:
+        raise ConfigError("give the input to predict (a bundle, features or images), or --rasters for maps")
+    from ..practitioner.inference import check_prediction_output, predict_to_file, prediction_input
     from ..practitioner.saved import load_model
 
     device = _device(args)
     model = load_model(args.model)
     model.device = device
-    check_prediction_output(args.out, label_names=model.label_names, source=args.input, overwrite=args.overwrite)
-    X, ids = read_prediction_input(model, args.input, split=args.split, path_column=args.path_column,
-                                   id_column=args.id_column, backbone=args.backbone, image_size=args.image_size,
-                                   batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))
-    P = model.predict_proba(X)
-    out = Path(args.out)
-    if not args.labels:
-        write_probabilities(out, ids, model.label_names, P)
-        print(f"wrote probabilities for {len(P)} example(s) x {P.shape[1]} labels to {out}")
-        return 0
-    from ..practitioner.report import describe_rule
-
+    check_prediction_output(args.out, label_names=model.label_names, source=args.input, overwrite=args.overwrite,
+                            model=model.path)
+    inp = prediction_input(model, args.input, split=args.split, path_column=args.path_column,
+                           id_column=args.id_column, backbone=args.backbone, image_size=args.image_size,
+                           batch_size=args.batch_size, log=lambda m: print(m, file=sys.stderr))
+    kind = "labels" if args.labels else "top_k" if args.top_k else "proba"
     rule = None if args.threshold_rule == "default" else args.threshold_rule
-    S, used, warn = predicted_label_sets(model, P, rule=rule, threshold=args.threshold, k=args.k,
-                                         min_labels=args.min_labels)
-    write_label_sets(out, ids, model.label_names, S)
-    print(f"wrote label sets for {len(S)} example(s) to {out} (rule: {describe_rule(used['rule'], used)}; "
-          f"{S.sum(1).mean():.2f} labels per example)")
-    if warn is not None:
-        print(f"spml: warning: {warn}", file=sys.stderr)
+    summary = predict_to_file(model, inp, args.out, kind=kind, rule=rule, threshold=args.threshold, k=args.k,
+                              min_labels=args.min_labels, top_k=args.top_k)
+    print(summary["message"])
+    if summary.get("warning"):
+        print(f"spml: warning: {summary['warning']}", file=sys.stderr)
+    return 0
+
+
+def _run_rasters(args) -> int:
+    """``spml predict RUN --rasters ...``: probability maps (GeoTIFF) and PNG maps."""
+    from ..errors import ConfigError
+    from ..practitioner.maps import predict_rasters
+    from ..practitioner.saved import load_model
+
+    if args.input is not None:
+        raise ConfigError("--rasters predicts on the raster cells: give no other input (got "
+                          f"{args.input!r})")
+    if args.labels or args.top_k:
+        raise ConfigError("--rasters writes probabilities (one band per species): --labels and --top-k do not apply")
+    model = load_model(args.model)
+    model.device = _device(args)
+    res = predict_rasters(model, args.rasters, args.out, per_species=args.per_species, maps=args.maps,
+                          records=args.records, window_rows=args.window_rows, overwrite=args.overwrite,
+                          unseen_levels=args.unseen_levels, log=lambda m: print(m, file=sys.stderr))
+    for path in res["written"]:
+        print(path)
+    print(res["message"])
     return 0
 
 
 def add_parser(sub) -> None:
     """``spml predict``: its options (``spml predict --help``)."""
-    p = sub.add_parser("predict", help="label sets or per-label probabilities for new data",
+    p = sub.add_parser("predict", help="label sets or per-label probabilities for new data, or species maps",
                        description="Write a CSV with one row per example: with --labels, 'id,labels' (the labels "
                                    "of the predicted set joined by ';'); with --proba (default), one probability "
-                                   "column per label. Inputs: a bundle, features (.npy/.npz/CSV) or, for a model "
-                                   "trained on image features, images (a folder, a .txt list or a CSV with a path "
-                                   "column) whose features are extracted with the model's backbone.")
+                                   "column per label (or, with -o FILE.npy, a float32 matrix for large outputs); "
+                                   "with --top-k K, the K best labels of each row. Rows are scored in chunks, so "
+                                   "memory does not grow with rows x labels. Inputs: a bundle, features "
+                                   "(.npy/.npz/CSV), the raw covariate table of a model trained on covariates "
+                                   "(columns by name; siteid/x/y pass through) or, for a model trained on image "
+                                   "features, images (a folder, a .txt list or a CSV with a path column). With "
+                                   "--rasters: a GeoTIFF of predicted probability per species on the rasters' grid "
+                                   "(docs/presence_only.md).")
     p.add_argument("model", help="model folder (a run folder or its model/ subfolder)")
-    p.add_argument("input", help="a bundle folder; features as .npy / .npz / CSV (optional 'id' column); or "
-                                 "images: a folder, a .txt list of paths, or a CSV with a path column")
-    p.add_argument("-o", "--out", required=True, help="output CSV (written atomically; an existing file is replaced "
-                                                     "only when it is a prediction file spmlkit wrote)")
+    p.add_argument("input", nargs="?", help="a bundle folder; features as .npy / .npz / CSV (optional 'id' column); "
+                                            "a covariate table in the training layout; or images: a folder, a .txt "
+                                            "list of paths, or a CSV with a path column (not with --rasters)")
+    p.add_argument("-o", "--out", required=True,
+                   help="output file: a CSV, or .npy for --proba (written atomically; an existing file is replaced "
+                        "only when it is a prediction file spmlkit wrote); with --rasters a .tif (one band per "
+                        "species) or, with --per-species, a folder")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the -o file even when it is not a prediction file spmlkit wrote (never the input)")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--labels", action="store_true", help="write label sets (id,labels joined by ';')")
-    what.add_argument("--proba", action="store_true", help="write per-label probabilities (the default)")
+    what.add_argument("--proba", action="store_true",
+                      help="write per-label probabilities (the default): CSV, or -o FILE.npy (float32, written "
+                           "chunk by chunk) — CSV is refused above 50 million probabilities")
+    what.add_argument("--top-k", type=_pos_int, metavar="K",
+                      help="write the K highest-scoring labels of each row, best first, with their probabilities "
+                           "('id,labels,probabilities')")
     p.add_argument("--threshold-rule", default="default",
                    choices=["default", "threshold", "top_k", "expected_k", "per_label"],
                    help="how probabilities become label sets (default: the model's rule — chosen on a fully "
@@ -84,5 +111,22 @@ def add_parser(sub) -> None:
     p.add_argument("--backbone", help="images: backbone to extract features with (default: the model's)")
     p.add_argument("--image-size", type=_pos_int, help="images: input size (default: the model's)")
     p.add_argument("--batch-size", type=_pos_int, help="images: extraction batch size")
+    geo = p.add_argument_group("maps (a model trained on covariates; needs the [geo] extra: pip install "
+                               "'spmlkit[geo]')")
+    geo.add_argument("--rasters", nargs="+", metavar="DIR_OR_FILE",
+                     help="covariate rasters (a folder or files; band/file names = the model's covariates): write "
+                          "the predicted probability of each species on their grid (same CRS, transform, nodata)")
+    geo.add_argument("--per-species", action="store_true",
+                     help="--rasters: one GeoTIFF per species in the -o folder instead of one multi-band file")
+    geo.add_argument("--maps", metavar="SPECIES", help="--rasters: also write a PNG map of these species "
+                     "(comma-separated, or 'all') with their training records overlaid, beside the GeoTIFF")
+    geo.add_argument("--records", help="--rasters --maps: the bundle whose training records to overlay (default: "
+                                       "the model's training bundle, when it is still there)")
+    geo.add_argument("--window-rows", type=_pos_int,
+                     help="--rasters: raster rows read and predicted at a time (default: about 65,536 cells' worth; "
+                          "memory stays bounded whatever the raster's size)")
+    geo.add_argument("--unseen-levels", choices=("error", "nodata"), default="error",
+                     help="--rasters: a cell whose categorical covariate has a level the model never saw: an error "
+                          "naming the layer and the level (default), or nodata in the output (counted)")
     _add_device_option(p, "the model")
     p.set_defaults(func=run)

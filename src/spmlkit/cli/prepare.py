@@ -9,19 +9,19 @@ from .common import _csv_list, _label_names, _pos_int, _regime_name, _seed, _uni
 
 def run(args) -> int:
     from ..data import load_any, prepare_bundle
+    from .. import ownership
     from ..errors import ConfigError
-    from ..io import check_input_paths
 
     inputs = [args.source, args.test, args.labels_xml, args.images, args.test_images, args.val_file,
-              args.label_names if args.label_names and Path(args.label_names).exists() else None]
-    check_input_paths(inputs)
+              args.label_names if args.label_names and Path(args.label_names).exists() else None,
+              *(args.rasters or []), args.mask, args.bias]
+    ownership.check_input_paths(inputs)
+    ownership.refuse_inputs(args.out, inputs)  # the bundle is never written over (or into) what it is made of
     if args.label_set_column and not args.separator:
         raise ConfigError("--separator must not be empty (the text between label names in a --label-set-column "
                           "cell, e.g. ';')")
     if args.overwrite:  # replacing the bundle must not delete anything the command reads
-        from ..data.bundle import refuse_sources_inside
-
-        refuse_sources_inside(args.out, inputs + [args.data_root])
+        ownership.refuse_inputs(args.out, [args.data_root], option="--overwrite", inside_ok=True)
     table = _table_options(args)
     if args.observed and args.full_labels:
         raise ConfigError("--observed and --full-labels contradict each other; pass one of them")
@@ -62,6 +62,20 @@ def _table_options(args) -> dict:
     for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
         if getattr(args, opt, None):
             table[opt] = getattr(args, opt)
+    if getattr(args, "rasters", None):  # records on covariate rasters (issue 36)
+        table["rasters"] = list(args.rasters)
+        table["raster_options"] = {
+            "crs": args.crs, "background": args.background_points or 10000, "mask": args.mask, "bias": args.bias,
+            "seed": args.seed, "one_per_cell": args.one_per_cell, "off_raster": args.off_raster,
+            "window_rows": args.window_rows, "x_column": args.x_column, "y_column": args.y_column,
+            "rank": args.rank, "covariates": _csv_list(args.covariates) if args.covariates else None}
+    else:
+        given = [o for o in ("crs", "mask", "bias", "covariates", "x_column", "y_column") if getattr(args, o, None)]
+        if given or args.one_per_cell or args.background_points is not None:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"--{(given or ['background-points'])[0].replace('_', '-')} goes with --rasters "
+                              "(records on covariate rasters)")
     if getattr(args, "categorical", None) is not None:
         table["categorical"] = _csv_list(args.categorical) if args.categorical else []
     if args.path_column:
@@ -119,7 +133,9 @@ def add_parser(sub) -> None:
     p.add_argument("--labels-last", type=_pos_int, help="CSV/TSV: the last N columns are labels")
     p.add_argument("--label-set-column", help="CSV/TSV: a column of label names separated by --separator")
     p.add_argument("--label-column", help="CSV/TSV: a column holding exactly one label name per row (e.g. a "
-                                          "'path,label' file; an image listed on several rows gets all its labels)")
+                                          "'path,label' file; an image listed on several rows gets all its labels); "
+                                          "with --rasters, the species column (default: species, scientificName, "
+                                          "spid, ...)")
     p.add_argument("--label-names", help="CSV/TSV with --label-column/--label-set-column: the label vocabulary "
                                          "and its order, as a comma-separated list or a file with one name per "
                                          "line (a label outside it is an error; default: the names found)")
@@ -156,6 +172,32 @@ def add_parser(sub) -> None:
     p.add_argument("--val-blocks", type=_pos_int, metavar="G",
                    help="presence-only: validate on 20%% of a G x G grid of spatial blocks (records and background "
                         "there) instead of a random 20%% of the rows")
+    geo = p.add_argument_group("records on covariate rasters (needs the [geo] extra: pip install "
+                               "'spmlkit[geo]'; docs/presence_only.md)")
+    geo.add_argument("--rasters", nargs="+", metavar="DIR_OR_FILE",
+                     help="covariate rasters (a folder or files GDAL reads; band/file names = covariate names): the "
+                          "records' covariates are read at their x, y, and background rows drawn from the valid cells")
+    geo.add_argument("--crs", help="--rasters: CRS of the records' x, y (default EPSG:4326, longitude/latitude); "
+                                   "it must be the rasters' CRS")
+    geo.add_argument("--background-points", type=_pos_int, metavar="N",
+                     help="--rasters: background cells to draw (default 10000; every valid cell when fewer)")
+    geo.add_argument("--mask", help="--rasters: draw background only where this raster has data and is not 0")
+    geo.add_argument("--bias", help="--rasters: draw background with probability proportional to this raster "
+                                    "(e.g. sampling effort)")
+    geo.add_argument("--covariates", help="--rasters: comma-separated layers to use (default: every layer)")
+    geo.add_argument("--one-per-cell", action="store_true",
+                     help="--rasters: keep one record per species and raster cell (the others are counted)")
+    geo.add_argument("--off-raster", choices=("drop", "error"), default="drop",
+                     help="--rasters: records outside the rasters or on nodata: dropped and counted (default) or "
+                          "an error")
+    geo.add_argument("--x-column", help="--rasters: the records' x (longitude) column (default: x, lon, longitude, "
+                                        "decimalLongitude, ...)")
+    geo.add_argument("--y-column", help="--rasters: the records' y (latitude) column (default: y, lat, latitude, ...)")
+    geo.add_argument("--rank", choices=("species", "as-is"), default="species",
+                     help="--rasters: species names reduced to 'Genus epithet' (default) or kept as written")
+    geo.add_argument("--window-rows", type=_pos_int,
+                     help="--rasters: raster rows read at a time (default: about 65,536 cells' worth; memory stays "
+                          "bounded whatever the raster's size)")
     p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
     p.set_defaults(func=run)

@@ -1,7 +1,6 @@
 """Data: formats, built-in datasets, splits and prepared bundles."""
 from __future__ import annotations
 
-import numpy as np
 
 from .bundle import Bundle, prepare_bundle, split_indices
 from .dataset import MultiLabelDataset, Split
@@ -61,8 +60,9 @@ def is_single_positive(Y) -> bool:
     positives read as complete label sets."""
     if Y is None:
         return False
-    Y = np.asarray(Y, dtype=bool)
-    return Y.ndim == 2 and Y.shape[1] >= 2 and len(Y) > 0 and bool((Y.sum(axis=1) == 1).all())
+    from ..labels import positives_per_row
+
+    return len(Y.shape) == 2 and Y.shape[1] >= 2 and len(Y) > 0 and bool((positives_per_row(Y) == 1).all())
 
 
 def single_positive_as_observed(ds: MultiLabelDataset, source: str, *, log=None) -> MultiLabelDataset:
@@ -79,15 +79,18 @@ def single_positive_as_observed(ds: MultiLabelDataset, source: str, *, log=None)
         return ds
     import dataclasses
 
+    from ..labels import as_observations, positives_per_row
+    from ..sparse_labels import as_sparse
+
     kept = []
     splits = {}
     for name, split in ds.splits.items():
         Y = split.Y
-        if Y is not None and len(Y) and (np.asarray(Y, dtype=bool).sum(axis=1) > 1).any():
+        if Y is not None and len(Y) and (positives_per_row(Y) > 1).any():
             splits[name] = split
             kept.append(name)
             continue
-        Z = None if Y is None else np.asarray(Y, dtype=bool).astype(np.int8)
+        Z = None if Y is None else as_observations(as_sparse(Y, dtype=bool))  # the same entries, as +1
         splits[name] = split if Y is None else dataclasses.replace(split, Y=None, Z=Z, mask=None)
     msg = (f"{source}: every training row has exactly one positive label, so the labels are read as observed "
            "single positives (one confirmed label per row; the others unknown, not negative) and every score says "

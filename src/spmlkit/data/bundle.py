@@ -6,13 +6,22 @@ every later step reads (memory-mapped, never loaded whole)::
     <bundle>/meta.json                 written last: a bundle without it is incomplete
     <bundle>/{train,val,test}/X.npy    float32 features       (feature datasets)
     <bundle>/{train,val,test}/paths.txt image paths, one per line (image datasets)
-    <bundle>/{train,val,test}/Y.npy    bool full labels (absent for observed-only data)
+    <bundle>/{train,val,test}/Y.*.npy   full labels, sparse (absent for observed-only data)
     <bundle>/{train,val,test}/index.npy row numbers in the source split
-    <bundle>/val/Z.npy, test/Z.npy     int8 observations (observed-only data only)
-    <bundle>/{val,test}/mask.npy       bool: where Y is known (labels surveyed on part of the examples)
-    <bundle>/observed/<regime>.npy     int8 training observations Z, one file per regime
-    <bundle>/observed/partial-p<p>.npy the 'partial' regime at hiding probability p (on demand)
+    <bundle>/{train,val,test}/ids.npy  example identifiers (unicode), when the source has them
+    <bundle>/{train,val,test}/xy.npy   float64 (N, 2) places (x, y), when the source has them
+    <bundle>/val/Z.*.npy, test/Z.*.npy  observations (observed-only data only), sparse
+    <bundle>/{val,test}/mask.*.npy      where Y is known (labels surveyed on part of the examples), sparse
+    <bundle>/observed/<regime>.*.npy    training observations Z, one matrix per regime
+    <bundle>/observed/partial-p<p>.*.npy the 'partial' regime at hiding probability p (on demand)
     <bundle>/features/<name>/<split>.npy  cached backbone features of image bundles
+
+A label, observation or mask matrix ``M`` is stored sparse (:mod:`spmlkit.sparse_labels`),
+as ``M.header.npy`` (rows, labels, fill, dtype code), ``M.indptr.npy`` (int64 row
+pointers), ``M.indices.npy`` (int32 label indices) and, unless every listed entry is 1,
+``M.values.npy`` (int8): a million single positives take 13 MB whatever the number of
+labels.  Bundles of format 1 (dense ``M.npy``) are still read, converted row block by row
+block.
 
 Protocol (Cole et al. §6.1, the authors' data preparation, elijahcole/single-positive-multi-label `preproc/`): where the source has an
 official test split it is the test set; otherwise ``test_fraction`` of it is held out
@@ -31,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,12 +47,16 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import (FolderLock, check_output_folder, check_replaceable, mkdtemp_like_umask, read_json, save_npy,
-                  sha256_file, write_json, write_text)
+from .. import ownership
+from ..io import FolderLock, read_json, sha256_file
+from ..ownership import save_npy, write_json, write_text
 from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
+from ..sparse_labels import SparseLabels, as_sparse
 from .dataset import MultiLabelDataset, Split
 
-BUNDLE_FORMAT = 1
+BUNDLE_FORMAT = 2
+#: formats this version reads: 1 stored label matrices dense (``M.npy``), 2 sparse
+READABLE_FORMATS = (1, 2)
 SPLITS = ("train", "val", "test")
 OBSERVED_ONLY = "observed"  # the regime name of a practitioner's own observations
 
@@ -70,23 +82,78 @@ def split_indices(n: int, fraction: float, rng: np.random.Generator, *,
 _VERIFIED: dict[tuple, bool] = {}  # (path, size, mtime_ns) -> checked, so each file is hashed once per process
 
 
-def _verify_checksum(path: Path, expected: str | None) -> None:
+def _verify_checksum(path: Path, expected: str | None, *, advice: str = "re-run 'spml prepare'") -> None:
     """Compare ``path`` with its recorded SHA-256 (``expected``, or the ``.sha256``
-    sidecar of an array written after the bundle was prepared); bundles written before
-    checksums were recorded have neither and are not checked."""
+    sidecar of an array written after the bundle was prepared).  A checksum is mandatory:
+    an array with neither (a ``meta.json`` whose ``checksums`` were removed, an array added
+    by hand) is refused — verification can never be turned off by deleting it."""
     side = path.with_name(path.name + ".sha256")
-    if expected is None and side.exists():
+    if expected is None and side.is_file() and not side.is_symlink():
         expected = side.read_text().strip()
-    if expected is None:
-        return
+    if not isinstance(expected, str) or not expected:
+        raise CorruptFileError(f"{path}: no checksum is recorded for it (not in meta.json's 'checksums', no "
+                               f"{side.name}); spmlkit reads only arrays it can verify — {advice}")
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, expected)
     if key in _VERIFIED:
         return
     if sha256_file(path) != expected:
         raise CorruptFileError(f"{path}: checksum mismatch with the bundle's record; the file was altered or "
-                               "truncated — re-run 'spml prepare'")
+                               f"truncated — {advice}")
     _VERIFIED[key] = True
+
+
+def check_observations(Z, path, regime: str | None = None, *, background_rows: int = 0):
+    """Observations as files.md promises them: int8 in {-1, 0, +1}; for the training
+    observations of a ``regime`` (None: values only), what the regime promises — one
+    observed positive per example for the single-positive regimes, no unobserved entry for
+    ``full``, at least one observed positive for every regime, and (the user's own
+    observations, ``observed``) no example without any observation beyond the declared
+    ``background_rows``.  Anything else is a one-line :class:`CorruptFileError` naming
+    ``path`` (and the row).  ``Z``: a dense array or :class:`~spmlkit.sparse_labels.SparseLabels`
+    (whose constructor has checked the values); returned unchanged."""
+    sparse = hasattr(Z, "row_counts")
+    if np.dtype(Z.dtype) != np.int8:
+        raise CorruptFileError(f"{path}: observations must be int8 (+1 / 0 / -1), found {Z.dtype}; re-run "
+                               "'spml prepare'")
+    if not sparse:
+        A = np.asarray(Z)
+        if A.size and (int(A.min()) < -1 or int(A.max()) > 1):
+            bad = np.argwhere((A < -1) | (A > 1))[0]
+            raise CorruptFileError(f"{path}: row {int(bad[0]) + 1}, column {int(bad[1]) + 1} holds "
+                                   f"{int(A[bad[0], bad[1]])}; observations must be +1, 0 or -1")
+    n, L = Z.shape
+    if regime is None or not n or not L:
+        return Z
+
+    def counts(value):
+        return Z.row_counts(value) if sparse else (np.asarray(Z) == value).sum(axis=1)
+
+    pos = counts(1)
+    if not pos.any():
+        raise CorruptFileError(f"{path}: no observed positive at all (regime {regime!r} observes at least one); the "
+                               "file was altered — re-run 'spml prepare'")
+    from ..labels import REGIMES
+
+    r = REGIMES.get(regime)
+    if r is not None and r.needs_positive and regime != "partial" and (pos != 1).any():
+        row = int(np.flatnonzero(pos != 1)[0])
+        raise CorruptFileError(f"{path}: row {row + 1} has {int(pos[row])} observed positives; regime "
+                               f"{regime!r} observes exactly one per example — the file was altered, re-run "
+                               "'spml prepare'")
+    unobserved = counts(0)
+    if regime == "full" and unobserved.any():
+        row = int(np.flatnonzero(unobserved)[0])
+        raise CorruptFileError(f"{path}: row {row + 1} has unobserved labels; regime 'full' observes every label — "
+                               "the file was altered, re-run 'spml prepare'")
+    if regime == OBSERVED_ONLY:
+        empty = unobserved == L
+        if int(empty.sum()) > background_rows:
+            row = int(np.flatnonzero(empty)[0])
+            raise CorruptFileError(f"{path}: {int(empty.sum())} example(s) without any observation (first: row "
+                                   f"{row + 1}) but the bundle declares {background_rows} background row(s); the "
+                                   "file was altered — re-run 'spml prepare'")
+    return Z
 
 
 def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
@@ -105,73 +172,6 @@ def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:
     _VERIFIED[key] = True
 
 
-_OWNER = ".spml-owner"
-
-
-def _remove_abandoned_builds(out: Path) -> None:
-    """Delete the temporary ``.NAME.XXXX/`` build folders that ``spml prepare`` processes
-    left in ``out``'s parent folder when they were killed (of any bundle there, not only
-    ``out``): only folders holding spmlkit's owner file, and only when no process holds
-    it — a running prepare keeps its owner file locked (``fcntl.flock``, released by the
-    kernel when the process dies, so a reused pid cannot keep a dead build alive).  Owner
-    files of older versions hold a pid alone: removed when that process no longer exists."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        fcntl = None
-    for d in out.parent.glob(".*"):
-        owner = d / _OWNER
-        if d.is_symlink() or not d.is_dir() or owner.is_symlink() or not owner.is_file():
-            continue
-        try:
-            words = owner.read_text().split()
-            pid = int(words[0])
-        except (ValueError, OSError, IndexError):
-            continue
-        if "flock" in words[1:]:
-            if fcntl is None:
-                continue
-            try:
-                fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)  # its prepare is still running
-                continue
-            shutil.rmtree(d, ignore_errors=True)
-            os.close(fd)
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _inside(path: str | Path, folder: Path) -> bool:
-    try:
-        p, f = Path(path).resolve(), folder.resolve()
-    except (OSError, RuntimeError):
-        return False
-    return p == f or f in p.parents
-
-
-def refuse_sources_inside(out: str | Path, sources, *, option: str = "--overwrite") -> None:
-    """``--overwrite`` replaces ``out``: refused (one-line :class:`ConfigError`) when a file
-    or folder the command reads (``sources``: paths, ``None`` skipped) lies inside it —
-    replacing the bundle would delete the user's data with it."""
-    out = Path(out)
-    if not out.exists():
-        return
-    for src in sources:
-        if src is not None and str(src) and Path(str(src)).exists() and _inside(src, out):
-            raise ConfigError(f"refusing {option}: {src} lies inside {out}, which would be replaced (and the file "
-                              "deleted with it); move the data out of the bundle folder or choose another -o")
-
-
 def is_bundle_folder(path: str | Path) -> bool:
     """True when ``path`` holds a bundle written by spmlkit (its ``meta.json``)."""
     try:
@@ -181,44 +181,68 @@ def is_bundle_folder(path: str | Path) -> bool:
     return isinstance(meta, dict) and "format" in meta and "spmlkit_version" in meta and "sizes" in meta
 
 
+ownership.register_kind("bundle", "a bundle", is_ours=is_bundle_folder,
+                        layout=("meta.json", "train", "val", "test", "observed", "features"))
+
+
+_DTYPE_CODES = {0: np.dtype(bool), 1: np.dtype(np.int8)}
+
+
+def save_labels(folder: Path, stem: str, M) -> list[Path]:
+    """Write the label/observation/mask matrix ``M`` (dense or sparse) as ``stem.*.npy``
+    in ``folder`` (module docstring); returns the files written."""
+    S = as_sparse(M)
+    code = next(c for c, d in _DTYPE_CODES.items() if d == S.dtype)
+    files = {"header": np.array([len(S), S.n_labels, S.fill, code], dtype=np.int64),
+             "indptr": S.indptr, "indices": S.indices}
+    if S.values is not None:
+        files["values"] = S.values
+    out = []
+    for part, arr in files.items():
+        path = folder / f"{stem}.{part}.npy"
+        save_npy(path, arr)
+        out.append(path)
+    return out
+
+
+def labels_stored(folder: Path, stem: str) -> bool:
+    """True when ``folder`` holds the matrix ``stem`` (sparse, or dense from format 1)."""
+    return (folder / f"{stem}.header.npy").exists() or (folder / f"{stem}.npy").exists()
+
+
 def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, regime_name: str, obs_ss,
                   hide_prob: float, seed: int, val_fraction: float, test_fraction: float, n_dropped: int,
-                  notes: list, replacing: bool) -> None:
-    """Write the bundle into a temporary sibling folder, then move it into place: only over
-    nothing, an empty folder, or the bundle ``--overwrite`` was checked to replace (checked
-    again here, under the lock: a folder that appeared meanwhile is never removed)."""
-    import fcntl
-
-    tmp = mkdtemp_like_umask(prefix=f".{out.name}.", dir=out.parent)
-    owner = tmp / _OWNER
-    write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building: a later prepare removes
-    owner_fd = os.open(owner, os.O_RDONLY)         # the folder only when this process is gone
-    fcntl.flock(owner_fd, fcntl.LOCK_EX)
-    old = None
-    try:
+                  notes: list, replacing: bool, sources=()) -> None:
+    """Write the bundle into a temporary sibling folder, then move it into place
+    (:func:`spmlkit.ownership.build`): only over nothing, an empty folder, or the bundle
+    ``--overwrite`` was checked to replace (checked again there, under the lock: a folder
+    that appeared meanwhile is never removed, nor a file of anyone else's in the old bundle)."""
+    with ownership.build(out, "bundle", replace=replacing, inputs=sources) as tmp:
         arrays = {}
         for split in SPLITS:
             s, rows = parts[split]
             d = tmp / split
-            d.mkdir()
             if s.X is not None:
-                save_npy(d / "X.npy", s.X.astype(np.float32))
+                save_npy(d / "X.npy", np.asarray(s.X, dtype=np.float32))
             else:
                 write_text(d / "paths.txt", "".join(p + "\n" for p in s.paths))
             if s.Y is not None:
-                save_npy(d / "Y.npy", s.Y.astype(bool))
+                save_labels(d, "Y", s.Y)
             if s.Z is not None and split != "train":
-                save_npy(d / "Z.npy", s.Z.astype(np.int8))
-            if s.areas is not None:  # largest-instance areas (the 'single_positive_largest' regime)
-                save_npy(d / "areas.npy", s.areas.astype(np.float64))
+                save_labels(d, "Z", s.Z)
+            if s.areas is not None:  # largest-instance areas (the 'single_positive_largest' regime;
+                save_npy(d / "areas.npy", s.areas.astype(np.float64))  # COCO-style data, few labels)
             if s.mask is not None and s.Y is not None:  # where Y is known (issue 24)
-                save_npy(d / "mask.npy", s.mask.astype(bool))
+                save_labels(d, "mask", as_sparse(s.mask, dtype=bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
+            if s.ids is not None:  # issue 36: ids and places pass through to predictions
+                save_npy(d / "ids.npy", np.asarray(s.ids, dtype=str).reshape(-1))
+            if s.xy is not None:
+                save_npy(d / "xy.npy", s.xy.astype(np.float64))
             arrays[split] = len(s)
-        (tmp / "observed").mkdir()
-        Z = train.Z if observed_only else observe(train.Y, regime_name, seed=obs_ss, hide_prob=hide_prob,
-                                                  areas=train.areas)
-        save_npy(tmp / "observed" / f"{regime_name}.npy", Z)
+        Z = train.Z if observed_only else observe(as_sparse(train.Y), regime_name, seed=obs_ss,
+                                                  hide_prob=hide_prob, areas=train.areas)
+        save_labels(tmp / "observed", regime_name, Z)  # (its folder made by spmlkit.ownership)
         meta = {
             "format": BUNDLE_FORMAT,
             "spmlkit_version": __version__,
@@ -228,6 +252,8 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             "kind": dataset.kind,
             "label_names": list(dataset.label_names),
             "feature_names": dataset.feature_names,
+            **({"encoding": dataset.encoding} if dataset.encoding is not None else {}),
+            **({"places": dataset.places} if dataset.places is not None else {}),
             "n_features": int(train.X.shape[1]) if train.X is not None else None,
             "has_full_labels": not observed_only,
             "full_label_splits": [sp for sp in SPLITS if parts[sp][0].Y is not None],
@@ -238,39 +264,15 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             "hide_prob": hide_prob,
             "sizes": arrays,
             "dropped_train_without_positive": n_dropped,
-            **({"background_rows": int((train.Z == 0).all(axis=1).sum())} if dataset.background else {}),
+            **({"background_rows": int((as_sparse(train.Z).row_counts(0) == len(dataset.label_names)).sum())}
+               if dataset.background else {}),
             "train_label_stats": label_stats(train.Y) if not observed_only else None,
             "train_observation_stats": observation_stats(Z),
             "notes": notes,
-            # integrity of every array written here (verified when read; see Bundle._npy)
+            # integrity of every array written here (verified when read, mandatory; see Bundle._npy)
             "checksums": {str(f.relative_to(tmp)): sha256_file(f) for f in sorted(tmp.rglob("*.npy"))},
         }
         write_json(tmp / "meta.json", meta)
-        owner.unlink()
-        if out.is_symlink() or out.exists():
-            if replacing and not out.is_symlink() and is_bundle_folder(out):  # the bundle --overwrite replaces
-                old = tmp.with_name(tmp.name + ".old")
-                out.rename(old)
-            elif out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
-                out.rmdir()  # an empty folder (the user's own files are never removed)
-            else:
-                raise ConfigError(f"{out} appeared (or changed) while the bundle was being built and is not a "
-                                  "bundle spmlkit wrote; nothing was replaced — choose another -o")
-        try:
-            tmp.rename(out)
-        except OSError as exc:
-            raise ConfigError(f"{out}: cannot move the new bundle into place ({exc.strerror or exc}); "
-                              "nothing was replaced") from None
-    except BaseException:
-        if old is not None and not out.exists():
-            old.rename(out)  # put the previous bundle back
-            old = None
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        os.close(owner_fd)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _seed_streams(seed: int):
@@ -285,12 +287,14 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
     folder is renamed into place at the end)."""
     given = Path(out)  # the bundle is returned under the path as given (relative paths stay relative)
     out = Path(os.path.abspath(out))  # '.' and 'a/..' have no usable name or parent otherwise
-    check_output_folder(out)
+    ownership.check_output_folder(out)
+    # an output is never an input: not the source file, nor a folder holding it (by inode)
+    sources = [s for s in (dataset.source, *getattr(dataset, "inputs", ())) if s]
+    ownership.refuse_inputs(out, sources)
     if out.exists():
         if not overwrite:
             raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
-        check_replaceable(out, is_ours=is_bundle_folder, what="bundle")
-        refuse_sources_inside(out, [dataset.source])
+        ownership.check_clearable(out, "bundle", inputs=sources)
     observed_only = not dataset.has_full_labels
     regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
     split_rng, test_rng, obs_ss = _seed_streams(seed)
@@ -329,7 +333,8 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
 
     # drop training examples that cannot carry a single positive
     if observed_only:
-        keep_mask = (train.Z != 0).any(axis=1)
+        Zt = as_sparse(train.Z)
+        keep_mask = Zt.row_counts(0) < Zt.n_labels  # at least one observed label
         why = "no observed label"
         if dataset.background:  # declared background rows (issue 24) are kept
             keep_mask = np.ones(len(train), dtype=bool)
@@ -345,7 +350,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         raise DataFormatError(dataset.source or None, "no training examples left after dropping those without positives")
     parts["train"] = (train, train_rows)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
+    ownership.ensure_parent(out)  # (checked inside a folder spmlkit owns: a bench's bundles/)
     # one prepare (or features run) per bundle at a time: a lock file beside it (the bundle
     # folder itself is replaced), and the existing bundle's own lock when it is replaced
     with FolderLock(out, what="bundle", lock_file=out.parent / f".{out.name}{FolderLock.NAME}", remove=True), \
@@ -353,9 +358,8 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         replacing = out.exists()
         if replacing and is_bundle_folder(out):
             held.enter_context(FolderLock(out, what="bundle"))
-        _remove_abandoned_builds(out)
         _build_bundle(out, parts, train, observed_only, dataset, regime_name, obs_ss, hide_prob, seed, val_fraction,
-                      test_fraction, n_dropped, notes, replacing)
+                      test_fraction, n_dropped, notes, replacing, sources)
     return Bundle(given)
 
 
@@ -376,7 +380,7 @@ class Bundle:
         self.meta = read_json(meta_path)
         if not isinstance(self.meta, dict):
             raise CorruptFileError(f"{meta_path}: expected a JSON object describing the bundle")
-        if self.meta.get("format") != BUNDLE_FORMAT:
+        if self.meta.get("format") not in READABLE_FORMATS:
             raise SpmlError(f"{self.path}: bundle format {self.meta.get('format')!r} is not supported by this "
                             f"spmlkit ({__version__}, format {BUNDLE_FORMAT}); re-run 'spml prepare'")
         missing = [k for k in ("name", "label_names", "kind", "has_full_labels", "regime", "sizes", "seed")
@@ -388,6 +392,10 @@ class Bundle:
             raise CorruptFileError(f"{meta_path}: damaged bundle description ("
                                    + (f"missing {', '.join(missing)}" if missing else
                                       "sizes or label_names are not valid") + "); re-run 'spml prepare'")
+        if not isinstance(self.meta.get("checksums"), dict) or not self.meta["checksums"]:
+            raise CorruptFileError(f"{meta_path}: records no checksums of the bundle's arrays (written by an older "
+                                   "spmlkit, or edited); spmlkit reads only arrays it can verify — re-run "
+                                   "'spml prepare'")
 
     # ---------------------------------------------------------------- properties
     @property
@@ -419,7 +427,7 @@ class Bundle:
 
     # -------------------------------------------------------------------- arrays
     def _npy(self, rel: str, mmap: bool = True, *, rows: int | None = None, cols: int | None = None,
-             what: str = "array", ndim: int = 2) -> np.ndarray:
+             what: str = "array", ndim: int = 2, dtype=None, advice: str = "re-run 'spml prepare'") -> np.ndarray:
         """Load ``rel`` after checking it against the checksum recorded when it was
         written (``meta.json["checksums"]``, or a ``.sha256`` sidecar for arrays written
         later); never unpickles (object arrays are refused).  ``rows``/``cols``: the
@@ -427,25 +435,28 @@ class Bundle:
         p = self.path / rel
         if not p.exists():
             raise SpmlError(f"{p} is missing from the bundle")
-        _verify_checksum(p, (self.meta.get("checksums") or {}).get(rel))
+        _verify_checksum(p, self.meta["checksums"].get(rel), advice=advice)
         try:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "allow_pickle" in msg or "Object arrays" in msg:
                 msg = "holds Python objects (an object array); spmlkit never unpickles bundle files"
-            raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); re-run 'spml prepare'") from None
+            raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); {advice}") from None
         except (OSError, EOFError) as exc:
             raise CorruptFileError(f"{p}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
-                                   "re-run 'spml prepare'") from None
+                                   f"{advice}") from None
         if arr.dtype.hasobject or arr.ndim != ndim or arr.dtype.kind not in "biuf":
             raise CorruptFileError(f"{p}: expected a {ndim}-D numeric {what}, found {arr.ndim}-D {arr.dtype}; "
-                                   "re-run 'spml prepare'")
+                                   f"{advice}")
         if rows is not None and arr.shape[0] != rows:
             raise CorruptFileError(f"{p}: {what} has {arr.shape[0]} rows but the bundle's meta.json says {rows}; "
-                                   "re-run 'spml prepare'")
+                                   f"{advice}")
         if cols is not None and ndim > 1 and arr.shape[1] != cols:
-            raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; re-run 'spml prepare'")
+            raise CorruptFileError(f"{p}: {what} has {arr.shape[1]} columns, expected {cols}; {advice}")
+        if dtype is not None and arr.dtype != dtype:
+            raise CorruptFileError(f"{p}: {what} must be {np.dtype(dtype).name} (as spmlkit writes it), found "
+                                   f"{arr.dtype}; {advice}")
         return arr
 
     def features(self, split: str, feature_set: str | None = None, *, mmap: bool = True) -> np.ndarray:
@@ -456,7 +467,7 @@ class Bundle:
         self._check_split(split)
         if self.kind == "features" and feature_set is None:
             return self._npy(f"{split}/X.npy", mmap, rows=self.size(split), cols=self.meta.get("n_features"),
-                             what="feature matrix")
+                             what="feature matrix", dtype=np.float32)
         sets = self.feature_sets()
         if feature_set is None:
             if len(sets) == 1:
@@ -467,7 +478,11 @@ class Bundle:
                 raise SpmlError(f"{self.path} has several feature caches {sets}; choose one with --feature-set")
         if feature_set not in sets:
             raise SpmlError(f"feature set {feature_set!r} not in {self.path}; available: {sets or 'none'}")
-        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix")
+        X = self._npy(f"features/{feature_set}/{split}.npy", mmap, rows=self.size(split), what="feature matrix",
+                      dtype=np.float32, advice=f"run 'spml features {self.path}' again with the options that "
+                                                f"made it (a cache an older spmlkit wrote gets its checksums "
+                                                f"recorded; a damaged one: delete {self.path / 'features' / feature_set} "
+                                                "first)")
         _check_finite(self.path / "features" / feature_set / f"{split}.npy", X)
         return X
 
@@ -482,19 +497,50 @@ class Bundle:
             raise SpmlError(f"{self.path} holds feature vectors, not images")
         return p.read_text(encoding="utf-8").splitlines()
 
-    def labels(self, split: str, *, mmap: bool = True) -> np.ndarray | None:
-        """Full labels ``Y`` of ``split``, memory-mapped read-only (None when the bundle has
-        no full labels for it); ``spml prepare`` writes them as bool, and anything else
-        (floats 0/3, integers) is refused, as observations must be int8 in {-1, 0, +1}."""
+    def _matrix(self, rel: str, *, rows: int, what: str, dtype, mmap: bool = True) -> SparseLabels:
+        """The stored matrix ``rel`` (``split/Y``, ``observed/<regime>``, ...): sparse files,
+        or a dense format-1 ``rel.npy`` converted row block by row block.  Every file goes
+        through :meth:`_npy` (checksum, dtype, shape); the matrix must have ``rows`` rows,
+        the bundle's labels as columns and values of its kind."""
+        folder, _, stem = rel.rpartition("/")
+        base = self.path / folder
+        where = self.path / f"{rel}.*.npy"
+        L = self.n_labels
+        if not (base / f"{stem}.header.npy").exists():
+            dense = self._npy(f"{rel}.npy", mmap, rows=rows, cols=L, what=what)
+            if np.dtype(dtype) == np.int8:
+                if dense.dtype != np.int8:
+                    raise CorruptFileError(f"{base / (stem + '.npy')}: observations must be int8 (+1 / 0 / -1), "
+                                           f"found {dense.dtype}")
+            elif dense.dtype != np.bool_:
+                raise CorruptFileError(f"{base / (stem + '.npy')}: a {what} must be a bool matrix (as "
+                                       f"'spml prepare' writes it), found {dense.dtype}; re-run 'spml prepare'")
+            return SparseLabels.from_dense(dense, dtype=dtype, source=str(base / f"{stem}.npy"))
+        head = self._npy(f"{rel}.header.npy", False, ndim=1, what=f"{what} header")
+        if head.dtype.kind not in "iu" or head.shape != (4,) or int(head[3]) not in _DTYPE_CODES:
+            raise CorruptFileError(f"{where}: damaged {what} header; re-run 'spml prepare'")
+        n, width, fill, code = (int(v) for v in head)
+        if n != rows or width != L or _DTYPE_CODES[code] != np.dtype(dtype):
+            raise CorruptFileError(f"{where}: the {what} is {n} x {width} ({_DTYPE_CODES[code]}) where the bundle "
+                                   f"says {rows} x {L} ({np.dtype(dtype)}); re-run 'spml prepare'")
+        indptr = self._npy(f"{rel}.indptr.npy", mmap, ndim=1, rows=n + 1, what=f"{what} row pointers")
+        indices = self._npy(f"{rel}.indices.npy", mmap, ndim=1, what=f"{what} label indices")
+        values = None
+        if (base / f"{stem}.values.npy").exists():
+            values = self._npy(f"{rel}.values.npy", mmap, ndim=1, rows=indices.size, what=f"{what} values")
+        try:
+            return SparseLabels(indptr, indices, values, n_labels=L, fill=fill, dtype=dtype, source=str(where))
+        except SpmlError as exc:
+            raise CorruptFileError(f"{exc}; re-run 'spml prepare'") from None
+
+    def labels(self, split: str, *, mmap: bool = True) -> SparseLabels | None:
+        """Full labels ``Y`` of ``split`` as :class:`~spmlkit.sparse_labels.SparseLabels`
+        (bool; ``np.asarray`` gives the dense matrix), or None when the bundle has no full
+        labels for it.  Anything but 0/1 is refused, as observations must be in {-1, 0, +1}."""
         self._check_split(split)
-        p = self.path / split / "Y.npy"
-        if not p.exists():
+        if not labels_stored(self.path / split, "Y"):
             return None
-        Y = self._npy(f"{split}/Y.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label matrix")
-        if Y.dtype != np.bool_:
-            raise CorruptFileError(f"{p}: full labels must be a bool matrix (as 'spml prepare' writes them), found "
-                                   f"{Y.dtype}; re-run 'spml prepare'")
-        return Y
+        return self._matrix(f"{split}/Y", rows=self.size(split), what="label matrix", dtype=bool, mmap=mmap)
 
     def index(self, split: str) -> np.ndarray:
         """Row numbers of ``split`` in its source (``index.npy``), through the same checked
@@ -510,17 +556,40 @@ class Bundle:
                                    "'spml prepare'")
         return idx
 
-    def label_mask(self, split: str, *, mmap: bool = True) -> np.ndarray | None:
-        """``(N, L)`` bool: where the full labels of ``split`` are known (issue 24: a label
+    def ids(self, split: str) -> list[str] | None:
+        """Example identifiers of ``split`` (``ids.npy``: the source's ``siteid``/``id``
+        column), or None when the source had none.  Checked like every array (checksum,
+        one per row) and read without unpickling."""
+        self._check_split(split)
+        rel = f"{split}/ids.npy"
+        p = self.path / rel
+        if not p.exists():
+            return None
+        _verify_checksum(p, (self.meta.get("checksums") or {}).get(rel))
+        try:
+            arr = np.load(p, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise CorruptFileError(f"{p}: not a readable array of identifiers ({exc}); re-run 'spml prepare'") from None
+        if arr.dtype.kind != "U" or arr.ndim != 1 or len(arr) != self.size(split):
+            raise CorruptFileError(f"{p}: expected {self.size(split)} identifiers (text), found {arr.ndim}-D "
+                                   f"{arr.dtype} of {len(arr)}; re-run 'spml prepare'")
+        return [str(i) for i in arr]
+
+    def xy(self, split: str) -> np.ndarray | None:
+        """``(N, 2)`` places of ``split`` (``xy.npy``; in the coordinate system of
+        ``meta.json["places"]``), or None."""
+        self._check_split(split)
+        if not (self.path / split / "xy.npy").exists():
+            return None
+        return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")
+
+    def label_mask(self, split: str, *, mmap: bool = True) -> SparseLabels | None:
+        """``(N, L)`` bool, sparse: where the full labels of ``split`` are known (a label
         surveyed only on part of the examples); None when they are known everywhere."""
         self._check_split(split)
-        if not (self.path / split / "mask.npy").exists():
+        if not labels_stored(self.path / split, "mask"):
             return None
-        mask = self._npy(f"{split}/mask.npy", mmap, rows=self.size(split), cols=self.n_labels, what="label mask")
-        if mask.dtype != np.bool_:
-            raise CorruptFileError(f"{self.path / split / 'mask.npy'}: a label mask must be bool, found {mask.dtype}; "
-                                   "re-run 'spml prepare'")
-        return mask
+        return self._matrix(f"{split}/mask", rows=self.size(split), what="label mask", dtype=bool, mmap=mmap)
 
     def areas(self, split: str) -> np.ndarray | None:
         """``(N, L)`` area of each present label's largest instance (COCO-style bundles), or
@@ -529,7 +598,7 @@ class Bundle:
         if not (self.path / split / "areas.npy").exists():
             return None
         return self._npy(f"{split}/areas.npy", False, rows=self.size(split), cols=self.n_labels,
-                         what="instance-area matrix")
+                         what="instance-area matrix", dtype=np.float64)
 
     def observations(self, split: str = "train", regime: str | None = None, *,
                      hide_prob: float | None = None, mmap: bool = True) -> np.ndarray:
@@ -543,10 +612,9 @@ class Bundle:
         For ``val``/``test`` of observed-only bundles: the user's observations."""
         self._check_split(split)
         if split != "train":
-            p = self.path / split / "Z.npy"
-            if p.exists():
-                return self._checked_z(self._npy(f"{split}/Z.npy", mmap, rows=self.size(split), cols=self.n_labels,
-                                                 what="observation matrix"), p)
+            if labels_stored(self.path / split, "Z"):
+                return check_observations(self._matrix(f"{split}/Z", rows=self.size(split), what="observation matrix",
+                                                       dtype=np.int8, mmap=mmap), self.path / split / "Z.*.npy")
             Y = self.labels(split)
             if Y is None:
                 raise SpmlError(f"{self.path}: split {split!r} has neither labels nor observations")
@@ -561,18 +629,20 @@ class Bundle:
             if not 0.0 <= float(hide_prob) <= 1.0:
                 raise ConfigError(f"hide_prob must be in [0, 1], got {hide_prob}")
             fname = f"partial-p{float(hide_prob):g}"
-        p = self.path / "observed" / f"{fname}.npy"
-        if p.exists():
-            return self._checked_z(self._npy(f"observed/{fname}.npy", mmap, rows=self.size("train"),
-                                             cols=self.n_labels, what="observation matrix"), p)
+        if labels_stored(self.path / "observed", fname):
+            return check_observations(self._matrix(f"observed/{fname}", rows=self.size("train"),
+                                                   what="observation matrix", dtype=np.int8, mmap=mmap),
+                                      self.path / "observed" / f"{fname}.*.npy", name,
+                                      background_rows=int(self.meta.get("background_rows") or 0))
         if not self.has_full_labels:
             raise SpmlError(f"{self.path} holds the user's own observations only; regime {name!r} cannot be "
                             "simulated without full labels")
         _, _, obs_ss = _seed_streams(int(self.meta["seed"]))
         hp = float(self.meta.get("hide_prob", 0.5)) if hide_prob is None else float(hide_prob)
         Z = observe(self.labels("train"), name, seed=obs_ss, hide_prob=hp, areas=self.areas("train"))
-        save_npy(p, Z)
-        write_text(p.with_name(p.name + ".sha256"), sha256_file(p) + "\n")
+        ownership.folder(self.path, "bundle")  # a bundle spmlkit wrote (never a link inside it followed)
+        for f in save_labels(self.path / "observed", fname, Z):  # cached: checksums in sidecars
+            write_text(f.with_name(f.name + ".sha256"), sha256_file(f) + "\n")
         return Z
 
     def selection_observations(self, split: str = "val", regime: str = "single_positive") -> np.ndarray:
@@ -598,17 +668,6 @@ class Bundle:
         stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw
         return observe(Y, name, seed=stream, hide_prob=float(self.meta.get("hide_prob", 0.5)),
                        areas=self.areas(split))
-
-    @staticmethod
-    def _checked_z(Z: np.ndarray, path: Path) -> np.ndarray:
-        """Observations must be int8 in {-1, 0, +1}."""
-        if Z.dtype != np.int8:
-            raise CorruptFileError(f"{path}: observations must be int8 (+1 / 0 / -1), found {Z.dtype}")
-        if Z.size and (int(Z.min()) < -1 or int(Z.max()) > 1):
-            bad = np.argwhere((np.asarray(Z) < -1) | (np.asarray(Z) > 1))[0]
-            raise CorruptFileError(f"{path}: row {int(bad[0]) + 1}, column {int(bad[1]) + 1} holds "
-                                   f"{int(Z[bad[0], bad[1]])}; observations must be +1, 0 or -1")
-        return Z
 
     def _check_split(self, split: str) -> None:
         if split not in SPLITS:

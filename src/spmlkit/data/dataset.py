@@ -15,21 +15,28 @@ import numpy as np
 
 from ..errors import DataFormatError
 from ..labels import as_full_labels, as_observations
+from ..sparse_labels import SparseLabels
 
 
 @dataclass
 class Split:
     X: np.ndarray | None = None  # (N, D) float32 features
     paths: list[str] | None = None  # image file paths (absolute)
-    Y: np.ndarray | None = None  # (N, L) bool full labels
-    Z: np.ndarray | None = None  # (N, L) int8 observations, when no full labels exist
+    #: (N, L) bool full labels: a dense array or :class:`~spmlkit.sparse_labels.SparseLabels`
+    #: (readers of wide label sets give the sparse form; both are accepted everywhere)
+    Y: "np.ndarray | SparseLabels | None" = None
+    Z: "np.ndarray | SparseLabels | None" = None  # (N, L) int8 observations, when no full labels exist
     ids: list[str] | None = None  # optional example identifiers
     #: optional (N, L) float: area of each present label's largest instance (COCO-style
     #: annotations; read by the 'single_positive_largest' regime), 0 where absent
     areas: np.ndarray | None = None
-    #: optional (N, L) bool (issue 24): where the full label ``Y`` is known (surveyed); a
+    #: optional (N, L) bool (dense or sparse): where the full label ``Y`` is known (surveyed); a
     #: species surveyed only at its own group's sites is evaluated there only.  None = everywhere.
-    mask: np.ndarray | None = None
+    mask: "np.ndarray | SparseLabels | None" = None
+    #: optional (N, 2) float64 (issue 36): each example's place (x, y) in the dataset's
+    #: coordinate system (``MultiLabelDataset.places``); kept by the bundle so that
+    #: predictions can be put on a map
+    xy: np.ndarray | None = None
 
     def __post_init__(self):
         if (self.X is None) == (self.paths is None):
@@ -43,9 +50,14 @@ class Split:
         n = len(self)
         if self.areas is not None:
             self.areas = np.asarray(self.areas, dtype=np.float64)
-        if self.mask is not None:
+        if self.mask is not None and not isinstance(self.mask, SparseLabels):
             self.mask = np.asarray(self.mask, dtype=bool)
-        for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas), ("mask", self.mask)):
+        if self.xy is not None:
+            self.xy = np.asarray(self.xy, dtype=np.float64).reshape(-1, 2)
+        if self.ids is not None:
+            self.ids = [str(i) for i in self.ids]
+        for name, arr in (("Y", self.Y), ("Z", self.Z), ("ids", self.ids), ("areas", self.areas), ("mask", self.mask),
+                          ("xy", self.xy)):
             if arr is not None and len(arr) != n:
                 raise DataFormatError(None, f"{name} has {len(arr)} rows but the inputs have {n}")
 
@@ -66,7 +78,22 @@ class Split:
             ids=None if self.ids is None else [self.ids[i] for i in rows],
             areas=None if self.areas is None else self.areas[rows],
             mask=None if self.mask is None else self.mask[rows],
+            xy=None if self.xy is None else self.xy[rows],
         )
+
+
+def check_names(names, what: str, source=None) -> None:
+    """Label or feature names: text, not empty, distinct (a number or None where a name
+    belongs is a mistake upstream: a missing header, unnamed columns)."""
+    for n in names:
+        if not isinstance(n, str):
+            raise DataFormatError(source, f"{what} name {n!r} is a {type(n).__name__}, not text; name every {what} "
+                                          "(e.g. str(name))")
+        if not n.strip():
+            raise DataFormatError(source, f"a {what} has an empty name; every {what} needs a name")
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if list(names).count(n) > 1})
+        raise DataFormatError(source, f"duplicate {what} names: {dup[:5]}")
 
 
 @dataclass
@@ -80,6 +107,13 @@ class MultiLabelDataset:
     #: issue 24: training examples with no observed label are **background rows** (e.g. an
     #: ecologist's random background sites), kept by ``spml prepare`` rather than dropped
     background: bool = False
+    #: issue 36: how raw covariates became ``feature_names``
+    #: (:meth:`spmlkit.data.encoding.CovariateEncoding.to_dict`), so that a model predicts from
+    #: a table in the training layout; None for data read as ready-made features
+    encoding: dict | None = None
+    #: issue 36: what the splits' ``xy`` are: ``{"columns": ["x", "y"], "crs": "EPSG:4326" or
+    #: None, "rasters": {...the grid they were extracted from, when they were}}``
+    places: dict | None = None
 
     def __post_init__(self):
         if "train" not in self.splits:
@@ -89,9 +123,9 @@ class MultiLabelDataset:
             if s.n_labels != L:
                 raise DataFormatError(self.source or None,
                                       f"split {name!r} has {s.n_labels} label columns; expected {L}")
-        if len(set(self.label_names)) != len(self.label_names):
-            dup = sorted({n for n in self.label_names if self.label_names.count(n) > 1})
-            raise DataFormatError(self.source or None, f"duplicate label names: {dup[:5]}")
+        check_names(self.label_names, "label", self.source or None)
+        if self.feature_names is not None:
+            check_names(self.feature_names, "feature", self.source or None)
         kinds = {s.X is not None for s in self.splits.values()}
         if len(kinds) > 1:
             raise DataFormatError(self.source or None, "splits mix feature vectors and image paths")
@@ -122,11 +156,13 @@ def single_use_labels(ds: MultiLabelDataset) -> list[str]:
     labels) in exactly one row over all splits, in label order: when the vocabulary is
     read from a label column, most likely a typo that silently made a new label.  Empty
     when every label is used once (then none stands out)."""
+    from ..labels import label_frequencies
+
     counts = np.zeros(len(ds.label_names), dtype=np.int64)
     for split in ds.splits.values():
-        M = split.Z == 1 if split.Z is not None else split.Y
+        M = split.Z if split.Z is not None else split.Y
         if M is not None:
-            counts += np.asarray(M, dtype=bool).sum(0)
+            counts += label_frequencies(M.positives() if isinstance(M, SparseLabels) else np.asarray(M) == 1)
     once = [str(ds.label_names[j]) for j in np.flatnonzero(counts == 1)]
     return once if len(once) < len(ds.label_names) else []
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -115,32 +113,26 @@ def _generate(folder: Path, params: dict, sizes: dict) -> None:
     total = sum(sizes.values())
     cuts = np.cumsum([int(round(len(images) * sizes[s] / total)) for s in ("train", "val")])
     pools = dict(zip(("train", "val", "test"), np.split(perm, cuts)))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    from .. import ownership
+
     try:
-        info = {"params": params, "version": DIGITS_VERSION,
-                "pools": {k: sorted(map(int, v)) for k, v in pools.items()}, "splits": {}}
-        for (name, n), sss in zip(sizes.items(), split_ss):
-            rng = np.random.default_rng(sss)
-            pool = pools[name]
-            (tmp / name).mkdir()
-            rows = []
-            for i in range(n):
-                k = int(rng.integers(params["min_digits"], params["max_digits"] + 1))
-                src = pool[rng.choice(len(pool), size=k, replace=False)]
-                img = _render(rng, src, images, params["canvas"], params["scale"])
-                rel = f"{name}/{i:05d}.png"
-                Image.fromarray(img, "RGB").save(tmp / rel, format="PNG")
-                rows.append({"file": rel, "sources": [int(s) for s in src],
-                             "labels": sorted({int(targets[s]) for s in src})})
-            info["splits"][name] = rows
-        (tmp / "labels.json").write_text(json.dumps(info), encoding="utf-8")
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process finished first: keep theirs
-            if not (folder / "labels.json").exists():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with ownership.build(folder, "digits") as tmp:  # written beside the cache folder, renamed at the end
+            info = {"params": params, "version": DIGITS_VERSION,
+                    "pools": {k: sorted(map(int, v)) for k, v in pools.items()}, "splits": {}}
+            for (name, n), sss in zip(sizes.items(), split_ss):
+                rng = np.random.default_rng(sss)
+                pool = pools[name]
+                rows = []
+                for i in range(n):
+                    k = int(rng.integers(params["min_digits"], params["max_digits"] + 1))
+                    src = pool[rng.choice(len(pool), size=k, replace=False)]
+                    img = _render(rng, src, images, params["canvas"], params["scale"])
+                    rel = f"{name}/{i:05d}.png"
+                    Image.fromarray(img, "RGB").save(ownership.new_file(tmp / rel), format="PNG")
+                    rows.append({"file": rel, "sources": [int(s) for s in src],
+                                 "labels": sorted({int(targets[s]) for s in src})})
+                info["splits"][name] = rows
+            ownership.write_text(tmp / "labels.json", json.dumps(info))
+    except ownership.OwnershipError:  # another process finished first: keep theirs
+        if not (folder / "labels.json").exists():
+            raise

@@ -17,13 +17,14 @@ import numpy as np
 
 from ..errors import ConfigError, SpmlError
 from ..labels import as_full_labels, as_observations, full_observations
+from ..sparse_labels import as_sparse
 from .bundle import OBSERVED_ONLY, SPLITS
 
 
 class ArrayBundle:
     def __init__(self, X_train, Z_train, *, X_val=None, Z_val=None, Y_val=None, X_test=None, Z_test=None,
                  Y_test=None, label_names=None, name: str = "arrays", feature_names=None):
-        Z_train = as_observations(Z_train, source="training observations")
+        Z_train = as_sparse(as_observations(Z_train, source="training observations"), dtype=np.int8)
         self._X = {"train": np.asarray(X_train, dtype=np.float32)}
         self._Y: dict = {"train": None}
         self._Z: dict = {"train": Z_train}
@@ -31,8 +32,10 @@ class ArrayBundle:
             if X is None:
                 continue
             self._X[split] = np.asarray(X, dtype=np.float32)
-            self._Y[split] = None if Y is None else as_full_labels(Y, source=f"{split} labels")
-            self._Z[split] = None if Z is None else as_observations(Z, source=f"{split} observations")
+            # stored sparse, as a prepared bundle's (the trainers read every BundleLike the same way)
+            self._Y[split] = None if Y is None else as_sparse(as_full_labels(Y, source=f"{split} labels"), dtype=bool)
+            self._Z[split] = None if Z is None else as_sparse(as_observations(Z, source=f"{split} observations"),
+                                                              dtype=np.int8)
             if Y is None and Z is None:
                 raise ConfigError(f"{split} features given without labels or observations")
         L = Z_train.shape[1]

@@ -424,7 +424,15 @@ def load_source(source: str, *, data_root=None, format: str | None = None, test:
             raise unknown_dataset_error(source, data_root)
         raise DataFormatError(path, "file or folder not found")
     # presence-only options name their format (a records CSV is otherwise read as a table)
-    fmt = format or ("presence-only" if {"region", "background"} & set(table_options) else detect_format(path))
+    fmt = format or ("presence-only" if {"region", "background", "rasters"} & set(table_options)
+                     else detect_format(path))
+    only = sorted({"categorical", "view", "val_blocks"} & set(table_options))
+    if only and fmt != "presence-only":  # (options of the presence-only format: refused, never a TypeError)
+        from ..errors import ConfigError
+
+        opts = " and ".join("--" + o.replace("_", "-") for o in only)
+        raise ConfigError(f"{source}: {opts} appl{'ies' if len(only) == 1 else 'y'} to presence-only data (species "
+                          "records with --region / --background), not to a table of features and labels")
     spec = FILE_FORMATS.lookup(fmt)
     if not spec.observed_auto:
         observed = bool(observed)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 from ..config import TrainConfig
 from ..data import load_dataset, prepare_bundle
 from ..data.bundle import Bundle
-from ..io import write_json
+from ..ownership import write_json
 from ..labels import REGIME_ORDER, get_regime
 from ..methods import METHODS, build_method, get_method_spec
 from .protocol import run_grid, select_best
@@ -117,18 +116,34 @@ def run_demo(out_dir: str | None = None, *, epochs: int = 25, seed: int = 0, qui
              methods: list[str] | None = None, device: str = "auto", dataset: str = DEFAULT_DEMO) -> int:
     """Run the demo; without ``out_dir`` everything goes to a temporary folder that is
     removed at the end (the table is printed; ``--out DIR`` keeps bundle and results)."""
-    spec = get_demo(dataset)
-    if out_dir:
-        from ..io import claim_output_folder
+    from .. import ownership
 
-        claim_output_folder(out_dir, kind="demo", what="a demo folder",  # never a folder of the user's
-                            is_ours=lambda p: (p / "demo_results.json").is_file()
-                            or any((p / f"{d}-bundle").is_dir() for d in DEMOS))
+    spec = get_demo(dataset)
+    ownership.register_kind("demo", "a demo folder", layout=("demo_results.json", "*-bundle"),
+                            is_ours=_is_demo_folder)
+    if out_dir:
+        ownership.claim(out_dir, "demo")  # never a folder of the user's
         return _run_demo(Path(out_dir), spec, epochs=epochs, seed=seed, quick=quick, methods=methods, device=device,
                          keep=True)
-    with tempfile.TemporaryDirectory(prefix="spml-demo-") as tmp:
-        return _run_demo(Path(tmp), spec, epochs=epochs, seed=seed, quick=quick, methods=methods, device=device,
+    tmp = ownership.temporary_folder("spml-demo-", "demo")
+    try:
+        return _run_demo(tmp, spec, epochs=epochs, seed=seed, quick=quick, methods=methods, device=device,
                          keep=False)
+    finally:
+        ownership.discard(tmp)
+
+
+def _is_demo_folder(path: Path) -> bool:
+    """A demo folder written before the marker existed: its results (rows of methods) or
+    one of its bundles (spmlkit's metadata), not merely files of those names."""
+    from ..data.bundle import is_bundle_folder
+    from ..io import read_json
+
+    try:
+        rows = read_json(path / "demo_results.json").get("rows")
+    except (OSError, AttributeError, ValueError):
+        rows = None
+    return isinstance(rows, list) or any(is_bundle_folder(path / f"{d}-bundle") for d in DEMOS)
 
 
 def get_demo(dataset: str) -> DemoSpec:
@@ -172,7 +187,6 @@ def _run_demo(root: Path, spec: DemoSpec, *, epochs: int, seed: int, quick: bool
     from ..progress import progress
 
     t0 = time.perf_counter()
-    root.mkdir(parents=True, exist_ok=True)
     bpath = root / f"{spec.dataset}-bundle"
     bundle = Bundle(bpath) if (bpath / "meta.json").exists() else prepare_bundle(
         load_dataset(spec.dataset), bpath, seed=seed, log=lambda m: print(m, file=sys.stderr))

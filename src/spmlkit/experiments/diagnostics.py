@@ -26,8 +26,8 @@ import numpy as np
 
 from ..data.bundle import Bundle
 from ..errors import SpmlError
-from ..io import atomic_path, write_json
 from ..methods.apl import AsymmetricPseudoLabeler
+from ..ownership import atomic_path, write_json
 from ..metrics import (class_ap_change, mean_average_precision, pseudo_label_precision,
                        pseudo_label_precision_by_epoch, share_above_diagonal, unobserved_wasserstein)
 
@@ -154,6 +154,28 @@ def apl_precision(state: dict, Y_train: np.ndarray, member: int = 0) -> dict:
             "by_epoch": pseudo_label_precision_by_epoch(kind, ep, Y_train)}
 
 
+def _register_kind() -> None:
+    from .. import ownership
+
+    ownership.register_kind("diagnostics", "a diagnostics folder", is_ours=_is_diagnostics_folder,
+                            layout=("diagnostics.json", "*.png"))
+
+
+def _is_diagnostics_folder(path: Path) -> bool:
+    """A diagnostics folder written before the marker existed: its ``diagnostics.json``
+    (a summary with ``runs`` and ``split``), not merely a file of that name."""
+    from ..io import read_json
+
+    try:
+        summary = read_json(Path(path) / "diagnostics.json")
+    except (OSError, SpmlError):
+        return False
+    return isinstance(summary, dict) and isinstance(summary.get("runs"), list) and "split" in summary
+
+
+_register_kind()
+
+
 def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str | Path, *,
              reference: str | Path | None = None, split: str = "test", regime: str | None = None,
              log=print) -> dict:
@@ -163,11 +185,10 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
     one run among ``runs`` whose method is ``an``.  ``regime`` chooses the training
     observations whose unobserved entries are analysed (default: the bundle's)."""
     bundle = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
-    from ..io import claim_output_folder
+    from .. import ownership
 
-    def claim(create: bool) -> Path:  # never a folder of the user's (checked first, created when writing)
-        return claim_output_folder(out_dir, kind="diagnostics", what="a diagnostics folder", create=create,
-                                   is_ours=lambda p: (p / "diagnostics.json").is_file())
+    def claim(create: bool) -> Path:  # never a folder of the user's, nor an input (checked first, made when writing)
+        return ownership.claim(out_dir, "diagnostics", create=create, inputs=[bundle.path, *runs])
 
     out = claim(False)
     Y_train = bundle.labels("train")

@@ -12,8 +12,9 @@
 ``partial.png``  Zhou et al. Fig. 5c: test mAP against the fraction of hidden labels
     (``--hide-fractions``), one curve per method, one panel per dataset.
 
-``spml figures RESULTS_DIR`` (re)draws them from ``runs.json`` / ``partial-runs.json``
-and ``groups/``; ``spml bench`` draws them when it finishes.
+``spml figures RESULTS_DIR`` (re)draws them from ``runs.json.gz`` / ``partial-runs.json.gz``
+(``runs.json`` / ``partial-runs.json`` in folders written before run records were
+compressed) and ``groups/``; ``spml bench`` draws them when it finishes.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorruptFileError, SpmlError
-from ..io import read_json, safe_filename, write_bytes
+from ..io import json_record_path, read_json, safe_filename
+from ..ownership import write_bytes
 from .protocol import select_best
 from .tables import select_cells
 
@@ -42,9 +44,12 @@ def _figure(n_panels: int, *, width: float = 4.2, height: float = 3.4, ncols: in
 
 
 def _save(fig, path: Path) -> Path:
+    from .. import ownership
+
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png", dpi=110)
+    ownership.folder(path.parent, "bench")  # the bench's own folder (a folder of anyone else's is refused)
     write_bytes(path, buf.getvalue())
     return path
 
@@ -117,7 +122,7 @@ _RUN_FIELDS = {"dataset": (str,), "method": (str,), "lr": _NUM, "batch_size": (i
 
 
 def read_runs(path: Path, *, manifest: bool = True) -> list[dict]:
-    """The ``runs`` of a bench's ``runs.json`` / ``partial-runs.json`` (or, with
+    """The ``runs`` of a bench's ``runs.json.gz`` / ``partial-runs.json.gz`` (or, with
     ``manifest=False``, of a ``groups/HASH.json`` record), schema-checked: a JSON object
     whose ``runs`` is a list of run objects with the fields the figures use, of the right
     types; anything else is a one-line :class:`CorruptFileError` naming the file."""
@@ -211,7 +216,7 @@ def figure_partial(runs: list[dict], path: Path, methods: list[str] | None = Non
 def make_figures(results_dir: str | Path, methods: list[str] | None = None) -> list[Path]:
     """Draw every figure the results in ``results_dir`` allow; returns the files written."""
     d = Path(results_dir)
-    main, partial = d / "runs.json", d / "partial-runs.json"
+    main, partial = json_record_path(d / "runs.json"), json_record_path(d / "partial-runs.json")
     if not main.exists() and not partial.exists():
         raise SpmlError(f"{d}: no runs.json or partial-runs.json; is this a 'spml bench' results folder?")
     written = []

@@ -21,7 +21,6 @@ globally average-pooled (Cole et al. 2021 §6, the "linear" setting).
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,9 @@ import torch
 from .._version import __version__
 from ..data.bundle import SPLITS, Bundle
 from ..errors import ConfigError, DataFormatError, SpmlError
-from ..io import read_json, write_json
+from .. import ownership
+from ..io import read_json, sha256_file
+from ..ownership import write_json
 from .backbones import BACKBONES, DEFAULT_BACKBONE, build_backbone
 from .transforms import ImageSet, image_loader
 
@@ -107,11 +108,15 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
         if got != wanted:
             raise ConfigError(f"{folder} holds features of {got}, not {wanted}; delete it or choose another --name")
         if (folder / "test.npy").exists():
-            log(f"feature set {name!r} of {bundle.path} is complete; nothing to do")
+            sealed = _seal_checksums(bundle, folder)
+            log(f"feature set {name!r} of {bundle.path} is complete; nothing to do" +
+                (f" (recorded the checksums of its {sealed} array(s), which an older spmlkit wrote without them)"
+                 if sealed else ""))
             return name
 
     net = _backbone_on(device, backbone, weights=weights, image_size=image_size)
-    folder.mkdir(parents=True, exist_ok=True)
+    ownership.folder(bundle.path, "bundle")  # the bundle spmlkit wrote: its features/NAME/ made and checked
+    ownership.mkdir(folder)
     if meta is None:
         write_json(folder / "meta.json", {
             **wanted, "dim": net.out_dim, "normalisation": {"mean": net.norm_mean.flatten().tolist(),
@@ -137,14 +142,12 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             n = len(paths)
             partial = folder / f".{split}.npy.partial"
             if done > 0 and partial.exists():
-                from ..io import load_numpy
-
-                arr = load_numpy(partial, mmap="r+")  # never unpickles
+                arr = ownership.open_memmap(partial, mode="r+")  # spmlkit's own file (never a link); never unpickles
                 if arr.shape != (n, net.out_dim) or arr.dtype != np.float32:
                     raise SpmlError(f"{partial} has shape {arr.shape}, expected ({n}, {net.out_dim}); delete {folder}")
             else:
                 done = 0
-                arr = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(n, net.out_dim))
+                arr = ownership.open_memmap(partial, mode="w+", dtype=np.float32, shape=(n, net.out_dim))
             starts = list(range(done, n, batch_size))
             batches = [list(range(s, min(s + batch_size, n))) for s in starts]
             if max_batches is not None:
@@ -162,8 +165,9 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             del arr
             if not finished:
                 return None
-            os.replace(partial, folder / f"{split}.npy")
-            (folder / f".{split}.progress.json").unlink(missing_ok=True)
+            ownership.write_text(folder / f"{split}.npy.sha256", sha256_file(partial) + "\n")  # (checked on read)
+            ownership.rename(partial, folder / f"{split}.npy")
+            ownership.remove(folder / f".{split}.progress.json")
     finally:
         bar.close()
     dt = time.perf_counter() - t0
@@ -266,6 +270,20 @@ def _progress_rows(folder: Path, split: str) -> int:
         return int(read_json(p)["rows"])
     except (KeyError, ValueError, TypeError, SpmlError):
         return 0
+
+
+def _seal_checksums(bundle: Bundle, folder: Path) -> int:
+    """A complete cache written before checksums were recorded: its arrays' SHA-256
+    sidecars are written now (the reader refuses an array without one).  Returns how many."""
+    n = 0
+    for split in SPLITS:
+        p = folder / f"{split}.npy"
+        side = folder / f"{split}.npy.sha256"
+        if p.is_file() and not side.exists():
+            ownership.folder(bundle.path, "bundle")
+            ownership.write_text(side, sha256_file(p) + "\n")
+            n += 1
+    return n
 
 
 def ensure_features(bundle: Bundle, *, backbone: str, weights: str | None, image_size: int, batch_size: int = 32,

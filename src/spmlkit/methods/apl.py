@@ -78,13 +78,21 @@ class AsymmetricPseudoLabeler(Component):
         self.positive = bool(positive)
         self.positive_theta = float(positive_theta)
 
+    state_alternative = "em-apl's pseudo-labels are per entry: em (the same loss without them) keeps none"
+    reads_train_predictions = True
+
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """Pseudo-label kind (int8), target (float32) and labelling epoch (int16) per member
+        and entry, and the unobserved mask (bool) per entry."""
+        return 7 * ctx.n_members * ctx.n_train * ctx.n_labels + ctx.n_train * ctx.n_labels
+
     # ------------------------------------------------------------------ setup
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
         G, N, L = ctx.n_members, ctx.n_train, ctx.n_labels
         self.total_epochs = int(ctx.epochs)
         self.warmup = default_warmup(self.total_epochs) if self.warmup_param is None else int(self.warmup_param)
-        Z = ctx.observed.to("cpu")
+        Z = ctx.observed_tensor("cpu")
         self.unobserved = (Z == 0)  # (N, L) bool, fixed
         self.initial_unobserved = self.unobserved.sum(0).numpy().astype(np.int64)  # U_c
         self.n_negative = self._per_pass(self.theta)

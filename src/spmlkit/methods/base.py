@@ -20,6 +20,8 @@ Hooks (all optional; called in this order)
 ``on_epoch_end(epoch, predict_train)``  ``predict_train()`` returns (G, N, L) probabilities
                                     of the model on the whole training set (computed on demand)
 ``state_dict()`` / ``load_state_dict(state)``  everything needed to resume
+``state_bytes(ctx)``                the memory of its per-entry state (declared, checked
+                                    against a budget before anything is allocated)
 ``member_state(g)`` / ``load_member_state(g, s)``  one member's state kept with its best epoch
 ``select_members(keep)``            only if ``supports_compaction``: keep the members at
                                     positions ``keep`` of the member axis (early-stopped
@@ -55,7 +57,7 @@ import inspect
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import torch
 
@@ -63,6 +65,9 @@ from ..errors import ConfigError
 from ..losses import LossSpec, get_loss, reduce_mean
 from ..params import check_params, constraints_from_signature
 from ..registry import Registry
+
+if TYPE_CHECKING:  # (annotations only)
+    from ..sparse_labels import SparseLabels
 
 
 #: name of the components' scratch folder inside a run folder (removed when the run finishes;
@@ -76,7 +81,11 @@ class TrainContext:
 
     n_train: int
     n_labels: int
-    observed: torch.Tensor  # (N, L) int8 training observations
+    #: (N, L) training observations, sparse (:class:`~spmlkit.sparse_labels.SparseLabels`,
+    #: int8 in {-1, 0, +1}); a dense tensor or array given here is converted.  Components
+    #: read rows with ``observed.dense(rows)``; :meth:`observed_tensor` is the whole
+    #: matrix, for components whose state is per entry anyway (they declare it).
+    observed: "SparseLabels"
     n_members: int = 1
     expected_positives: float | None = None  # k (Cole §5.3); None when unknown
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
@@ -90,9 +99,21 @@ class TrainContext:
     #: memory-mapped estimator) inside it, not in the system temp folder
     scratch_dir: "str | None" = None
 
+    def __post_init__(self):
+        from ..sparse_labels import SparseLabels, as_sparse
+
+        if not isinstance(self.observed, SparseLabels):
+            obs = self.observed.detach().cpu().numpy() if torch.is_tensor(self.observed) else self.observed
+            self.observed = as_sparse(obs, dtype="int8")
+
     @property
     def distributed(self) -> bool:
         return self.world_size > 1
+
+    def observed_tensor(self, device=None) -> torch.Tensor:
+        """The whole ``(N, L)`` int8 observation matrix as a dense tensor on ``device``
+        (default: the context's) — O(N × L) memory, for per-entry state only."""
+        return torch.from_numpy(self.observed.dense()).to(self.device if device is None else device)
 
 
 @dataclass
@@ -152,6 +173,22 @@ class Component:
                           "after the optimizer step); the old name still works for now", DeprecationWarning,
                           stacklevel=2)
             cls.after_optimizer_step = cls.__dict__["after_backward"]
+
+
+    #: Per-entry state (issue 32).  Observations are stored sparse, O(N + L); state that a
+    #: component keeps for every (member, example, label) entry — ROLE's label table,
+    #: APL's pseudo-labels, Large-Loss's permanent corrections — is O(G·N·L) and declared:
+    #: :meth:`state_bytes` gives its resident size for a context, :attr:`state_alternative`
+    #: what to do instead when it is too large, and :attr:`reads_train_predictions` says that
+    #: :meth:`on_epoch_end` reads ``predict_train()`` (the whole ``(G, N, L)`` training-set
+    #: probabilities, 4 bytes an entry).  :func:`check_state_budget` refuses a run whose
+    #: declared state exceeds the budget, in one line, before anything is allocated.
+    state_alternative: str = ""
+    reads_train_predictions: bool = False
+
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """Resident bytes of this component's per-entry state on ``ctx`` (0: none)."""
+        return 0
 
     def setup(self, ctx: TrainContext) -> None:
         self.ctx = ctx
@@ -302,6 +339,14 @@ class Method:
                 ctx.seeds = tuple(ctx.seeds[i] for i in keep)
             ctx.n_members = len(keep)
 
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """The declared per-entry state of every component on ``ctx`` (bytes), with the
+        training-set probabilities ``predict_train()`` builds when a component reads them."""
+        total = sum(int(c.state_bytes(ctx)) for c in self.components)
+        if any(c.reads_train_predictions for c in self.components):
+            total += 4 * ctx.n_members * ctx.n_train * ctx.n_labels
+        return total
+
     def setup(self, ctx: TrainContext) -> None:
         if self._resolve is not None:  # data-dependent loss parameters (WAN's gamma, k)
             resolved = self._resolve(ctx, dict(self._given))
@@ -309,6 +354,9 @@ class Method:
             for key, value in resolved.items():
                 if key in self.params:
                     self.params[key] = value
+
+
+        check_state_budget(self, ctx)
         self.ctx = ctx
         for c in self.components:
             c.setup(ctx)
@@ -439,6 +487,45 @@ def resolve_k(method_name: str) -> Callable[[TrainContext, dict], dict]:
         return {**params, "k": k}
 
     return resolve
+
+
+def state_budget_bytes(device: torch.device | str = "cpu") -> int:
+    """The memory per-entry method state may take: ``SPML_STATE_BUDGET_MB`` when set, else
+    half of the device's free memory (CUDA) or of the machine's physical memory — the
+    other half is left to the features, the model, the evaluation chunks and the system."""
+    import os
+
+    env = os.environ.get("SPML_STATE_BUDGET_MB")
+    if env:
+        return int(float(env) * 2 ** 20)
+    device = torch.device(device)
+    if device.type == "cuda":
+        from ..device import free_memory_bytes
+
+        free = free_memory_bytes(device)
+        if free is not None:
+            return free // 2
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 * 2 ** 30
+
+
+def check_state_budget(method: "Method", ctx: TrainContext) -> None:
+    """Refuse (one-line :class:`ConfigError`) a run whose declared per-entry state
+    (:meth:`Method.state_bytes`) exceeds :func:`state_budget_bytes`, naming the size, the
+    budget and the alternatives the components declare."""
+    need = method.state_bytes(ctx)
+    budget = state_budget_bytes(ctx.device)
+    if need <= budget:
+        return
+    alt = "; ".join(c.state_alternative for c in method.components if c.state_alternative and c.state_bytes(ctx))
+    gib = 2 ** 30
+    raise ConfigError(
+        f"method {method.name!r} keeps per-entry state of {need / gib:.1f} GiB for {ctx.n_members} member(s) x "
+        f"{ctx.n_train:,} examples x {ctx.n_labels:,} labels, over the {budget / gib:.1f} GiB budget "
+        f"(SPML_STATE_BUDGET_MB); {alt + '; or ' if alt else ''}use a method without per-entry state "
+        "(an, an-ls, wan, epr, l1r, gr, splc, ...) or fewer members")
 
 
 # --------------------------------------------------------------------- registry

@@ -75,8 +75,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
-import tempfile
 import uuid
 import warnings
 import weakref
@@ -85,6 +83,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import ownership
 from ..errors import ConfigError, SpmlError
 from ..io import load_numpy
 from ..params import Options, check_params
@@ -600,14 +599,12 @@ class MemmapStore(_Store):
     def __init__(self, n_members, n_rows, n_labels, *, directory=None, **kw):
         super().__init__(n_members, n_rows, n_labels, **kw)
         if directory is None:
-            root = Path(tempfile.mkdtemp(prefix="spml-role-"))
-            self._finalizer = weakref.finalize(self, shutil.rmtree, str(root), True)
-        else:
+            root = ownership.temporary_folder("spml-role-", "scratch")
+            self._finalizer = weakref.finalize(self, ownership.discard, str(root))
+        else:  # the run's scratch folder (checked: never a link), or a folder the user named
             root = Path(directory)
-            root.mkdir(parents=True, exist_ok=True)
             self._finalizer = None
-        self.dir = root / f"estimator-{uuid.uuid4().hex[:12]}"
-        self.dir.mkdir()
+        self.dir = ownership.new_folder(root / f"estimator-{uuid.uuid4().hex[:12]}", "scratch")
         self._snapshots: list[Path] = []
         self._member_files: dict[int, list[Path]] = {}
         self._open(create=True)
@@ -617,8 +614,8 @@ class MemmapStore(_Store):
         for name, dt in self._ARRAYS:
             shape = (GN,) if name == "steps" else (GN, self.L)
             path = self.dir / f"{name}.npy"
-            arr = (np.lib.format.open_memmap(path, mode="w+", dtype=dt, shape=shape) if create
-                   else load_numpy(path, mmap="r+"))
+            arr = (ownership.open_memmap(path, mode="w+", dtype=dt, shape=shape) if create
+                   else ownership.open_memmap(path, mode="r+"))
             setattr(self, name, arr)
 
     def _gather(self, rows):
@@ -649,31 +646,29 @@ class MemmapStore(_Store):
     def member_state(self, g):
         """Written to ``members/member<g>-<n>.npy``; the last two are kept per member (the
         previous epoch's checkpoint may still refer to the older one)."""
-        d = self.dir / "members"
-        d.mkdir(exist_ok=True)
+        d = ownership.mkdir(self.dir / "members")
         files = self._member_files.setdefault(g, [])
         n = int(files[-1].stem.split("-")[-1]) + 1 if files else 0
         path = d / f"member{g}-{n}.npy"
-        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(self.N, self.L))
+        out = ownership.open_memmap(path, mode="w+", dtype=np.float32, shape=(self.N, self.L))
         for start, block in self.iter_member_table(g):
             out[start:start + len(block)] = block
         out.flush()
         del out
         files.append(path)
         while len(files) > 2:
-            files.pop(0).unlink(missing_ok=True)
+            ownership.remove(files.pop(0))
         return {"path": str(path)}
 
     def state_dict(self):
         self._flush()
         n = int(self._snapshots[-1].name.split("-")[-1]) + 1 if self._snapshots else 0
-        snap = self.dir / f"snapshot-{n}"
-        snap.mkdir()
+        snap = ownership.mkdir(self.dir / f"snapshot-{n}")
         for name, _ in self._ARRAYS:
-            shutil.copyfile(self.dir / f"{name}.npy", snap / f"{name}.npy")
+            ownership.copy_file(self.dir / f"{name}.npy", snap / f"{name}.npy")
         self._snapshots.append(snap)
         while len(self._snapshots) > 2:
-            shutil.rmtree(self._snapshots.pop(0), ignore_errors=True)
+            ownership.remove(self._snapshots.pop(0))
         return {"kind": self.kind, **self._opt_state(), "snapshot": str(snap), "shape": (self.G, self.N, self.L)}
 
     def load_state_dict(self, state):
@@ -689,7 +684,7 @@ class MemmapStore(_Store):
         self._load_opt_state(state)
         for name, _ in self._ARRAYS:
             delattr(self, name)
-            shutil.copyfile(snap / f"{name}.npy", self.dir / f"{name}.npy")
+            ownership.copy_file(snap / f"{name}.npy", self.dir / f"{name}.npy")
         self._open(create=False)
 
     def nbytes(self):

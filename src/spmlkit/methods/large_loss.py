@@ -80,6 +80,12 @@ class LargeLossModification(Component):
         self.corrected: torch.Tensor | None = None
         self.n_modified = 0
 
+    state_alternative = "ll-cp's corrections are permanent, per entry: ll-ct and ll-r keep none"
+
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """The permanent corrections (``mode='permanent'``): one bool per member and entry."""
+        return ctx.n_members * ctx.n_train * ctx.n_labels if self.mode == "permanent" else 0
+
     # ------------------------------------------------------------------ hooks
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)

@@ -178,7 +178,7 @@ class TrainingAP:
 
     def setup(self, ctx: TrainContext) -> None:
         self.device = ctx.device
-        self.positives = (ctx.observed == 1).cpu().numpy()
+        self.positives = ctx.observed.positives().dense()
         if self.ap is not None and self.ap.shape != (ctx.n_members, ctx.n_labels):
             self.ap = None
 
@@ -222,8 +222,16 @@ class TrainingAP:
 
 
 class _UsesTrainingAP(Component):
+    #: the AP of every label on the training set, each epoch, from ``predict_train()``
+    reads_train_predictions = True
+    state_alternative = "opml (without smoothing or label correction) keeps no per-entry state"
+
     def __init__(self, ap: TrainingAP | None):
         self.ap = ap if ap is not None else TrainingAP()
+
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """The observed positives as a dense bool matrix (the training AP's labels)."""
+        return ctx.n_train * ctx.n_labels
 
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
@@ -319,9 +327,14 @@ class APLabelCorrection(_UsesTrainingAP):
         self.r, self.kappa, self.start_epoch = float(r), float(kappa), int(start_epoch)
         self.cumulative = bool(cumulative)
 
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """The corrections (bool per member and entry), the unobserved mask and the dense
+        observations (per entry), besides the training AP's."""
+        return super().state_bytes(ctx) + ctx.n_members * ctx.n_train * ctx.n_labels + 2 * ctx.n_train * ctx.n_labels
+
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
-        obs = ctx.observed.to(ctx.device)
+        obs = ctx.observed_tensor()
         self.unobserved = obs == 0  # (N, L)
         self.n_observed = (obs == 1).sum(0)  # (L,)
         self.corrected = torch.zeros((ctx.n_members, ctx.n_train, ctx.n_labels), dtype=torch.bool,

@@ -56,10 +56,9 @@ class LabelFrequency(Component):
 
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
-        Z = ctx.observed.cpu() if torch.is_tensor(ctx.observed) else torch.from_numpy(np.asarray(ctx.observed))
-        labelled = (Z != 0).any(dim=1)
-        n = max(int(labelled.sum()), 1)
-        self.frequency = ((Z[labelled] == 1).sum(dim=0).double() / n).float()
+        Z = ctx.observed  # sparse: positives only in labelled rows
+        n = max(int((Z.row_counts(0) < Z.n_labels).sum()), 1)
+        self.frequency = (torch.from_numpy(Z.col_counts(1)).double() / n).float()
 
     def batch_inputs(self, batch: Batch, logits: torch.Tensor) -> dict:
         return {"label_frequency": self.frequency.to(logits.device).expand_as(logits)}

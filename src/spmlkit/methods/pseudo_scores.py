@@ -72,6 +72,11 @@ def load_pseudo_scores(path: str | Path, n_train: int, n_labels: int) -> np.ndar
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise ConfigError(f"{p}: non-finite pseudo-score at training row {r + 1}, label column {c + 1}")
+    out = (S < 0) | (S > 1)  # probabilities (a vision-language model's), compared with a threshold in [0, 1]
+    if out.any():
+        r, c = np.argwhere(out)[0]
+        raise ConfigError(f"{p}: pseudo-score {S[r, c]:g} at training row {r + 1}, label column {c + 1} is not a "
+                          "probability; pseudo-scores must lie in [0, 1] (apply a sigmoid or softmax to logits first)")
     return S
 
 
@@ -120,9 +125,16 @@ class ExternalPseudoLabels(Component):
         self.negative_ratio = float(negative_ratio)
         self.labels: torch.Tensor | None = None
 
+    state_alternative = "pseudo-scores are an (N, L) input by nature: score and train on a subset"
+
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """The pseudo-labels (int8), the scores read from the file (float32) and the dense
+        observations they are combined with (int8), per entry."""
+        return 6 * ctx.n_train * ctx.n_labels
+
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
-        Z = ctx.observed.detach().to("cpu").numpy()
+        Z = ctx.observed.dense()
         if self.path is None:
             warnings.warn("no pseudo-scores given (--pseudo-scores FILE): training without pseudo-labels", stacklevel=2)
             P = np.zeros(Z.shape, dtype=np.int8)

@@ -45,7 +45,7 @@ import torch
 from ..errors import ConfigError
 from ..params import Interval, Options, check_params
 from .base import Batch, Component, Method, TrainContext, register_method, resolve_k
-from .label_store import ADAM_MODES, STORAGE, _chunks_from_state, make_store
+from .label_store import ADAM_MODES, STORAGE, _chunks_from_state, make_store, storage_bytes
 
 
 class LabelEstimator(Component):
@@ -86,6 +86,17 @@ class LabelEstimator(Component):
         self.store = None
         self._pending = None
 
+    state_alternative = ("ROLE: --param storage=factorised keeps a rank-64 estimator, O((N + L) x rank), or "
+                         "storage=memmap keeps the table on disk")
+
+    def state_bytes(self, ctx: TrainContext) -> int:
+        """The estimator's table and Adam moments (:func:`~.label_store.storage_bytes`) and
+        the best-epoch snapshot of the table (a third more: 16 bytes an entry in float32);
+        a ``memmap`` table lives on disk (resident: a batch's rows)."""
+        if self.storage == "memmap":
+            return 0
+        return storage_bytes(self.storage, ctx.n_train, ctx.n_labels, rank=self.rank, n_members=ctx.n_members) * 4 // 3
+
     # ------------------------------------------------------------------ hooks
     def setup(self, ctx: TrainContext) -> None:
         super().setup(ctx)
@@ -101,8 +112,7 @@ class LabelEstimator(Component):
                                 directory=directory, adam=self.adam, betas=self.betas, eps=self.eps,
                                 device=getattr(ctx, "device", "cpu"))
         if self.init_logits is None:
-            observed = ctx.observed.numpy() if isinstance(ctx.observed, torch.Tensor) else np.asarray(ctx.observed)
-            self.store.initialise(observed, seeds)
+            self.store.initialise(ctx.observed, seeds)  # read in row blocks
         else:
             table = self.init_logits
             if tuple(table.shape) == (N, L):

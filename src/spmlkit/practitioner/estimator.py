@@ -111,6 +111,16 @@ def _to_observations(y, classes=None, *, unknown: str = "raise"):
         found = None
     if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1 and y.dtype.kind in "OUS"):
         y = y.reshape(-1)
+        missing = [r for r, v in enumerate(y.tolist()) if v is None or (isinstance(v, float) and v != v)
+                   or (isinstance(v, str) and not v.strip())]
+        if missing:
+            raise ValueError(f"y has no label in row {missing[0] + 1} ({y[missing[0]]!r}; {len(missing)} row(s) in "
+                             "all): a 1-D y holds each row's observed positive — drop the unlabelled rows, or give an "
+                             "(N, L) matrix of +1/-1/0 observations where such rows are all 0")
+        kinds = {type(v).__name__ for v in y.tolist()}
+        if y.dtype == object and len(kinds) > 1:
+            raise ValueError(f"y mixes label types ({', '.join(sorted(kinds))}); give every label as text or every "
+                             "label as a number")
         kind = type_of_target(y)
         if kind not in ("binary", "multiclass"):
             raise ValueError(f"Unknown label type: {kind!r}. A 1-D y must hold one label per row (its observed "
@@ -197,6 +207,13 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         the same columns even when a rare label is absent from its rows.  Default: the
         distinct labels of ``y``.  A label outside it is an error in :meth:`fit`; in
         :meth:`score` a label unseen in fit counts as a miss (see :meth:`score`).
+    categorical : list, optional
+        Columns of ``X`` (names of a DataFrame's columns, or indices) that are
+        categorical: each is one-hot encoded with the levels (numbers) seen in fit, and
+        the encoding is stored with the model (issue 36), so :meth:`predict_proba`,
+        ``spml predict`` and ``spmlkit.load(...).predict_proba`` take the table in the
+        training layout; a level unseen in fit is an error naming the column and the
+        level.  Default: every column is a number used as it is.
     verbose : bool
         Print one line per epoch (training loss, validation score) to stderr.
     device : str
@@ -210,7 +227,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
                  standardize: bool = True, patience: int | None = None, selection: str = "auto",
                  expected_positives: float | None = None, threshold_rule: str = "auto",
                  threshold: float = 0.5, top_k: int = 1, min_labels: int = 0, validation_fraction: float = 0.2,
-                 device: str = "auto", classes=None, verbose: bool = False):
+                 device: str = "auto", classes=None, categorical=None, verbose: bool = False):
         self.method = method
         self.lr = lr
         self.batch_size = batch_size
@@ -230,6 +247,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.device = device
         self.classes = classes
+        self.categorical = categorical
         self.verbose = verbose
 
     # ------------------------------------------------------------------ sklearn API
@@ -265,7 +283,14 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             raise ConfigError(f"threshold_rule must be auto or one of {', '.join(RULES)}, got {self.threshold_rule!r}")
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        enc = None
+        if self.categorical:  # one-hot encode the categorical columns; the encoding goes with the model
+            enc, X = self._fit_encoding(X)
         X = _validate_data(self, X, dtype=[np.float64, np.float32], reset=True)
+        if enc is not None:
+            self.n_features_in_ = len(enc.covariates)
+            if self._raw_names is not None:
+                self.feature_names_in_ = np.asarray(self._raw_names, dtype=object)
         Z, classes = _to_observations(y, None if self.classes is None else _check_classes(self.classes))
         if len(Z) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(Z)}")
@@ -316,10 +341,14 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         (res,) = train(data, config, keep_state=True, callbacks=verbose)
         st = res.state
         names = getattr(self, "feature_names_in_", None)  # a DataFrame's columns: 'spml predict' matches by name
+        if enc is not None:
+            described = {"kind": "features", "feature_names": enc.feature_names, "encoding": enc.to_dict()}
+        else:
+            described = {"kind": "features", **({"feature_names": [str(n) for n in names]}
+                                                if names is not None else {})}
         model = SavedModel.from_training_state(
             st, label_names=[str(c) for c in classes], config=config.to_dict(), method=config.method,
-            params=res.params, input={"kind": "features", **({"feature_names": [str(n) for n in names]}
-                                                             if names is not None else {})})
+            params=res.params, input=described)
         # the default rule (labelsets.model_label_rule): chosen on full validation labels; else expected-k with k
         # known, else estimated from held-out observations (or, with nothing held out, from the training rows)
         from scipy.special import expit
@@ -337,7 +366,10 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         if params.get("classes") is not None:  # JSON-friendly in model.json
             params["classes"] = np.asarray(params["classes"]).tolist()
         model.label_sets = spec
+        if params.get("categorical") is not None:
+            params["categorical"] = [c if isinstance(c, str) else int(c) for c in params["categorical"]]
         model.info = {"estimator": "SPMLClassifier", "estimator_params": params,
+                      **({"raw_names": self._raw_names} if enc is not None and self._raw_names else {}),
                       "classes": classes.tolist(), "best_epoch": res.best_epoch, "val_score": res.val_score,
                       "selection": res.selection}
         self.model_ = model
@@ -371,16 +403,59 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             spec["tuning"] = {k_: v for k_, v in tuning.to_dict().items() if k_ != "thresholds"}
         return spec
 
+    def _fit_encoding(self, X):
+        """``(encoding, encoded X)`` of the raw table ``X`` with the ``categorical`` columns."""
+        from ..data.encoding import CovariateEncoding
+
+        columns = getattr(X, "columns", None)
+        self._raw_names = [str(c) for c in columns] if columns is not None else None
+        raw = np.asarray(X, dtype=np.float64) if columns is None else np.column_stack(
+            [np.asarray(X[c], dtype=np.float64) for c in columns])
+        if raw.ndim != 2:
+            raise ValueError(f"X must be 2-D (examples x columns), got shape {raw.shape}")
+        names = self._raw_names or [str(j) for j in range(raw.shape[1])]
+        cat = []
+        for c in self.categorical:
+            name = names[int(c)] if isinstance(c, (int, np.integer)) and self._raw_names is None else str(c)
+            if name not in names:
+                raise ValueError(f"categorical column {c!r} is not a column of X ({', '.join(names[:8])})")
+            cat.append(name)
+        enc = CovariateEncoding.fit(raw, names, categorical=cat)
+        return enc, enc.transform(raw)
+
+    def _features(self, X):
+        """``X`` as the model's feature matrix: the raw table encoded by the model's covariate
+        encoding (columns by name for a DataFrame), or features checked as in fit (a
+        DataFrame's columns matched by name)."""
+        check_is_fitted(self)
+        enc = self.model_.encoding
+        if enc is not None:
+            if hasattr(X, "columns"):
+                return self.model_.features_from_table(X)
+            raw = np.asarray(X, dtype=np.float64)
+            if raw.ndim != 2 or raw.shape[1] != len(enc.covariates):
+                raise ValueError(f"X has {raw.shape[-1] if raw.ndim else 0} columns; the estimator was fitted with "
+                                 f"{len(enc.covariates)} ({', '.join(enc.covariates)})")
+            return enc.transform(raw)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and hasattr(X, "columns") and list(X.columns) != list(names):
+            missing = [n for n in names if n not in set(X.columns)]
+            if missing:
+                raise ValueError(f"X has no column {missing[0]!r} (the estimator was fitted with the columns "
+                                 f"{', '.join(map(str, names[:8]))})")
+            X = X[list(names)]  # matched by name, whatever their order
+        return _validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+
     def decision_function(self, X) -> np.ndarray:
         """Per-label logits ``(N, L)``."""
-        check_is_fitted(self)
-        X = _validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = self._features(X)  # (checks that the estimator is fitted first)
         return self.model_.decision_function(X).astype(np.float64)
 
     def predict_proba(self, X) -> np.ndarray:
-        """Per-label probabilities ``(N, L)``; each column is an independent sigmoid."""
-        check_is_fitted(self)
-        X = _validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        """Per-label probabilities ``(N, L)``; each column is an independent sigmoid.  A
+        DataFrame's columns are matched by name; with ``categorical``, the raw table of
+        the training layout is encoded as in fit."""
+        X = self._features(X)
         return self.model_.predict_proba(X)
 
     def predict(self, X) -> np.ndarray:
@@ -441,7 +516,10 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         est = cls(**params)
         est.model_ = model
         est.classes_ = np.asarray(model.info.get("classes", model.label_names))
-        est.n_features_in_ = model.n_features
+        enc = model.encoding
+        est.n_features_in_ = model.n_features if enc is None else len(enc.covariates)
+        if enc is not None and params.get("categorical") and isinstance(model.info.get("raw_names"), list):
+            est.feature_names_in_ = np.asarray(model.info["raw_names"], dtype=object)
         est.best_epoch_ = model.info.get("best_epoch")
         est.best_score_ = model.info.get("val_score")
         est.selection_ = model.info.get("selection")

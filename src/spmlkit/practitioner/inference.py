@@ -25,10 +25,18 @@ with, recorded in ``features/<name>/meta.json``; for a fine-tuned backbone the f
 predicting from images raises a clear :class:`~spmlkit.errors.SpmlError` (features can
 still be given directly).
 
-Outputs (written atomically)
-----------------------------
-* probabilities: ``id,<label 1>,<label 2>,...`` — one row per example;
-* label sets: ``id,labels`` with the labels of the set joined by ``;``.
+Outputs (written atomically, streamed: rows are scored in chunks, memory O(chunk x L))
+--------------------------------------------------------------------------------------
+* probabilities: ``id,<label 1>,<label 2>,...`` — one row per example; or, for large
+  outputs, ``.npy``: a float32 ``(N, L)`` matrix written chunk by chunk (a CSV is
+  refused above :data:`CSV_MAX_VALUES` probabilities with a message saying so);
+* label sets: ``id,labels`` with the labels of the set joined by ``;`` (the model's rule
+  applied chunk by chunk: every rule decides each row on its own);
+* top k: ``id,labels,probabilities``, the k best labels of each row, best first, by
+  partial selection (:func:`top_k_indices`).
+
+Rows with places (a covariate table with ``x``, ``y`` columns, a bundle of located
+records) have ``x,y`` after ``id``.
 
 An existing output file is replaced only when it is such a file (or with ``--overwrite``),
 never when it is the input: :func:`check_prediction_output`.
@@ -36,13 +44,14 @@ never when it is the input: :func:`check_prediction_output`.
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError, SpmlError
-from ..io import atomic_path
+from ..ownership import is_checked_file, write_output_file
 
 from ..features.transforms import IMAGE_SUFFIXES as IMAGE_EXTENSIONS  # noqa: E402  (one list of suffixes)
 PATH_COLUMN = "path"
@@ -179,17 +188,40 @@ def _csv_header(path: Path) -> list[str]:
     return [h.strip() for h in next(csv.reader([first], delimiter=delim), [])]
 
 
-def read_prediction_input(model, source: str | Path, *, split: str = "test", path_column: str | None = None,
-                          id_column: str | None = None, backbone: str | None = None, image_size: int | None = None,
-                          batch_size: int | None = None, extractor: Callable | None = None,
-                          log: Callable[[str], None] | None = None) -> tuple[np.ndarray, list[str]]:
-    """``(X, ids)`` for ``model`` from any accepted input (see module docstring).
+@dataclass
+class PredictionInput:
+    """What to predict: features ``X`` (or image paths for a fine-tuned model), one id per
+    row, and the rows' places ``xy`` ``(N, 2)`` when the input has them (``x``/``y``
+    columns of a covariate table, a bundle prepared from located records) — the ids and
+    places are written beside the predictions."""
+
+    X: object
+    ids: list[str]
+    xy: np.ndarray | None = None
+
+
+def read_prediction_input(model, source: str | Path, **options) -> tuple[np.ndarray, list[str]]:
+    """``(X, ids)`` for ``model`` from any accepted input (see :func:`prediction_input`)."""
+    inp = prediction_input(model, source, **options)
+    return inp.X, inp.ids
+
+
+def prediction_input(model, source: str | Path, *, split: str = "test", path_column: str | None = None,
+                     id_column: str | None = None, backbone: str | None = None, image_size: int | None = None,
+                     batch_size: int | None = None, extractor: Callable | None = None,
+                     log: Callable[[str], None] | None = None) -> PredictionInput:
+    """:class:`PredictionInput` for ``model`` from any accepted input (module docstring).
 
     A CSV/TSV of features is matched to the model **by column name** when the model
     records its feature names (``model.json["input"]["feature_names"]``: bundles prepared
     from named columns, estimators fitted on a DataFrame); a model saved without them
     (older models, or trained on unnamed arrays) takes the columns by position, and
-    ``log`` hears a note saying so."""
+    ``log`` hears a note saying so.  A model that records its **covariate encoding**
+    (issue 36: trained on a presence-only table or on rasters) also takes the table in
+    its raw training layout — covariates by name, categorical ones as their levels
+    (:func:`spmlkit.data.encoding.read_covariate_table`); ``siteid`` (or ``id``, or
+    ``id_column``) and ``x``, ``y`` pass through.  A bundle's ids and places (stored by
+    ``spml prepare`` when its source had them) pass through too."""
     from ..data import Bundle
 
     names = (getattr(model, "input", None) or {}).get("feature_names")
@@ -199,15 +231,16 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
     fine_tuned = getattr(model, "image", None) is not None  # the whole network: it takes image files
     if (source / "meta.json").exists():
         bundle = Bundle(source)
+        ids = bundle.ids(split) or [str(i) for i in bundle.index(split)]
         if fine_tuned:
-            return bundle.paths(split), [str(i) for i in bundle.index(split)]
+            return PredictionInput(bundle.paths(split), ids)
         fs = (model.input or {}).get("feature_set") or model.info.get("feature_set")
         theirs = bundle.meta.get("feature_names")
         if names is not None and fs is None and isinstance(theirs, list) and list(theirs) != list(names):
             raise DataFormatError(source / "meta.json", "the bundle's feature columns differ from the model's "
                                   "(names or order); predict from a bundle prepared like the training one")
         X = bundle.features(split, fs)
-        return X, [str(i) for i in bundle.index(split)]
+        return PredictionInput(X, ids, bundle.xy(split))
     if source.is_dir():
         images = True
     elif source.suffix.lower() == ".txt":
@@ -215,13 +248,21 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
     elif source.suffix.lower() in (".csv", ".tsv", ".tab") and source.exists():
         header = _csv_header(source)
         images = path_column is not None or ((model.input or {}).get("kind") == "images" and PATH_COLUMN in header)
+        enc = None if images else model.encoding if hasattr(model, "encoding") else None
+        if enc is not None:
+            from ..data.encoding import is_raw_layout, read_covariate_table
+
+            if is_raw_layout(header, enc):
+                table = read_covariate_table(source, enc, id_column=id_column)
+                X = enc.transform(table.X, unseen="raise", source=source, lines=table.lines)
+                return PredictionInput(X, table.ids or [str(i) for i in range(len(X))], table.xy)
     if images or fine_tuned:
         paths, ids = list_images(source, path_column=path_column, id_column=id_column)
         if fine_tuned:
-            return paths, ids
+            return PredictionInput(paths, ids)
         X = image_features(model, paths, backbone=backbone, image_size=image_size, batch_size=batch_size,
                            extractor=extractor)
-        return X, ids
+        return PredictionInput(X, ids)
     if names is None and source.suffix.lower() not in (".npy", ".npz") and log is not None:
         log(f"note: the model records no feature names (saved before feature names were stored, or trained on "
             f"unnamed arrays): the columns of {source} are taken by position")
@@ -230,46 +271,87 @@ def read_prediction_input(model, source: str | Path, *, split: str = "test", pat
     if isinstance(want, int) and X.shape[1] != want:  # named here: the model's own check has no file name
         raise DataFormatError(source, f"features have shape {X.shape}; this model expects (N, {want}) (the "
                                       f"{want} features it was trained on)")
-    return X, ids or [str(i) for i in range(len(X))]
+    return PredictionInput(X, ids or [str(i) for i in range(len(X))])
 
 
 # ---------------------------------------------------------------------- outputs
-def check_prediction_output(out: str | Path, *, label_names: list[str], source: str | Path | None = None,
-                            overwrite: bool = False, option: str = "-o/--out") -> Path:
-    """``out`` as the CSV file ``spml predict`` writes: refused (one-line
-    :class:`~spmlkit.errors.ConfigError`, before anything is read or written) when it is a
-    folder, when it is the input file itself (even with ``overwrite``), or when it is an
-    existing file that is not a prediction file spmlkit wrote — one whose first line is
-    ``id,labels`` or ``id,<the model's labels>`` — unless ``overwrite``.  Re-running a
-    prediction into the same file therefore works, and a user's data file is never replaced
-    by accident."""
-    from ..errors import ConfigError
+#: ``spml predict --proba`` writes a CSV only up to this many probabilities (rows x
+#: labels, about 9 bytes of text each: ~450 MB); above it, ``-o FILE.npy`` (a binary
+#: float32 matrix written chunk by chunk)
+CSV_MAX_VALUES = 50_000_000
+#: rows x labels of one prediction chunk (memory: 8 bytes each while scored in float64)
+CHUNK_VALUES = 1 << 22
+#: rows per chunk at most (the block size of :meth:`SavedModel.decision_function`, so a
+#: chunked prediction computes exactly the blocks a whole one did)
+CHUNK_ROWS = 8192
 
-    out = Path(out)
-    if out.is_dir():
-        raise ConfigError(f"-o {out} is a folder; expected the path of the CSV file to write")
-    if not out.exists():
-        return out
-    if source is not None and Path(source).is_file():
+
+def chunk_rows(n_labels: int, *, values: int = CHUNK_VALUES) -> int:
+    """Rows per prediction chunk for ``n_labels`` labels: memory O(chunk x L), never N x L.
+
+    >>> chunk_rows(20), chunk_rows(50_000)
+    (8192, 83)
+    """
+    return int(max(1, min(CHUNK_ROWS, values // max(int(n_labels), 1))))
+
+
+def _prediction_headers(label_names: list[str]) -> list[list[str]]:
+    """The first lines of the CSV files ``spml predict`` writes (with or without the
+    ``x``, ``y`` columns of located rows)."""
+    out = []
+    for lead in (["id"], ["id", "x", "y"]):
+        out += [[*lead, "labels"], [*lead, *label_names], [*lead, "labels", "probabilities"]]
+    return out
+
+
+def check_prediction_output(out: str | Path, *, label_names: list[str], source: str | Path | None = None,
+                            overwrite: bool = False, option: str = "-o/--out", model: str | Path | None = None) -> Path:
+    """``out`` as the file ``spml predict`` writes (:func:`spmlkit.ownership.output_file`):
+    refused (one-line :class:`~spmlkit.errors.ConfigError`, before anything is read or
+    written) when it is a folder or a symbolic link; when it is, or lies inside, an input —
+    the input data (``source``) or the model folder read (``model``), compared by device and
+    inode — even with ``overwrite``; or when it is an existing file that is not a prediction
+    file spmlkit wrote — a CSV whose first line is one of the headers spmlkit writes
+    (``id,labels``, ``id,<the model's labels>``, with ``x,y`` after ``id`` for located rows,
+    or ``id,labels,probabilities``), or a ``.npy`` float32 matrix with one column per label
+    — unless ``overwrite``.  Re-running a prediction into the same file therefore works, and
+    a user's data file is never replaced by accident."""
+    from .. import ownership
+
+    def is_prediction_file(p: Path) -> bool:
+        if p.suffix.lower() == ".npy":
+            try:
+                arr = np.load(p, mmap_mode="r", allow_pickle=False)
+                return arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == len(label_names)
+            except (OSError, ValueError, EOFError):
+                return False
         try:
-            same = out.samefile(source)
-        except OSError:
-            same = False
-        if same:
-            raise ConfigError(f"{option} {out} is the input file; choose another file for the predictions")
-    if overwrite:
-        return out
-    try:
-        with open(out, encoding="utf-8", newline="") as fh:
-            first = fh.readline(1 << 20)
-        header = next(csv.reader([first.rstrip("\r\n")]), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        header = None
-    if header in (["id", "labels"], ["id", *label_names]):
-        return out
-    raise ConfigError(f"refusing to replace {out}: it is not a prediction file spmlkit wrote (its first line is "
-                      f"neither 'id,labels' nor 'id,' and the model's labels); choose a new file with {option} "
-                      "or pass --overwrite")
+            with open(p, encoding="utf-8", newline="") as fh:
+                first = fh.readline(1 << 20)
+            header = next(csv.reader([first.rstrip("\r\n")]), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return False
+        return header in _prediction_headers(label_names)
+
+    return ownership.output_file(out, inputs=[source, model], overwrite=overwrite, is_ours=is_prediction_file,
+                                 option=option, what="prediction file")
+
+
+def used_rule(model, *, rule: str | None = None, threshold: float | None = None, k: float | None = None,
+              min_labels: int | None = None) -> dict:
+    """The label-set rule ``model`` applies with these overrides: its stored spec updated
+    by the given ``rule`` / ``threshold`` / ``k`` / ``min_labels``."""
+    return {**model.label_sets, **({"rule": rule} if rule else {}),
+            **{name: v for name, v in (("threshold", threshold), ("k", k), ("min_labels", min_labels))
+               if v is not None}}
+
+
+def rule_warning_k(model, used: dict, k: float | None) -> float | None:
+    """The expected number of labels a label-set warning compares with: the ``k`` given
+    for ``expected_k``, else the model's estimate."""
+    from .labelsets import rule_k_estimate
+
+    return rule_k_estimate(model.label_sets) if used["rule"] != "expected_k" or k is None else k
 
 
 def predicted_label_sets(model, P: np.ndarray, *, rule: str | None = None, threshold: float | None = None,
@@ -280,37 +362,231 @@ def predicted_label_sets(model, P: np.ndarray, *, rule: str | None = None, thres
     ``warning`` a one-line warning when the sets look wrong for the expected number of
     labels (:func:`spmlkit.practitioner.labelsets.label_set_warning`: the ``k`` given
     for ``expected_k``, else the model's estimate), or None."""
-    from .labelsets import label_set_warning, rule_k_estimate
+    from .labelsets import label_set_warning
 
     S = model.label_sets_from_proba(P, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
-    used = {**model.label_sets, **({"rule": rule} if rule else {}),
-            **{name: v for name, v in (("threshold", threshold), ("k", k), ("min_labels", min_labels))
-               if v is not None}}
-    warning = label_set_warning(S, rule_k_estimate(model.label_sets) if used["rule"] != "expected_k" or k is None
-                                else k)
-    return S, used, warning
+    used = used_rule(model, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
+    return S, used, label_set_warning(S, rule_warning_k(model, used, k))
 
 
-def write_probabilities(out: str | Path, ids: list[str], label_names: list[str], P: np.ndarray) -> Path:
+def iter_probabilities(model, X, *, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, P)`` for consecutive chunks of ``rows`` rows of ``X`` (default
+    :func:`chunk_rows`): per-label probabilities in float64, the values
+    :meth:`SavedModel.predict_proba` gives, without ever holding all N x L of them.
+    Image paths (a fine-tuned model) are scored in one piece."""
+    from scipy.special import expit
+
+    if isinstance(X, (list, tuple)):
+        yield 0, model.predict_proba(X)
+        return
+    rows = rows or chunk_rows(len(model.label_names))
+    for s, logits in model.iter_decision_function(X, rows):
+        yield s, expit(logits.astype(np.float64))
+
+
+def top_k_indices(P: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` highest-scoring labels of each row of ``P`` ``(n, L)``, best first
+    (ties: the lower label index first, as a stable sort would give), by partial
+    selection — O(L) per row, not a full sort.
+
+    >>> top_k_indices(np.array([[0.1, 0.9, 0.5, 0.9]], np.float32), 3).tolist()
+    [[1, 3, 2]]
+    """
+    n, L = P.shape
+    k = int(min(max(k, 0), L))
+    if k == 0 or n == 0:
+        return np.zeros((n, k), dtype=np.int64)
+    idx = np.argpartition(-P, k - 1, axis=1)[:, :k] if k < L else np.tile(np.arange(L), (n, 1))
+    vals = np.take_along_axis(P, idx, 1)
+    kth = vals.min(1)
+    # rows whose k-th score is tied with a label left out: which tied label argpartition
+    # kept is arbitrary, so those (rare) rows take the stable rule exactly
+    tied = np.flatnonzero((P >= kth[:, None]).sum(1) > k)
+    for r in tied:
+        idx[r] = np.argsort(-P[r], kind="stable")[:k]
+    vals = np.take_along_axis(P, idx, 1)
+    order = np.lexsort((idx, -vals), axis=1)
+    return np.take_along_axis(idx, order, 1)
+
+
+def _csv_field(v: str) -> str:
+    """``v`` as one CSV field (quoted as :mod:`csv` does by default: when it holds a comma,
+    a quote or a line break)."""
+    v = str(v)
+    if any(c in v for c in ',"\r\n'):
+        return '"' + v.replace('"', '""') + '"'
+    return v
+
+
+def _prefixes(ids, xy, start: int, n: int) -> list[str]:
+    """The leading fields of rows ``start .. start + n``: the id, and ``x,y`` when known."""
+    pre = [_csv_field(i) for i in ids[start:start + n]]
+    if xy is not None:
+        pre = [f"{p},{x:.12g},{y:.12g}" for p, (x, y) in zip(pre, xy[start:start + n].tolist())]
+    return pre
+
+
+def _lead(xy) -> list[str]:
+    return ["id"] if xy is None else ["id", "x", "y"]
+
+
+def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[str], chunks, *,
+                             n_rows: int | None = None, xy: np.ndarray | None = None, progress=None) -> Path:
+    """Write the probabilities of ``chunks`` (``(start, P)`` pairs, as
+    :func:`iter_probabilities` yields them) to ``out``, atomically: a ``.npy`` file is a
+    float32 ``(N, L)`` matrix written chunk by chunk (its header, then the rows appended;
+    rows in the input's order, columns in the model's label order); anything else is a CSV
+    ``id[,x,y],<label 1>,...`` with each value as ``%.6g``, formatted one row per call
+    (not one call per value)."""
     out = Path(out)
-    with atomic_path(out) as tmp:
+    L = len(label_names)
+    n_rows = len(ids) if n_rows is None else n_rows
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
+        if out.suffix.lower() == ".npy":
+            # the .npy header, then each chunk's rows appended in order (C order): the file is
+            # written incrementally, and nothing N x L is held — not even as mapped pages, which
+            # a memory map would count in the process's resident memory until written back
+            with open(tmp, "wb") as fh:
+                np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")),
+                                                          "fortran_order": False, "shape": (n_rows, L)})
+                written = 0
+                for s, P in chunks:
+                    if s != written:
+                        raise ValueError(f"chunks out of order: row {s} after {written} rows")
+                    fh.write(np.ascontiguousarray(P, dtype="<f4").tobytes())
+                    written += len(P)
+                    if progress is not None:
+                        progress.update(len(P))
+                if written != n_rows:
+                    raise ValueError(f"{written} rows predicted, {n_rows} expected")
+            return out
+        fmt = "%s" + ",%.6g" * L + "\n"
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(["id", *label_names])
-            for i, row in zip(ids, P):
-                w.writerow([i, *(f"{v:.6g}" for v in row)])
+            fh.write(",".join(_csv_field(h) for h in [*_lead(xy), *label_names]) + "\n")
+            for s, P in chunks:
+                pre = _prefixes(ids, xy, s, len(P))
+                for p, row in zip(pre, P):  # one format call per row; no chunk-sized list of Python floats
+                    fh.write(fmt % (p, *row.tolist()))
+                if progress is not None:
+                    progress.update(len(P))
+    return out
+
+
+def write_probabilities(out: str | Path, ids: list[str], label_names: list[str], P: np.ndarray, *,
+                        xy: np.ndarray | None = None) -> Path:
+    """:func:`write_probability_chunks` of one matrix ``P`` ``(N, L)``."""
+    return write_probability_chunks(out, ids, label_names, [(0, np.asarray(P))], n_rows=len(P), xy=xy)
+
+
+def write_label_set_chunks(out: str | Path, ids: list[str], label_names: list[str], chunks, *,
+                           xy: np.ndarray | None = None, separator: str = ";", progress=None) -> Path:
+    """Write label sets of ``chunks`` (``(start, S)`` pairs, ``S`` ``(n, L)`` bool) as a
+    CSV ``id[,x,y],labels`` (the labels of each set joined by ``separator``)."""
+    from .labelsets import format_label_sets
+
+    out = Path(out)
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(",".join([*_lead(xy), "labels"]) + "\n")
+            for s, S in chunks:
+                pre = _prefixes(ids, xy, s, len(S))
+                sets = format_label_sets(S, label_names, separator=separator)
+                fh.write("".join(f"{p},{_csv_field(t)}\n" for p, t in zip(pre, sets)))
+                if progress is not None:
+                    progress.update(len(S))
     return out
 
 
 def write_label_sets(out: str | Path, ids: list[str], label_names: list[str], S: np.ndarray, *,
-                     separator: str = ";") -> Path:
-    from .labelsets import format_label_sets
+                     separator: str = ";", xy: np.ndarray | None = None) -> Path:
+    """:func:`write_label_set_chunks` of one matrix ``S``."""
+    return write_label_set_chunks(out, ids, label_names, [(0, np.asarray(S, dtype=bool))], xy=xy,
+                                  separator=separator)
+
+
+def write_top_k_chunks(out: str | Path, ids: list[str], label_names: list[str], chunks, k: int, *,
+                       xy: np.ndarray | None = None, separator: str = ";", progress=None) -> Path:
+    """The ``k`` highest-scoring labels of each row, best first, and their probabilities
+    (:func:`top_k_indices` on float32 scores), as a CSV ``id[,x,y],labels,probabilities``
+    — O(L) per row by partial selection, no full sort."""
+    out = Path(out)
+    names = np.asarray(label_names, dtype=object)
+    if not is_checked_file(out):  # (spml predict checks it before reading anything)
+        check_prediction_output(out, label_names=label_names)
+    with write_output_file(out) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(",".join([*_lead(xy), "labels", "probabilities"]) + "\n")
+            for s, P in chunks:
+                P32 = np.asarray(P, dtype=np.float32)
+                idx = top_k_indices(P32, k)
+                vals = np.take_along_axis(P, idx, 1)
+                pre = _prefixes(ids, xy, s, len(P))
+                fmt = separator.join(["%.6g"] * idx.shape[1])
+                fh.write("".join(f"{p},{_csv_field(separator.join(names[i]))},{fmt % tuple(v)}\n"
+                                 for p, i, v in zip(pre, idx, vals.tolist())))
+                if progress is not None:
+                    progress.update(len(P))
+    return out
+
+
+def predict_to_file(model, inp: PredictionInput, out: str | Path, *, kind: str = "proba", rule: str | None = None,
+                    threshold: float | None = None, k: float | None = None, min_labels: int | None = None,
+                    top_k: int | None = None, rows: int | None = None) -> dict:
+    """``spml predict``: score ``inp`` with ``model`` chunk by chunk and write ``kind``
+    (``"proba"``, ``"labels"`` or ``"top_k"``) to ``out``.  Memory is O(chunk x L): no
+    N x L array is ever held (a ``.npy`` output is appended chunk by chunk).  Returns
+    ``{"message", "warning", ...}`` (``warning``: the label-set warning of
+    :func:`spmlkit.practitioner.labelsets.label_set_stats_warning`, or None)."""
+    from ..errors import ConfigError
+    from ..progress import progress as progress_bar
+    from .labelsets import label_set_stats_warning
+    from .report import describe_rule
 
     out = Path(out)
-    with atomic_path(out) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(["id", "labels"])
-            for i, labels in zip(ids, format_label_sets(S, label_names, separator=separator)):
-                w.writerow([i, labels])
-    return out
+    N, L = len(inp.X), len(model.label_names)
+    npy = out.suffix.lower() == ".npy"
+    if kind != "proba" and npy:
+        raise ConfigError(f"-o {out}: label sets and top-k labels are written as CSV; .npy is for --proba")
+    if kind == "proba" and not npy and N * L > CSV_MAX_VALUES:
+        raise ConfigError(f"{N} rows x {L} labels = {N * L:,} probabilities is too many for a CSV (the limit is "
+                          f"{CSV_MAX_VALUES:,}, about {CSV_MAX_VALUES * 9 // 10**6} MB of text); write them as a binary "
+                          f"matrix with -o {out.with_suffix('.npy')} (float32, rows in the input's order), or ask "
+                          "for --labels or --top-k")
+    used = used_rule(model, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
+    if kind == "labels" and used.get("per") == "batch":  # a rule over the whole collection: one piece
+        rows = max(N, 1)
+    chunks = iter_probabilities(model, inp.X, rows=rows)
+    big = N * L >= 10_000_000
+    bar = progress_bar(N, f"predict {N} rows x {L} labels", "row", disable=None if big else True)
+    try:
+        if kind == "proba":
+            write_probability_chunks(out, inp.ids, model.label_names, chunks, n_rows=N, xy=inp.xy, progress=bar)
+            what = "probabilities" + (" (float32 .npy, rows in the input's order, columns in model.json's "
+                                      "label_names order)" if npy else "")
+            return {"message": f"wrote {what} for {N} example(s) x {L} labels to {out}", "warning": None}
+        if kind == "top_k":
+            write_top_k_chunks(out, inp.ids, model.label_names, chunks, int(top_k), xy=inp.xy, progress=bar)
+            return {"message": f"wrote the top {min(int(top_k), L)} labels of {N} example(s) to {out}",
+                    "warning": None}
+        stats = {"size": 0, "empty": 0}
+
+        def sets():
+            for s, P in chunks:
+                S = model.label_sets_from_proba(P, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
+                S = np.asarray(S, dtype=bool)
+                n = S.sum(axis=1)
+                stats["size"] += int(n.sum())
+                stats["empty"] += int((n == 0).sum())
+                yield s, S
+
+        write_label_set_chunks(out, inp.ids, model.label_names, sets(), xy=inp.xy, progress=bar)
+    finally:
+        bar.close()
+    mean = stats["size"] / N if N else 0.0
+    warning = label_set_stats_warning(mean, stats["empty"] / N, rule_warning_k(model, used, k)) if N else None
+    return {"message": f"wrote label sets for {N} example(s) to {out} (rule: {describe_rule(used['rule'], used)}; "
+                       f"{mean:.2f} labels per example)", "warning": warning, "used": used}

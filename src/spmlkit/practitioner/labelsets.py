@@ -84,13 +84,21 @@ def round_k(k: float) -> int:
 
 
 def _top_mask(P: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Keep the ``counts[n]`` highest entries of row ``n`` (ties: lower label index first)."""
+    """Keep the ``counts[n]`` highest entries of row ``n`` (ties: lower label index first),
+    by partial selection (O(L) per row; a stable descending sort's first ``counts[n]``)."""
+    from ..training.scores import top_k_rows
+
     N, L = P.shape
     counts = np.clip(np.asarray(counts, dtype=np.int64), 0, L)
-    order = np.argsort(-P, axis=1, kind="stable")  # descending, stable on ties
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(L)[None, :].repeat(N, axis=0), axis=1)
-    return ranks < counts[:, None]
+    out = np.zeros((N, L), dtype=bool)
+    kmax = int(counts.max()) if N else 0
+    if kmax == 0:
+        return out
+    idx, _ = top_k_rows(P, kmax)
+    keep = np.arange(kmax)[None, :] < counts[:, None]
+    rows = np.broadcast_to(np.arange(N)[:, None], idx.shape)
+    out[rows[keep], idx[keep]] = True
+    return out
 
 
 def threshold_sets(P, *, threshold=DEFAULT_THRESHOLD) -> np.ndarray:
@@ -220,6 +228,30 @@ def estimate_k_observed(Z, P) -> float:
     top = _top_mask(P, np.ones(len(P), dtype=np.int64))
     recall = float((top & pos).sum()) / float(pos.sum())
     L = P.shape[1]
+    return float(L) if recall <= 0 else float(min(max(1.0 / recall, 1.0), L))
+
+
+def estimate_k_observed_streamed(Z, chunks) -> float:
+    """:func:`estimate_k_observed` from logit blocks (``chunks()`` yields ``(start, (b, L))``):
+    each row's top label by ``argmax`` of its probabilities (the first on ties, as the
+    stable sort there), never a sort; ``Z`` dense or sparse.  Memory O(block × L)."""
+    from scipy.special import expit
+
+    from ..sparse_labels import as_sparse
+
+    pos = as_sparse(Z, dtype=np.int8).positives()
+    n_pos = pos.count(1)
+    if not n_pos:
+        raise ConfigError("k cannot be estimated: the observations hold no observed positive")
+    hits, L = 0, pos.n_labels
+    for start, block in chunks():
+        P = expit(np.asarray(block, dtype=np.float64))
+        if not np.isfinite(P).all():
+            raise DataFormatError(None, "scores contain NaN or inf")
+        top = P.argmax(axis=1)
+        rows = np.arange(start, start + len(P))
+        hits += int(pos.dense(rows)[np.arange(len(P)), top].sum())
+    recall = hits / float(n_pos)
     return float(L) if recall <= 0 else float(min(max(1.0 / recall, 1.0), L))
 
 

@@ -210,8 +210,12 @@ class TensorBoardLogger(Logger):
     def __init__(self, log_dir: str | Path, name: str):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.dir = Path(log_dir)
+        from .. import ownership
+
+        # a folder spmlkit makes inside the run (or bench) folder: checked, never a link followed
+        self.dir = ownership.folder(log_dir, "tensorboard")
         self.writer = SummaryWriter(str(self.dir))
+        ownership.record_new(self.dir)  # the event file TensorBoard just created is spmlkit's
         self.name = name
         self._params: dict = {}
 
@@ -246,6 +250,30 @@ class TensorBoardLogger(Logger):
                 with Image.open(f) as im:
                     self.writer.add_image(f.stem, np.asarray(im.convert("RGB")), 0, dataformats="HWC")
         self.writer.close()
+        from .. import ownership
+
+        ownership.record_new(self.dir)  # (add_hparams writes a second event file)
+
+
+def check_mlflow_store(uri: str) -> Path:
+    """A local MLflow store (``file:`` URI or a path) is MLflow's folder, written by MLflow:
+    spmlkit only names it, so it must be new, empty or an MLflow store already (its
+    ``meta.yaml`` files, ``.trash``, ``models``) — a folder of the user's that happens to
+    have the name, a file, or a dangling link is refused in one line before MLflow writes."""
+    from urllib.parse import unquote, urlparse
+
+    from .. import ownership
+
+    path = Path(unquote(urlparse(uri).path)) if uri.startswith("file:") else Path(uri)
+    ownership.check_output_folder(path, option="MLflow store")
+    if path.is_dir():
+        names = {p.name for p in path.iterdir()}
+        store = (not names or ".trash" in names or "models" in names
+                 or any((path / n / "meta.yaml").is_file() for n in names))
+        if not store:
+            raise ownership.OwnershipError(f"MLflow store {path} holds files that are not an MLflow store; set "
+                                           "MLFLOW_TRACKING_URI to another folder (or run from another folder)")
+    return path
 
 
 class MLflowLogger(Logger):
@@ -259,6 +287,7 @@ class MLflowLogger(Logger):
                or Path(store_dir if store_dir is not None else "mlruns").resolve().as_uri())
         if uri.startswith("file:") or "://" not in uri:
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file stores are opt-in
+            check_mlflow_store(uri)
         from mlflow.tracking import MlflowClient
 
         self.uri = uri
@@ -475,8 +504,8 @@ class BenchTracking:
     def finish(self, summary: dict | None = None) -> None:
         """The parent run's metrics (``summary``: e.g. ``test_map/<dataset>/<method>``) and
         the bench's tables and figures as artifacts (internal files left out)."""
-        files = sorted(p for p in self.dir.iterdir() if p.suffix in (".md", ".csv", ".json") and p.is_file()
-                       and not p.name.startswith("."))
+        files = sorted(p for p in self.dir.iterdir() if p.name.endswith((".md", ".csv", ".json", ".json.gz"))
+                       and p.is_file() and not p.name.startswith("."))  # runs.json.gz: the run record
         files += sorted(self.dir.glob("figures/*.png")) + sorted(self.dir.glob("*.png"))
         self.parent().finish({k: float(v) for k, v in (summary or {}).items() if _finite(v)}, files)
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from .evaluation import OBSERVED_NOTE, evaluate_label_sets
-from ..io import atomic_path, read_jsonl, write_text
+from .evaluation import OBSERVED_NOTE, SetTally as _SetTally, evaluate_label_sets
+from ..io import read_jsonl
+from ..ownership import atomic_path, write_text
 
 
 # ------------------------------------------------------------- label-set quality
@@ -27,9 +28,36 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
     """Quality of label sets from probabilities ``P`` under the stored rule ``spec`` and
     the other rules that apply.  Each row: ``rule`` (a readable description),
     ``default`` (True for ``spec``'s rule) and the :func:`evaluate_label_sets` numbers."""
-    from .labelsets import label_sets, rule_k_estimate
+    from .labelsets import label_sets
 
-    rows = []
+    return [{"rule": desc, "default": i == 0, **evaluate_label_sets(label_sets(P, rule=rule, **opts), Y=Y, Z=Z)}
+            for i, (rule, opts, desc) in enumerate(_quality_rules(spec))]
+
+
+def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict) -> list[dict]:
+    """:func:`label_set_quality` from probability blocks: ``chunks()`` yields
+    ``(start_row, P_block)``; ``Y`` / ``Z`` dense or sparse.  Every rule is applied per
+    example, so each block's sets are computed and tallied, then dropped: memory
+    O(block × L) instead of the ``N × L`` sets (and equal numbers, tested)."""
+    from ..sparse_labels import as_sparse
+    from .labelsets import label_sets
+
+    truth = as_sparse(Y if Y is not None else Z, dtype=bool if Y is not None else np.int8)
+    rules = _quality_rules(spec)
+    tallies = [_SetTally(truth.n_labels, observed=Y is None) for _ in rules]
+    for start, P in chunks():
+        T = truth.dense(slice(start, start + len(P)))
+        for (rule, opts, _), tally in zip(rules, tallies):
+            tally.add(label_sets(P, rule=rule, **opts), T)
+    return [{"rule": desc, "default": i == 0, **{k: v for k, v in t.result().items()}}
+            for i, ((_, _, desc), t) in enumerate(zip(rules, tallies))]
+
+
+def _quality_rules(spec: dict) -> list[tuple[str, dict, str]]:
+    """The rules :func:`label_set_quality` compares: the stored one first, then the others
+    that apply, each once: ``(rule, options, description)``."""
+    from .labelsets import rule_k_estimate
+
     candidates = [("threshold", {"threshold": 0.5}), ("top_k", {"k": 1}), ("threshold", {"threshold": 0.5,
                                                                                "min_labels": 1})]
     if rule_k_estimate(spec) is not None:
@@ -37,15 +65,13 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
     if spec.get("thresholds") is not None:
         candidates.append(("per_label", {"thresholds": spec["thresholds"]}))
     default_opts = {k: v for k, v in spec.items() if k in ("threshold", "k", "thresholds", "min_labels")}
-    seen = set()
+    out, seen = [], set()
     for rule, opts in [(spec["rule"], default_opts)] + candidates:
         desc = describe_rule(rule, opts)
-        if desc in seen:
-            continue
-        seen.add(desc)
-        S = label_sets(P, rule=rule, **opts)
-        rows.append({"rule": desc, "default": not rows, **evaluate_label_sets(S, Y=Y, Z=Z)})
-    return rows
+        if desc not in seen:
+            seen.add(desc)
+            out.append((rule, opts, desc))
+    return out
 
 
 def label_set_row_warning(row: dict, spec: dict | None) -> str | None:
@@ -184,8 +210,11 @@ def _fmt(v) -> str:
 
 def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_meta: dict,
                      label_set_rows: list[dict] | None = None, label_rule: dict | None = None) -> Path:
-    """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically)."""
-    run_dir = Path(run_dir)
+    """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically; a folder
+    spmlkit made: :func:`spmlkit.ownership.folder`)."""
+    from .. import ownership
+
+    run_dir = ownership.folder(run_dir, "run")
     rows = [r for r in read_jsonl(run_dir / "metrics.jsonl") if r.get("member", 0) == 0]
     selection = result.get("selection", "")
     observed = not bundle_meta.get("has_full_labels", True)

@@ -30,11 +30,14 @@ import numpy as np
 from ..config import TrainConfig
 from ..data.bundle import Bundle
 from ..errors import ConfigError, SpmlError
-from ..io import FolderLock, check_output_folder, read_json, remove_stale_temporaries, write_json
+from .. import ownership
+from ..io import FolderLock, read_json
+from ..ownership import write_json
 from ..methods.base import SCRATCH_DIR
 from .saved import SavedModel, save_model
 from ..training import distributed
 from ..training.callbacks import Callback
+from ..training.checkpoint import is_run_folder  # noqa: F401  (the run kind is declared with it)
 from ..training.result import RunResult
 from ..training.run import train
 
@@ -150,7 +153,11 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
         if (isinstance(names, list) and len(names) == bundle.meta.get("n_features")
                 and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
             # 'spml predict' matches the columns of a CSV by these names, not by position
-            return {"kind": "features", "feature_names": list(names)}
+            out = {"kind": "features", "feature_names": list(names)}
+            for key in ("encoding", "places"):  # issue 36: predict from the raw training layout, on a map
+                if isinstance(bundle.meta.get(key), dict):
+                    out[key] = bundle.meta[key]
+            return out
         return {"kind": "features"}
     sets = bundle.feature_sets()
     fs = config.feature_set or (sets[0] if len(sets) == 1 else None)
@@ -214,13 +221,11 @@ def default_run_folder(bundle_path: str | Path, config: TrainConfig) -> Path:
     return Path("runs") / f"{Path(bundle_path).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
 
 
-def is_run_folder(path: Path) -> bool:
-    """True when ``path`` holds a run spmlkit wrote (its ``config.json``)."""
-    try:
-        cfg = read_json(Path(path) / "config.json")
-    except (OSError, SpmlError):
-        return False
-    return isinstance(cfg, dict) and "config" in cfg and "bundle" in cfg
+def run_inputs(bundle: Bundle, config: TrainConfig) -> list:
+    """What a run reads (its output folder may be none of them, nor lie inside one): the
+    bundle and the files named by its hyper-parameters (``pseudo_scores``)."""
+    ps = config.param_dict.get("pseudo_scores")
+    return [bundle.path, *([str(ps)] if ps else [])]
 
 
 def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, resume: bool = True,
@@ -240,20 +245,19 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
 
     if device is None:  # (a caller that passes the device has validated the config: the CLI)
         device = validate_config(config)  # an impossible device/precision is refused before the folder exists
-    out = check_output_folder(out_dir)
     dctx = distributed.context()
+    # a folder of the user's (not new, empty or a spmlkit run), a link or an input: refused, nothing written
+    out = ownership.claim(out_dir, "run", inputs=run_inputs(bundle, config), create=False)
     done = finished_run(bundle, config, out) if resume else None
     if done is not None:  # recognised before the folder is locked: a finished run is not touched
         return _skipped(done, out, callbacks)
-    if dctx.is_main and out.is_dir() and not is_run_folder(out) and any(
-            p.name != FolderLock.NAME for p in out.iterdir()):
-        raise ConfigError(f"refusing to write a run into {out}: it holds files that are not a spmlkit run (no "
-                          "run config.json); choose a new folder with -o")
     lock = None
-    created = not out.exists()
+    created = False
     if dctx.is_main:
+        ownership.claim(out, "run", inputs=run_inputs(bundle, config))
+        created = ownership.created(out)
         lock = FolderLock(out, what="run folder").acquire()
-        remove_stale_temporaries(out, recursive=True)
+        ownership.remove_stale_temporaries(out, recursive=True)
     try:
         result = _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
                                device=device, callbacks=callbacks)
@@ -261,14 +265,15 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
         if dctx.is_main and not (out / "last.pt").exists() and not (out / "result.json").exists():
             # nothing worth resuming: leave no config.json/metrics behind (and no folder we made)
             for name in ("config.json", "metrics.jsonl", "last.pt.sha256"):
-                (out / name).unlink(missing_ok=True)
+                with contextlib.suppress(SpmlError, OSError):
+                    ownership.remove(out / name)
             if lock is not None:
+                lock.remove = True  # (removed only while it is still the file this process locked)
                 lock.release()
                 lock = None
-                (out / FolderLock.NAME).unlink(missing_ok=True)
             if created:
-                with contextlib.suppress(OSError):
-                    out.rmdir()
+                with contextlib.suppress(SpmlError, OSError):
+                    ownership.discard(out, only_if_empty=True)
         raise
     finally:
         if lock is not None:
@@ -300,14 +305,13 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         if resume:
             done = finished_run(bundle, config, out)
         if done is None:
-            out.mkdir(parents=True, exist_ok=True)
             if resume and cfg_path.exists() and ((out / "last.pt").exists() or (out / "result.json").exists()):
                 if not _same_run(read_json(cfg_path), resolved):
                     problem = (f"{out} holds a run with a different configuration (or of a bundle prepared "
                                "again); choose another --out or pass --no-resume to start over")
             if problem is None:
                 if not resume:
-                    (out / "result.json").unlink(missing_ok=True)
+                    ownership.remove(out / "result.json")
                 from ..device import device_info
 
                 write_json(cfg_path, {**resolved, "world_size": dctx.world_size, "device": device_info(device)})
@@ -327,22 +331,28 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
                       method=method, device=device, callbacks=callbacks)
     if dctx.is_main:
         st = result.state
-        rule, quality = _label_sets(bundle, result, st)
         info = {"bundle": str(bundle.path), "best_epoch": result.best_epoch, "val_score": result.val_score,
                 "selection": result.selection, "test_map": result.test_map, "feature_set": config.feature_set,
                 "has_full_labels": bundle.has_full_labels, "method_state_keys": sorted(st["method"].keys()),
                 "world_size": dctx.world_size, "setting": config.setting}
+        provisional = {"rule": "top_k", "k": 1, "k_source": None, "note": "provisional: the label-set step "
+                       "did not finish (the rule is written when it does)"}
         if finetune:  # the whole backbone + head: the model takes image files
             model = SavedModel(label_names=bundle.label_names, head=st["spec"]["head"], hidden=st["spec"]["hidden"],
                                n_features=0, state=st["model"], method=config.method, params=result.params,
-                               config=config.to_dict(), label_sets=rule, info=info,
+                               config=config.to_dict(), label_sets=provisional, info=info,
                                input={"kind": "images", "fine_tuned": True, "backbone": config.backbone,
                                       "image_size": config.image_size},
                                image={**st["spec"], "image_size": config.image_size})
         else:
             model = SavedModel.from_training_state(
                 st, label_names=bundle.label_names, config=config.to_dict(), method=config.method,
-                params=result.params, label_sets=rule, input=input_description(bundle, config), info=info)
+                params=result.params, label_sets=provisional, input=input_description(bundle, config), info=info)
+        # the trained model is saved before any reporting step that could fail or run out of
+        # memory (issue 32); the label-set rule is written into it once computed
+        save_model(model, out / "model")
+        rule, quality = _label_sets(bundle, result, st, model=model, feature_set=config.feature_set)
+        model.label_sets = rule
         save_model(model, out / "model")
         record = result.to_record()
         from ..device import device_info
@@ -360,39 +370,83 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         write_run_report(out, result=record, config=config.to_dict(), bundle_meta=meta, label_set_rows=quality,
                          label_rule=rule)
         write_json(out / "result.json", record)  # last: marks the run finished
-        import shutil
-
-        shutil.rmtree(out / SCRATCH_DIR, ignore_errors=True)  # components' on-disk scratch (not needed to resume)
+        # components' on-disk scratch (not needed to resume): what spmlkit wrote there, nothing else
+        ownership.remove(out / SCRATCH_DIR)
     distributed.barrier()
     return result
 
 
-def _label_sets(bundle: Bundle, result: RunResult, st: dict) -> tuple[dict, list]:
+def _split_logits(model, bundle: Bundle, split: str, stored, feature_set: str | None):
+    """``chunks()`` over the logits of ``split``: the run's stored logits when it kept
+    them (small data), else computed in row blocks by the saved model from the bundle's
+    features (issue 32: never ``N × L`` at once).  None when the split is empty."""
+    if not bundle.size(split):
+        return None
+    if stored is not None:
+        if not len(stored):
+            return None
+        return lambda: iter([(0, stored)])
+    if model.takes_images and model.image is not None:
+        return None  # a fine-tuned image model keeps its logits in the state; nothing to stream
+    X = bundle.features(split, feature_set)
+    rows = model.stream_rows(8 * 2 ** 20)  # probabilities in float64 and every rule's sets per block: small blocks
+    return lambda: model.iter_decision_function(X, batch_rows=rows)
+
+
+def _label_sets(bundle: Bundle, result: RunResult, st: dict, *, model=None,
+                feature_set: str | None = None) -> tuple[dict, list]:
     """The model's default label-set rule and the label-set quality on the test split.
 
     With full validation labels: per-label thresholds are tuned on them (F1) and stored,
     and the default rule is chosen among fixed threshold, expected-k and per-label by
     validation example-F1 (per-label scored out of fold; :func:`spmlkit.practitioner.labelsets.choose_rule`).
     Otherwise expected-k with k known (--k, Eq. A1 on full labels) or estimated from the
-    validation observations (:func:`spmlkit.practitioner.labelsets.default_rule`); ``k`` is stored."""
+    validation observations (:func:`spmlkit.practitioner.labelsets.estimate_k_observed`); ``k`` is stored.
+
+    Logits the run kept (small data) are used whole; otherwise they stream from ``model``
+    in row blocks (:func:`_split_logits`), the k estimate by ``argmax`` and the test
+    quality tallied block by block; the out-of-fold choice among rules, which needs the
+    whole validation matrix, is then skipped (expected-k is kept, and the rule says so)."""
     from scipy.special import expit
 
-    from .labelsets import model_label_rule
-    from .report import label_set_quality
+    from .labelsets import default_rule, estimate_k_observed_streamed, model_label_rule
+    from .report import label_set_quality, label_set_quality_streamed
 
     k = None if result.expected_positives is None else float(result.expected_positives)
     Y_val = bundle.labels("val") if bundle.size("val") else None
-    has_val = bundle.size("val") and len(st["val_logits"])
-    P_val = expit(st["val_logits"].astype(np.float64)) if has_val else None
-    full = Y_val is not None and has_val
-    rule = model_label_rule(k=k, k_source="given (--k) or Eq. A1 on full labels",
-                            Z=bundle.observations("val") if has_val and Y_val is None else None, P=P_val,
-                            where="validation", Y_val=Y_val if full else None, P_val=P_val, seed=result.seed)
-    if full:
-        rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
+    val = _split_logits(model, bundle, "val", st.get("val_logits"), feature_set)
+    if st.get("val_logits") is not None and len(st["val_logits"]):  # held whole: the one rule of a trained model
+        P_val = expit(st["val_logits"].astype(np.float64))
+        full = Y_val is not None
+        rule = model_label_rule(k=k, k_source="given (--k) or Eq. A1 on full labels",
+                                Z=None if full else bundle.observations("val"), P=P_val, where="validation",
+                                Y_val=np.asarray(Y_val) if full else None, P_val=P_val, seed=result.seed)
+        if full:
+            rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
+    elif k is None and val is not None and Y_val is None:  # streamed: k estimated block by block
+        Z_val = bundle.observations("val")
+        if Z_val.count(1):
+            k_hat = estimate_k_observed_streamed(Z_val, val)
+            rule = {"rule": "expected_k", "k": k_hat, "k_estimate": k_hat,
+                    "k_source": f"1 / observed recall@1 on {len(Z_val)} validation example(s), no full labels"}
+        else:
+            rule = default_rule(where="validation")
+    else:
+        rule = default_rule(k=k, k_source="given (--k) or Eq. A1 on full labels", where="validation")
+        if Y_val is not None and val is not None and rule.get("k") is not None:
+            rule["note"] = ("validation too large to hold whole: per-label thresholds were not tuned; "
+                            "expected-k with k from the full labels")
     quality: list = []
-    if bundle.size("test") and len(st["test_logits"]):
+    test = _split_logits(model, bundle, "test", st.get("test_logits"), feature_set)
+    if test is not None:
         Y_test = bundle.labels("test")
         Z_test = bundle.observations("test") if Y_test is None else None
-        quality = label_set_quality(expit(st["test_logits"].astype(np.float64)), Y=Y_test, Z=Z_test, spec=rule)
+        if st.get("test_logits") is not None:
+            quality = label_set_quality(expit(st["test_logits"].astype(np.float64)),
+                                        Y=None if Y_test is None else np.asarray(Y_test),
+                                        Z=None if Z_test is None else np.asarray(Z_test), spec=rule)
+        else:
+            quality = label_set_quality_streamed(
+                lambda: ((s, expit(np.asarray(b, dtype=np.float64))) for s, b in test()), Y=Y_test, Z=Z_test,
+                spec=rule)
     return rule, quality

@@ -28,7 +28,13 @@ folder gives a clear error) and the checksum (a corrupted file is reported, not 
     ``spml features`` (backbone, image_size, weights, dim, ...) are copied here.
     A fine-tuned backbone adds ``"backbone_weights": "<file in this folder>"`` (written
     with :func:`spmlkit.training.checkpoint.save_checkpoint`, so it is checksummed too),
-    passed to the extractor as ``weights=<absolute path>``.  Readers ignore keys they do
+    passed to the extractor as ``weights=<absolute path>``.
+    ``{"kind": "features", "feature_names": [...], "encoding": {...}, "places": {...}}``
+    (issue 36): a model trained on covariates records how the raw covariates became its
+    feature columns (:class:`spmlkit.data.encoding.CovariateEncoding`: covariate names,
+    the levels of the categorical ones), so it predicts from a table in the training
+    layout, and what its training places were (``places``: columns, CRS, the raster
+    grid they came from).  Readers ignore keys they do
     not know, so such additions keep ``MODEL_FORMAT``; a change that old readers would
     misread must bump it.
 
@@ -48,7 +54,8 @@ import torch
 
 from .._version import __version__
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
-from ..io import read_json, write_json
+from ..io import read_json
+from ..ownership import write_json
 from ..models.heads import build_head
 
 MODEL_FORMAT = 1
@@ -118,20 +125,71 @@ class SavedModel:
         mod.to(self.device).eval()
         return mod
 
-    def decision_function(self, X, batch_rows: int = 8192) -> np.ndarray:
-        """Logits ``(N, L)`` for features ``X`` ``(N, D)`` (a memory-mapped ``X`` is read in
-        chunks of ``batch_rows`` rows, never whole) or, when :attr:`takes_images`, for a list
-        of image file paths."""
-        if isinstance(X, (list, tuple)) and (not X or isinstance(X[0], (str, Path))):
-            return self._image_logits([str(p) for p in X])
-        if self.image is not None:
-            raise DataFormatError(None, "this is a fine-tuned image model: pass a list of image file paths")
+    @property
+    def encoding(self):
+        """The covariate encoding the model was trained with
+        (:class:`spmlkit.data.encoding.CovariateEncoding`: raw covariates, categorical
+        levels), or None for a model trained on ready-made features."""
+        enc = (self.input or {}).get("encoding")
+        if enc is None:
+            return None
+        from ..data.encoding import CovariateEncoding
+
+        return CovariateEncoding.from_dict(enc, source=None if self.path is None else self.path / "model.json")
+
+    def features_from_table(self, table, *, source=None) -> np.ndarray:
+        """Features ``(N, D)`` from a table of named columns (a pandas DataFrame or a dict
+        of columns), matched **by name**: the raw covariates of the training layout when
+        the model records its covariate encoding (categorical levels one-hot encoded as in
+        training; an unseen level is an error naming the column and the level), else the
+        model's feature names.  A missing column is a one-line :class:`DataFormatError`
+        naming it."""
+        cols = [str(c) for c in (table.columns if hasattr(table, "columns") else table.keys())]
+
+        def column(name):
+            try:
+                return np.asarray(table[name], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DataFormatError(source, f"column {name!r} is not numeric") from None
+
+        enc = self.encoding
+        names = (self.input or {}).get("feature_names")
+        if enc is not None and (all(c in cols for c in enc.covariates) or names is None
+                                or not all(n in cols for n in names)):
+            missing = [c for c in enc.covariates if c not in cols]
+            if missing:
+                raise DataFormatError(source, f"missing covariate column {missing[0]!r}; the model was trained on "
+                                              f"{', '.join(enc.covariates)}")
+            raw = np.column_stack([column(c) for c in enc.covariates])
+            return enc.transform(raw, unseen="raise", source=source)
+        if names is None:
+            raise DataFormatError(source, "this model records no column names (trained on unnamed arrays): pass an "
+                                          f"array of {self.n_features} columns in the training order")
+        missing = [n for n in names if n not in cols]
+        if missing:
+            raise DataFormatError(source, f"missing feature column {missing[0]!r} (the model's columns: "
+                                          f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''})")
+        return np.column_stack([column(n) for n in names]).astype(np.float32)
+
+    @staticmethod
+    def _is_table(X) -> bool:
+        return isinstance(X, dict) or (hasattr(X, "columns") and hasattr(X, "__getitem__") and not hasattr(X, "dtype"))
+
+    def stream_rows(self, budget_bytes: int = 64 * 2 ** 20) -> int:
+        """Rows per block so that a block of logits takes at most ``budget_bytes``."""
+        return max(1, min(8192, budget_bytes // (4 * max(len(self.label_names), 1))))
+
+    def iter_decision_function(self, X, batch_rows: int = 8192):
+        """``(start, logits)`` for consecutive blocks of ``batch_rows`` rows of features
+        ``X`` ``(N, D)`` (a memory-mapped ``X`` is read block by block, never whole): the
+        streaming form of :meth:`decision_function`, memory O(batch_rows x L)."""
+        if self._is_table(X):
+            X = self.features_from_table(X)
         if not hasattr(X, "shape"):
             X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise DataFormatError(None, f"features have shape {X.shape}; this model expects (N, {self.n_features})")
         mod = self._module()
-        out = np.empty((X.shape[0], len(self.label_names)), dtype=np.float32)
         with torch.no_grad():
             for s in range(0, len(X), batch_rows):
                 block = np.array(X[s:s + batch_rows], dtype=np.float32)
@@ -145,9 +203,28 @@ class SavedModel:
                 if self.members > 1:  # an ensemble: the logit of the members' mean probability
                     from ..training.recipe import mean_probability_logits
 
-                    out[s:s + len(block)] = mean_probability_logits(logits).float().cpu().numpy()
+                    yield s, mean_probability_logits(logits).float().cpu().numpy()
                 else:
-                    out[s:s + len(block)] = logits[0].cpu().numpy()
+                    yield s, logits[0].cpu().numpy()
+
+    def decision_function(self, X, batch_rows: int = 8192) -> np.ndarray:
+        """Logits ``(N, L)`` for features ``X`` ``(N, D)`` (a memory-mapped ``X`` is read in
+        chunks of ``batch_rows`` rows, never whole), a table of named columns (see
+        :meth:`features_from_table`: the raw covariates of the training layout) or, when
+        :attr:`takes_images`, a list of image file paths."""
+        if isinstance(X, (list, tuple)) and (not X or isinstance(X[0], (str, Path))):
+            return self._image_logits([str(p) for p in X])
+        if self.image is not None:
+            raise DataFormatError(None, "this is a fine-tuned image model: pass a list of image file paths")
+        if self._is_table(X):
+            X = self.features_from_table(X)
+        if not hasattr(X, "shape"):
+            X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise DataFormatError(None, f"features have shape {X.shape}; this model expects (N, {self.n_features})")
+        out = np.empty((X.shape[0], len(self.label_names)), dtype=np.float32)
+        for s, block in self.iter_decision_function(X, batch_rows):
+            out[s:s + len(block)] = block
         return out
 
     def _image_logits(self, paths: list[str], batch_size: int = 16) -> np.ndarray:
@@ -170,7 +247,9 @@ class SavedModel:
         return torch.cat(out).numpy() if out else np.zeros((0, len(self.label_names)), np.float32)
 
     def predict_proba(self, X) -> np.ndarray:
-        """Per-label probabilities ``(N, L)`` (independent sigmoids, float64)."""
+        """Per-label probabilities ``(N, L)`` (independent sigmoids, float64) for what
+        :meth:`decision_function` takes: features, a table of named columns in the
+        training layout (raw covariates), or image paths."""
         from scipy.special import expit
 
         return expit(self.decision_function(X).astype(np.float64))
@@ -208,18 +287,25 @@ def is_model_folder(path: str | Path) -> bool:
     return isinstance(meta, dict) and "format" in meta and "label_names" in meta
 
 
+def _register_model_kind() -> None:
+    from .. import ownership
+
+    ownership.register_kind("model", "a spmlkit model", is_ours=is_model_folder,
+                            layout=("model.json", "weights.pt", "weights.pt.sha256"))
+
+
+_register_model_kind()
+
+
 def save_model(model: SavedModel, path: str | Path) -> Path:
     """Write ``model`` into the folder ``path``: a new or empty folder, or a model spmlkit
     saved before (replaced); a folder holding anything else is refused in one line
     (:class:`ConfigError`) and nothing is written into it."""
-    from ..io import check_output_folder
+    from .. import ownership
     from ..training.checkpoint import save_checkpoint
 
-    path = check_output_folder(path, option="model folder")
-    if path.is_dir() and any(path.iterdir()) and not is_model_folder(path):
-        raise ConfigError(f"refusing to save a model into {path}: it holds files that are not a spmlkit model (no "
-                          "model.json); choose a new or empty folder")
-    path.mkdir(parents=True, exist_ok=True)
+    # a run's model/ (inside its run folder), or a folder of its own: new, empty or a model spmlkit saved
+    path = ownership.folder(path, "model", option="model folder")
     def tensor(a):
         return None if a is None else torch.as_tensor(np.asarray(a, dtype=np.float32))
 
@@ -295,6 +381,14 @@ def load_model(path: str | Path) -> SavedModel:
     if fnames is not None and not (isinstance(fnames, list) and all(isinstance(n, str) for n in fnames)
                                    and len(set(fnames)) == len(fnames)):
         raise CorruptFileError(f"{meta_path}: input.feature_names is not a list of distinct column names")
+    enc = (meta.get("input") or {}).get("encoding") if isinstance(meta.get("input"), dict) else None
+    if enc is not None:
+        from ..data.encoding import CovariateEncoding
+
+        names = CovariateEncoding.from_dict(enc, source=meta_path).feature_names
+        if len(names) != meta["n_features"] or (fnames is not None and names != fnames):
+            raise CorruptFileError(f"{meta_path}: input.encoding does not match the model's {meta['n_features']} "
+                                   "feature columns; the file was edited — restore it or retrain")
     w = load_checkpoint(path / "weights.pt")
     if not isinstance(w, dict) or not isinstance(w.get("state"), dict):
         raise CorruptFileError(f"{path / 'weights.pt'}: not a spmlkit model's weights")

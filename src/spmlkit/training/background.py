@@ -26,8 +26,10 @@ class BackgroundSampler(MemberStreams):
     """The labelled and background rows of a training set and the per-step draws."""
 
     def __init__(self, observed: np.ndarray | torch.Tensor, seeds: list[int], *, method: str = ""):
-        Z = torch.from_numpy(np.array(observed, dtype=np.int8, copy=True))  # on the CPU whatever the default device
-        has = (Z != 0).any(dim=1)
+        from ..sparse_labels import as_sparse
+
+        Z = as_sparse(observed.cpu().numpy() if torch.is_tensor(observed) else observed, dtype=np.int8)
+        has = torch.from_numpy(Z.row_counts(0) < Z.n_labels)  # an observed label (on the CPU whatever the device)
         self.labelled = torch.nonzero(has).flatten()
         self.rows = torch.nonzero(~has).flatten()
         if len(self.rows) == 0:

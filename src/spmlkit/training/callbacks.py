@@ -48,7 +48,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import CorruptFileError
-from ..io import append_jsonl, read_jsonl, write_text
+from .. import ownership
+from ..io import read_jsonl
+from ..ownership import append_jsonl, write_text
 from . import distributed
 from .checkpoint import RESTART_ADVICE, load_run_checkpoint, save_checkpoint
 
@@ -115,7 +117,7 @@ class MetricsFile(Callback):
                 rows = [r for r in read_jsonl(self.path) if r.get("epoch", 0) < fit.start]
                 write_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))
             elif self.path.exists():
-                self.path.unlink()
+                ownership.remove(self.path)
         distributed.barrier()
 
     def on_epoch_end(self, fit, info: dict) -> None:
@@ -157,8 +159,8 @@ class Checkpoint(Callback):
         self.resume, self.every = resume, int(every)
 
     def setup(self, fit) -> None:
-        if fit.ctx.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+        if fit.ctx.is_main:  # a folder spmlkit made (a run's, a bench group's, a recipe member's): checked, never followed
+            ownership.folder(self.run_dir, "run")
         if not distributed.broadcast_object(bool(self.resume and self.path.exists())):
             return
         state = load_run_checkpoint(self.path, epochs=fit.epochs)  # schema-checked (one-line error otherwise)

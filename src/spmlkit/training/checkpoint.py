@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import io as spml_io
+from .. import ownership
 from ..errors import CorruptFileError
-from ..io import safe_torch_load, sha256_bytes, sha256_file, write_text
+from ..io import safe_torch_load, sha256_bytes, sha256_file
+from ..ownership import write_text
 
 _NDARRAY = "__spmlkit_ndarray__"
 _PLAIN = (bool, int, float, str, bytes, type(None))
@@ -84,6 +85,8 @@ def decode_state(obj: Any) -> Any:
 def save_checkpoint(obj, path: str | Path) -> str:
     path = Path(path)
     sidecar = path.with_name(path.name + ".sha256")
+    ownership.target(path)  # both spmlkit's (or new): a link or a file of anyone else's is refused before
+    ownership.target(sidecar)  # anything is read or written
     buf = io.BytesIO()
     torch.save(encode_state(obj), buf)
     data = buf.getvalue()
@@ -91,7 +94,7 @@ def save_checkpoint(obj, path: str | Path) -> str:
     old = sidecar.read_text().split() if sidecar.exists() and path.exists() else []
     if old != [digest]:  # phase 1 (also for the first checkpoint): the new digest is listed before the file exists
         write_text(sidecar, "\n".join(dict.fromkeys([*old, digest])) + "\n")
-    spml_io.write_bytes(path, data)  # through the module: tests simulate a kill here
+    ownership.write_bytes(path, data)  # through the module: tests simulate a kill here
     write_text(sidecar, digest + "\n")  # phase 2: only the new one
     return digest
 
@@ -165,3 +168,35 @@ def load_run_checkpoint(path: str | Path, *, epochs: int | None = None, map_loca
         raise CorruptFileError(f"{path}: not a usable training checkpoint ({problem}); {RESTART_ADVICE}")
     state["epoch"] = int(state["epoch"])
     return state
+
+
+def is_run_folder(path) -> bool:
+    """True when ``path`` holds a training run spmlkit wrote before folders carried its
+    marker: a run's ``config.json`` (``spml train``), or a ``last.pt`` whose SHA-256 its
+    ``last.pt.sha256`` records (a run of the training loop called from Python, a bench
+    group's checkpoint)."""
+    from ..io import read_json
+    from ..errors import SpmlError
+
+    path = Path(path)
+    try:
+        cfg = read_json(path / "config.json")
+        if isinstance(cfg, dict) and "config" in cfg and "bundle" in cfg:
+            return True
+    except (OSError, SpmlError):
+        pass
+    ckpt, sidecar = path / "last.pt", path / "last.pt.sha256"
+    if ckpt.is_symlink() or sidecar.is_symlink() or not (ckpt.is_file() and sidecar.is_file()):
+        return False
+    try:
+        return sha256_file(ckpt) in sidecar.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+# the folder of a training run (spml train's, a recipe member's, a bench group's work folder)
+ownership.register_kind("run", "a spmlkit run", is_ours=is_run_folder,
+                        layout=("config.json", "metrics.jsonl", "last.pt", "last.pt.sha256", "result.json", "report.md",
+                                "*.png", "model", "members", "member*-lr*", "linear-init", ".spml-scratch",
+                                "tensorboard", "key.json", "hist.jsonl", "worker.json"))
+

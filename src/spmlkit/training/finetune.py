@@ -139,8 +139,10 @@ class ImageLearner:
         self._loader = self._sampler = None  # the persistent training loader (num_workers > 0)
         self.paths = paths
         self.model = model
-        self.observed = torch.from_numpy(np.array(observed, dtype=np.int8, copy=True))
-        self._observed_dev = self.observed.to(self.device)  # batches index it on the device (the CPU: itself)
+        from ..sparse_labels import as_sparse
+
+        self.observed = as_sparse(observed, dtype=np.int8)  # sparse; each batch's block is built on the device
+        self._observed_dev = self.observed.to(self.device)
         self.n_train = len(paths["train"])
         if len(self.observed) != self.n_train:
             raise ConfigError(f"{len(self.observed)} observation rows for {self.n_train} training images")
@@ -196,13 +198,13 @@ class ImageLearner:
             views = tuple(self._to_device(v) for v in views)
             s = t * self.batch_size
             idx = perm_dev[s + a:s + b].view(1, -1)
-            batch = Batch(inputs=views[0], index=idx, observed=obs.index_select(0, idx.reshape(-1)).view(1, -1, L),
+            batch = Batch(inputs=views[0], index=idx, observed=obs.block(idx.reshape(1, -1)),
                           distinct=True, extras=dict(zip(self.views[1:], views[1:])))
             if ctx.enabled:
                 whole = perm_dev[s:s + len(r)].view(1, -1)
                 batch.shard = (a, b)
                 batch.global_batch = Batch(inputs=None, index=whole, distinct=True,
-                                           observed=obs.index_select(0, whole.reshape(-1)).view(1, -1, L))
+                                           observed=obs.block(whole.reshape(1, -1)))
             yield batch
 
     def _to_device(self, x: torch.Tensor) -> torch.Tensor:
@@ -419,6 +421,10 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
 
     lrs, seeds = config.members(lrs, seeds)
     log = log or (lambda m: print(m, file=sys.stderr))
+    if run_dir is not None and distributed.context().is_main:  # linear-init/ and member folders are made in it
+        from .. import ownership
+
+        ownership.folder(run_dir, "run")
     dev = device if device is not None else resolve_device(config.device, option="device")
     with cuda_numerics(dev, config.precision):  # (restored after)
         callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]

@@ -25,14 +25,17 @@ from ..data.bundle import Bundle
 from ..errors import ConfigError
 from ..methods.base import Batch, Method, TrainContext
 from ..metrics import mean_average_precision
+from ..sparse_labels import as_sparse
 from ..models.heads import build_head, select_members
 from . import distributed
 from .loop import fit
 from .optim import StackedAdam
-from .prepare import RunParts, build_run_method, prepare_run
+from .prepare import RunParts, build_run_method, is_streamed, prepare_run
 from .result import RunResult
+from .scores import ScoreView, needs_streaming
 
 CHUNK_ROWS = 8192  # rows per evaluation chunk of in-memory features
+STREAM_CHUNK_BYTES = 8 * 2 ** 20  # logits per chunk when a split's scores are streamed (ScoreView)
 CHUNK_BYTES = 16 * 2 ** 20  # bytes per chunk read from a memory map (at most max_memory_mb / 4)
 STAT_CHUNK_BYTES = 4 * 2 ** 20  # float64 bytes per chunk of the standardisation statistics
 
@@ -71,7 +74,7 @@ class FeatureStore:
         self.on_device = self.device.type == "cpu"  # rows already where they are used
         self._staging: list = []
         if self.in_memory:
-            self.tensor = self._standardize_(torch.from_numpy(np.array(array, dtype=np.float32, copy=True)))
+            self.tensor = self._standardize_(_load_released(array))
             self._note(self.tensor)
             self.chunk_rows = CHUNK_ROWS
             if self.device.type != "cpu":
@@ -152,8 +155,46 @@ class FeatureStore:
                 yield self.tensor[a:b] if self.on_device else self.tensor[a:b].to(self.device, non_blocking=True)
             else:
                 out = self._standardize_(torch.from_numpy(np.array(self.array[a:b], dtype=np.float32)))
+                release_pages(self.array, a, b)  # a pass over the map keeps one chunk resident, not all
                 self._note(out)
                 yield out if self.device.type == "cpu" else out.to(self.device)
+
+
+def release_pages(array, start: int, stop: int) -> None:
+    """Drop rows ``[start, stop)`` of a memory-mapped array from this process's resident
+    memory (``madvise(MADV_DONTNEED)``: they stay in the page cache, and reading them again
+    maps them again).  A memory map that has been read whole otherwise counts as resident
+    beside the copy made of it — twice the features' size at the peak (issue 32).  No-op
+    for arrays that are not memory maps or where madvise is missing."""
+    import mmap
+
+    mm = getattr(array, "_mmap", None)
+    if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    row = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+    base = int(array.offset) % mmap.ALLOCATIONGRANULARITY  # where the data starts in the mapping
+    page = mmap.PAGESIZE
+    a = (base + start * row) // page * page
+    b = min(len(mm), -(-(base + stop * row) // page) * page)
+    if b > a:
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, a, b - a)
+        except (OSError, ValueError):  # pragma: no cover - a platform without it
+            pass
+
+
+def _load_released(array, chunk_bytes: int = CHUNK_BYTES) -> torch.Tensor:
+    """A float32 tensor copy of ``array``, read a chunk at a time; a memory map's chunks
+    are released once copied (:func:`release_pages`), so the peak is the copy alone."""
+    n = array.shape[0]
+    out = torch.empty(tuple(array.shape), dtype=torch.float32, device="cpu")
+    step = max(1, int(chunk_bytes // max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * 4)))
+    view = out.numpy()
+    for a in range(0, n, step):
+        b = min(a + step, n)
+        view[a:b] = array[a:b]
+        release_pages(array, a, b)
+    return out
 
 
 def resolve_standardize(bundle, config: TrainConfig) -> bool:
@@ -177,6 +218,7 @@ def feature_statistics(array: np.ndarray, chunk_bytes: int = STAT_CHUNK_BYTES) -
         block = np.asarray(array[start:start + rows], dtype=np.float64)
         s += block.sum(0)
         ss += np.einsum("ij,ij->j", block, block)
+        release_pages(array, start, start + rows)
     mean = s / n
     var = np.maximum(ss / n - mean * mean, 0.0)
     std = np.sqrt(var)
@@ -239,8 +281,10 @@ class LinearLearner:
         self.model = build_head(head, stores["train"].dim, n_labels, self.generators, hidden=hidden).to(self.device)
         self._adam = adam
         self.optimizer = StackedAdam(list(self.model.parameters()), lrs, impl=adam)
-        self.observed = torch.from_numpy(np.array(observed, dtype=np.int8, copy=True))
-        self._observed_dev = self.observed.to(self.device)  # the batches' observations (the same tensor on a CPU)
+        #: the training observations Z, sparse (:class:`~spmlkit.sparse_labels.SparseLabels`);
+        #: each batch's dense (G, B, L) block is built on the device (issue 32: O(N + nnz), not N × L)
+        self.observed = as_sparse(observed, dtype=np.int8)
+        self._observed_dev = self.observed.to(self.device)
         self.n_train = len(stores["train"])
         self.ctx = dist_ctx or distributed.context()
         #: a :class:`~spmlkit.training.background.BackgroundSampler` for a method that consumes
@@ -262,7 +306,7 @@ class LinearLearner:
         for start in range(0, self.n_train, B):
             idx = perms[:, start:start + B]
             G, n = idx.shape
-            obs = Z.index_select(0, idx.reshape(-1)).view(G, n, L)
+            obs = Z.block(idx)
             if not ctx.enabled:
                 yield Batch(inputs=train.gather(idx), index=idx, observed=obs, distinct=True)
                 continue
@@ -279,7 +323,7 @@ class LinearLearner:
             idx = perms[:, start:start + B]
             G, n = idx.shape
             dev = idx.to(self.device)
-            obs = Z.index_select(0, dev.reshape(-1)).view(G, n, L)
+            obs = Z.block(dev)
             yield Batch(inputs=train.gather(idx), index=dev, observed=obs, distinct=True,
                         background=train.gather(self.background.draw(n)))
 
@@ -302,7 +346,7 @@ class LinearLearner:
             nxt = rows(starts[i + 1]) if i + 1 < len(starts) else None
             idx = perms_dev[:, start:start + B]
             G, n = idx.shape
-            obs = Z.index_select(0, idx.reshape(-1)).view(G, n, L)
+            obs = Z.block(idx)
             if not ctx.enabled:
                 yield Batch(inputs=inputs, index=idx, observed=obs, distinct=True)
                 continue
@@ -337,6 +381,26 @@ class LinearLearner:
             out = distributed.all_gather_cat(out, dim=1, sizes=distributed.shard_sizes(len(store),
                                                                                        self.ctx.world_size))
         return out
+
+    def score_view(self, split: str):
+        """The split's ``(G, N, L)`` logits (:meth:`scores`), or, when they would exceed
+        :data:`~spmlkit.metrics.DENSE_SCORE_BYTES`, a :class:`~spmlkit.training.scores.ScoreView`
+        that computes them in row chunks of at most :data:`STREAM_CHUNK_BYTES` on demand."""
+        store = self.stores.get(split)
+        G, L = self.model.n_members, self.n_labels
+        n = 0 if store is None else len(store)
+        if n == 0 or self.ctx.enabled or not needs_streaming(G, n, L):
+            return self.scores(split)
+        rows = max(1, STREAM_CHUNK_BYTES // (4 * G * max(L, 1)))
+
+        @torch.no_grad()
+        def produce():
+            pos = 0
+            for x in store.chunks(rows=rows):
+                yield pos, self.model(x)
+                pos += len(x)
+
+        return ScoreView(produce, (G, n, L))
 
     def member_state(self, g: int) -> dict:
         return {k: v[g].detach().clone() for k, v in self.model.state_dict().items()}
@@ -418,6 +482,51 @@ def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_
             **({"test_auc": auc} if auc is not None else {})}
 
 
+def streamed_split_scores(test_view, train_view, *, Y_test, Z_test, Y_train, empty: str = "exclude",
+                          test_mask=None) -> list[dict]:
+    """:func:`split_scores` of every member from score views (one streamed pass per
+    split for all members; memory O(chunk × L)), equal to it to ~1e-12."""
+    from ..metrics import (average_precision_from_counts, roc_auc_from_counts, stream_rank_counts,
+                           streamed_observed_scores)
+
+    def as_view(v):
+        if v is None or isinstance(v, ScoreView):
+            return v
+        return ScoreView(lambda v=v: iter([(0, v)]), tuple(v.shape))
+
+    test_view, train_view = as_view(test_view), as_view(train_view)
+    G = test_view.shape[0]
+    out = [{"test_map": None, "test_ap": None, "n_empty_test_classes": 0, "test_observed": None,
+            "train_map": None} for _ in range(G)]
+
+    def summary(ap_row):
+        ap = ap_row * 100.0
+        missing = np.isnan(ap)
+        vals = np.where(missing, 0.0, ap) if empty == "zero" else ap[~missing]
+        return (float(vals.mean()) if vals.size else float("nan")), ap, int(missing.sum())
+
+    if Y_test is not None and test_view.shape[1]:
+        rc = stream_rank_counts(Y_test, test_view.chunks, mask=test_mask)
+        ap, auc = average_precision_from_counts(rc), (roc_auc_from_counts(rc) if test_mask is not None else None)
+        for g in range(G):
+            m, a, n_empty = summary(ap[g])
+            out[g].update(test_map=m, test_ap=[None if math.isnan(v) else float(v) for v in a],
+                          n_empty_test_classes=n_empty)
+            if auc is not None:
+                ok = auc[g][~np.isnan(auc[g])]
+                out[g]["test_auc"] = {"mean": float(ok.mean()) if ok.size else float("nan"),
+                                      "median": float(np.median(ok)) if ok.size else float("nan"),
+                                      "per_label": [None if v != v else float(v) for v in auc[g]]}
+    if Z_test is not None and test_view.shape[1]:
+        for g, obs in enumerate(streamed_observed_scores(Z_test, test_view.chunks)):
+            out[g]["test_observed"] = obs
+    if train_view is not None and Y_train is not None:
+        ap = average_precision_from_counts(stream_rank_counts(Y_train, train_view.chunks))
+        for g in range(G):
+            out[g]["train_map"] = summary(ap[g])[0]
+    return out
+
+
 def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
                  seeds: list[int] | None = None, run_dir: str | Path | None = None, resume: bool = True,
                  on_epoch=None, keep_state: bool = False, method: Method | None = None,
@@ -438,15 +547,15 @@ def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None
                              callbacks=callbacks)
 
 
-def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, n_members: int, n_labels: int) -> dict:
+def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, state_bytes: int) -> dict:
     """``{split: keep on the device}`` for the linear trainer's feature stores (issue 28,
     item 3): one budget (:func:`spmlkit.device.plan_device_features`) for all splits,
-    measured once, less the method state allocated after them
-    (:data:`~spmlkit.device.METHOD_STATE_BYTES_PER_ENTRY` per member, training example
-    and label; ROLE's table, Adam moments and best-epoch snapshot at COCO size with 12
-    members: 1 GB).  Memory-mapped splits (over ``max_bytes``) never go to the device.
-    On the CPU: every split."""
-    from ..device import METHOD_STATE_BYTES_PER_ENTRY, free_memory_bytes, plan_device_features
+    measured once, less the method state allocated after them (``state_bytes``: what the
+    method's components declare, :meth:`spmlkit.methods.base.Method.state_bytes`; ROLE's
+    table, Adam moments and best-epoch snapshot at COCO size with 12 members: 1 GB; nothing
+    for a method without per-entry state).  Memory-mapped splits (over ``max_bytes``) never
+    go to the device.  On the CPU: every split."""
+    from ..device import free_memory_bytes, plan_device_features
 
     if device.type == "cpu":
         return {s: True for s in arrays}
@@ -454,8 +563,7 @@ def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, n_memb
     for s, a in arrays.items():
         nbytes = a.shape[0] * a.shape[1] * 4
         sizes[s] = nbytes if max_bytes is None or nbytes <= max_bytes else None
-    reserve = METHOD_STATE_BYTES_PER_ENTRY * n_members * arrays["train"].shape[0] * n_labels
-    return plan_device_features(sizes, free_memory_bytes(device), reserve=reserve)
+    return plan_device_features(sizes, free_memory_bytes(device), reserve=state_bytes)
 
 
 @dataclass
@@ -496,8 +604,8 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
         mean, std = feature_statistics(X_train)
     splits = [s for s in ("train", "val", "test") if s == "train" or bundle.size(s) > 0]
     arrays = {s: bundle.features(s, config.feature_set) for s in splits}
-    on_device = device_feature_plan(arrays, parts.device, max_bytes=max_bytes, n_members=len(lrs),
-                                    n_labels=bundle.n_labels)
+    state = method.state_bytes(parts.context(parts.observed, lrs=lrs, seeds=seeds, epochs=config.epochs))
+    on_device = device_feature_plan(arrays, parts.device, max_bytes=max_bytes, state_bytes=state)
     stores = {split: FeatureStore(arrays[split], mean=mean, std=std, max_bytes=max_bytes, device=parts.device,
                                   keep_on_device=on_device[split])
               for split in splits}
@@ -530,22 +638,40 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
               for g, m in enumerate(tracker.members)]
     learner.set_members(states)
     states = [{k: v.cpu() for k, v in st.items()} for st in states]  # results are device-free
-    test_scores = learner.scores("test").cpu()  # (G, 0, L) when there is no test split
-    train_scores = learner.scores("train").cpu() if Y_train is not None else None
-    val_scores = learner.scores("val").cpu() if keep_state else None
+    test_view = learner.score_view("test")  # (G, 0, L) when there is no test split
+    train_view = learner.score_view("train") if Y_train is not None else None
+    streamed = is_streamed(test_view) or is_streamed(train_view)
+    if streamed:  # too large for (G, N, L): every member scored in one streamed pass
+        all_scored = streamed_split_scores(test_view, train_view, Y_test=parts.Y_test, Z_test=parts.Z_test,
+                                           Y_train=Y_train, empty=config.empty_classes, test_mask=parts.test_mask)
+        test_scores = None
+    else:
+        test_scores = test_view.cpu()
+        train_scores = train_view.cpu() if train_view is not None else None
+    val_scores = None
+    if keep_state and not streamed:
+        val = learner.score_view("val")
+        val_scores = None if is_streamed(val) else val.cpu()
     results = []
     for g, (lr, seed) in enumerate(zip(lrs, seeds)):
         m = tracker.members[g]
         best_epoch = len(m.history) if selection == "last" else m.best_epoch
-        scored = split_scores(test_scores[g].numpy(), None if train_scores is None else train_scores[g].numpy(),
-                              Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=Y_train, empty=config.empty_classes,
-                              test_mask=parts.test_mask)
+        if streamed:
+            scored = all_scored[g]
+        else:
+            scored = split_scores(test_scores[g].numpy(), None if train_scores is None else train_scores[g].numpy(),
+                                  Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=Y_train,
+                                  empty=config.empty_classes, test_mask=parts.test_mask)
         results.append(RunResult(
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
             best_epoch=best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=selection,
             epochs_run=len(m.history), val_history=list(m.history), seconds=time.perf_counter() - t_start,
             expected_positives=k, **scored,
+            # val/test logits are kept for the label-set step and recipes when they fit in memory;
+            # otherwise None, and the consumer scores in chunks from the head (spmlkit.training.scores)
             state=({"head": states[g], "method": to_cpu((m.snapshot or {}).get("method", {})),
-                    "mean": mean, "std": std, "val_logits": val_scores[g].numpy(),
-                    "test_logits": test_scores[g].numpy()} if keep_state else None)))
+                    "mean": mean, "std": std, "head_spec": {"head": config.head, "hidden": config.hidden},
+                    "val_logits": None if val_scores is None else val_scores[g].numpy(),
+                    "test_logits": None if test_scores is None else test_scores[g].numpy()}
+                   if keep_state else None)))
     return results

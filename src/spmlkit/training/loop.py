@@ -176,8 +176,9 @@ class FitState:
     def validate(self, evaluate: Callable[[torch.Tensor], list[float]]) -> list[float]:
         """The validation score of every original member (NaN for one no longer in the
         stack): computed on the main rank, the same on every rank."""
-        with torch.no_grad():
-            val_logits = self.learner.scores("val")
+        with torch.no_grad():  # whole logits, or row chunks computed on demand when too large (issue 32)
+            view = getattr(self.learner, "score_view", None)
+            val_logits = view("val") if view is not None else self.learner.scores("val")
         own = evaluate(val_logits) if self.ctx.is_main else None
         own = distributed.broadcast_object(own)  # every rank takes the same decisions
         scores = [math.nan] * len(self.tracker.members)

@@ -33,14 +33,33 @@ from ..data.bundle import OBSERVED_ONLY, Bundle
 from ..errors import ConfigError
 from ..labels import expected_positives
 from ..methods.base import SCRATCH_DIR, Method, TrainContext, build_method
-from ..metrics import (mean_average_precision, mean_average_precision_members, observed_positive_map,
-                       observed_positive_recall_at_k)
+from ..metrics import (average_precision_from_counts, mean_average_precision, mean_average_precision_members,
+                       observed_positive_map, observed_positive_recall_at_k, stream_rank_counts)
+from ..sparse_labels import SparseLabels, as_sparse
 
 
 # ---------------------------------------------------------------------- evaluation
-def _has_target_group(Z: np.ndarray) -> bool:
+def _has_target_group(Z) -> bool:
     """Presences of at least two labels: each label's records have the others' as contrast."""
-    return int((np.asarray(Z) == 1).any(axis=0).sum()) >= 2
+    return int((as_sparse(Z).col_counts(1) > 0).sum()) >= 2
+
+
+def is_streamed(logits) -> bool:
+    """True for a chunked score view (:class:`spmlkit.training.scores.ScoreView` streams
+    splits too large to hold as ``(G, N, L)`` logits); False for a logits tensor."""
+    return hasattr(logits, "chunks") and not torch.is_tensor(logits)
+
+
+def streamed_map(Y, view, *, empty: str = "exclude") -> list[float]:
+    """mAP ×100 of every member of a chunked score view against sparse labels ``Y``
+    (:func:`spmlkit.metrics.stream_rank_counts`: memory O(chunk × L))."""
+    ap = average_precision_from_counts(stream_rank_counts(Y, view.chunks)) * 100.0
+    out = []
+    for row in ap:
+        ok = ~np.isnan(row)
+        vals = row[ok] if empty == "exclude" else np.where(ok, row, 0.0)
+        out.append(float(vals.mean()) if vals.size else float("nan"))
+    return out
 
 
 def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarray | None,
@@ -66,23 +85,26 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
         if Y_val is None:
             raise ConfigError("selection 'map' needs full validation labels; this bundle has observations only "
                               "(use observed_map / observed_recall@k, or give a fully labelled validation file)")
-        if not np.asarray(Y_val).any():
+        if not as_sparse(Y_val).count(1):
             raise ConfigError(no_positive.format(selection))
 
         def by_map(logits):
+            if is_streamed(logits):  # too large for (G, N, L) logits: streamed in row chunks
+                return streamed_map(Y_val, logits, empty=empty)
             if logits.device.type != "cpu":  # on the device, read back once (the CPU path is unchanged)
-                return mean_average_precision_members(Y_val, logits, empty=empty)
+                return mean_average_precision_members(np.asarray(Y_val), logits, empty=empty)
             return [mean_average_precision(Y_val, s.numpy(), empty=empty).map for s in logits]
 
         return selection, by_map
     if Z_val is None:
         raise ConfigError(f"selection {selection!r} needs validation observations")
-    if not (np.asarray(Z_val) == 1).any():
+    if not as_sparse(Z_val).count(1):
         raise ConfigError(no_positive.format(selection))
     if selection == "background_auc":
         from ..metrics import presence_background_auc
 
-        if (np.asarray(Z_val) != 0).any(axis=1).all():
+        Zs = as_sparse(Z_val)
+        if bool((Zs.row_counts(0) < Zs.n_labels).all()):
             raise ConfigError("selection 'background_auc' needs background rows (examples with no observed label) "
                               "in the validation split; this data has none")
         return selection, lambda logits: [presence_background_auc(Z_val, s.numpy()) for s in logits.cpu()]
@@ -94,6 +116,8 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
         return selection, lambda logits: [presence_target_group_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "observed_map":
         def by_observed_map(logits):
+            if is_streamed(logits):
+                return streamed_map(as_sparse(Z_val).positives(), logits)
             if logits.device.type != "cpu":
                 return mean_average_precision_members(np.asarray(Z_val) == 1, logits)
             return [observed_positive_map(Z_val, s.numpy()) for s in logits]
@@ -132,13 +156,13 @@ def observations_for(bundle: Bundle, method: Method, config: TrainConfig | None 
     regime = training_regime(method, config)
     hide_prob = config.hide_prob if config is not None else None
     if not bundle.has_full_labels:
-        Z = bundle.observations("train")
+        Z = as_sparse(bundle.observations("train"))
         if regime in ("single_positive", OBSERVED_ONLY, "partial"):
             return Z
-        if regime == "full" and (Z != 0).all():
+        if regime == "full" and Z.count(0) == 0:
             return Z
         if regime in ("single_positive_all_negatives", "single_positive_one_negative") and \
-                (Z == -1).any(axis=1).all():
+                bool((Z.row_counts(-1) > 0).all()):
             return Z
         raise ConfigError(f"method {method.name!r} needs the {regime!r} regime, which cannot be "
                           "simulated from observed-only data (and these observations do not already provide it)")
@@ -159,7 +183,7 @@ class RunParts:
     method: Method  # built for this run, not yet set up (:meth:`setup_method` does it)
     device: torch.device
     regime: str  # the regime the training observations were drawn in
-    observed: np.ndarray  # (N, L) int8 training observations Z
+    observed: SparseLabels  # (N, L) training observations Z, sparse
     Y_train: np.ndarray | None  # full training labels: label recovery only, never training
     Y_val: np.ndarray | None
     Z_val: np.ndarray | None  # the observations an observed-label criterion scores with

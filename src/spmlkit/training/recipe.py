@@ -27,6 +27,8 @@ import torch
 from ..config import TrainConfig
 from ..errors import ConfigError
 from ..models.heads import build_head
+from . import distributed
+from ..sparse_labels import as_sparse
 from .callbacks import EpochFunction, tagged
 from .linear import FeatureStore, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
@@ -75,15 +77,77 @@ def _score(run) -> float:
 def _training_logits(bundle, config: TrainConfig, head: dict, mean, std, device) -> np.ndarray:
     """``(G, N, L)`` logits of the stacked ``head`` on the training features (the members'
     runs keep their validation and test logits, not the training set's)."""
+    return _split_logits(bundle, "train", config, head, mean, std, device)
+
+
+def _combined_view(bundle, split: str, config: TrainConfig, head: dict, mean, std, device):
+    """The combined model's ``(1, N, L)`` logits on ``split`` (the logit of the members' mean
+    probability), streamed in row chunks (:class:`~spmlkit.training.scores.ScoreView`):
+    used when the members' logits were too large to keep (issue 32)."""
+    from .scores import ScoreView
+
+    L = bundle.n_labels
     G = next(iter(head.values())).shape[0]
-    store = FeatureStore(bundle.features("train", config.feature_set), mean=mean, std=std, device=device,
-                         max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
+    rows = max(1, (64 * 2 ** 20) // (8 * G * max(L, 1)))
+    store = FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, device=device,
+                         max_bytes=0)  # read from the memory map a chunk at a time
+    mod = _head_module(config, store.dim, L, head, device)
+
+    @torch.no_grad()
+    def produce():
+        pos = 0
+        for x in store.chunks(rows=rows):
+            yield pos, mean_probability_logits(mod(x)).float()[None]
+            pos += len(x)
+
+    return ScoreView(produce, (1, bundle.size(split), L))
+
+
+def _head_module(config: TrainConfig, dim: int, n_labels: int, head: dict, device):
+    G = next(iter(head.values())).shape[0]
     with torch.device(device):  # every tensor on the run's device, none on a default device
-        mod = build_head(config.head, store.dim, bundle.n_labels,
-                         [torch.Generator(device="cpu").manual_seed(0)] * G, hidden=config.hidden)
+        mod = build_head(config.head, dim, n_labels, [torch.Generator(device="cpu").manual_seed(0)] * G,
+                         hidden=config.hidden)
     mod.load_state_dict(head)
+    return mod
+
+
+def _split_logits(bundle, split: str, config: TrainConfig, head: dict, mean, std, device) -> np.ndarray:
+    store = FeatureStore(bundle.features(split, config.feature_set), mean=mean, std=std, device=device,
+                         max_bytes=None if config.max_memory_mb is None else config.max_memory_mb * 2 ** 20)
+    mod = _head_module(config, store.dim, bundle.n_labels, head, device)
     with torch.no_grad():
         return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
+
+
+def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[tuple, list]:
+    """The members whose declared per-entry state (:meth:`~spmlkit.methods.base.Method.state_bytes`)
+    fits the budget for ``n_members`` stacked runs on this data, and the dropped ones with
+    the reason (written to the result's notes and, with ``log``, said): ``auto`` runs at any
+    number of labels, with the members that can (issue 32)."""
+    import warnings
+
+    from ..methods.base import TrainContext, build_method, state_budget_bytes
+
+    budget = state_budget_bytes(parts.device)
+    ctx = TrainContext(n_train=len(parts.observed), n_labels=parts.observed.shape[1], observed=parts.observed,
+                       n_members=n_members, device=parts.device)
+    kept, dropped = [], []
+    for name in candidates:
+        need = build_method(name).state_bytes(ctx)
+        if need > budget:
+            reason = (f"its per-entry state needs {need / 2 ** 30:.1f} GiB for {n_members} runs x "
+                      f"{ctx.n_train:,} examples x {ctx.n_labels:,} labels, over the {budget / 2 ** 30:.1f} GiB "
+                      "budget (SPML_STATE_BUDGET_MB)")
+            dropped.append({"method": name, "reason": reason})
+            msg = f"auto: member {name!r} dropped: {reason}"
+            log(msg) if log is not None else warnings.warn(msg, stacklevel=3)
+        else:
+            kept.append(name)
+    if not kept:
+        raise ConfigError("no member of the recipe fits the per-entry state budget on this data: "
+                          + "; ".join(f"{d['method']}: {d['reason']}" for d in dropped))
+    return tuple(kept), dropped
 
 
 def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds: list[int],
@@ -102,8 +166,8 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
         raise ConfigError(f"method {method.name!r} chooses each member's learning rate on held-out observations; "
                           "this data has no validation split (prepare it with --val-fraction > 0, or give "
                           "SPMLClassifier validation_data)")
-    Z_val = np.asarray(bundle.selection_observations("val", training_regime(method, config)))
-    if not (Z_val == 1).any():  # (the members' evaluator would suggest --selection last, which auto refuses)
+    Z_val = as_sparse(bundle.selection_observations("val", training_regime(method, config)), dtype=np.int8)
+    if not Z_val.count(1):  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
     selection, evaluate, candidates = recipe_selection(bundle, method, Z_val)
@@ -115,8 +179,13 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
     m_lrs = [lr for lr in method.candidate_lrs for _ in unique_seeds]
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
+    candidates, dropped = _within_state_budget(candidates, parts, len(m_lrs), log=getattr(method, "log", None))
     runs: dict[str, list] = {}
     callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
+    if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
+        from .. import ownership
+
+        ownership.folder(run_dir, "run")
     for i, name in enumerate(candidates):
         cfg = config.replace(method=name, params=(), selection=selection)
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / name
@@ -132,17 +201,31 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
         if method.combine == "select":
             chosen = [max(chosen, key=_score)]
         head = _stack([r.state["head"] for r in chosen])
-        val_logits = _combine([r.state["val_logits"] for r in chosen])
-        test_logits = _combine([r.state["test_logits"] for r in chosen])
-        train_logits = None if Y_train is None else \
-            _combine(list(_training_logits(bundle, config, head, mean, std, parts.device)))
+        notes = {"members": [{"method": r.method, "lr": r.lr, "best_epoch": r.best_epoch,
+                              f"val_{selection}": r.val_score} for r in chosen], "combine": method.combine}
+        if dropped:
+            notes["dropped"] = dropped
+        if all(r.state["val_logits"] is not None and r.state["test_logits"] is not None for r in chosen):
+            val_logits = _combine([r.state["val_logits"] for r in chosen])
+            test_logits = _combine([r.state["test_logits"] for r in chosen])
+            train_logits = None if Y_train is None else \
+                _combine(list(_training_logits(bundle, config, head, mean, std, parts.device)))
+            scored = split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                                  empty=config.empty_classes, test_mask=parts.test_mask)
+            val_score = evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0]
+        else:  # too large to hold: the combined model streams its scores (issue 32)
+            from .linear import streamed_split_scores
+
+            view = {sp: _combined_view(bundle, sp, config, head, mean, std, parts.device)
+                    for sp in ("val", "test", "train") if bundle.size(sp)}
+            val_logits = test_logits = None
+            val_score = evaluate(view["val"])[0]
+            scored = streamed_split_scores(view.get("test"), view["train"] if Y_train is not None else None,
+                                           Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                                           empty=config.empty_classes, test_mask=parts.test_mask)[0]
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in chosen), epochs_run=max(r.epochs_run for r in chosen),
-            val_score=evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0],
-            notes={"members": [{"method": r.method, "lr": r.lr, "best_epoch": r.best_epoch,
-                                f"val_{selection}": r.val_score} for r in chosen], "combine": method.combine},
-            **split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
-                           empty=config.empty_classes, test_mask=parts.test_mask),
+            val_score=val_score, notes=notes, **scored,
             state={"head": head, "members": len(chosen), "method": {}, "mean": mean, "std": std,
                    "val_logits": val_logits, "test_logits": test_logits})
     results = []

@@ -347,3 +347,75 @@ def test_npz_single_and_official_split(tmp_path):
     np.savez(nan, X=np.array([[1.0], [np.inf]]), Y=np.ones((2, 1)))
     with pytest.raises(DataFormatError, match="row 2"):
         load_npz(nan)
+
+
+# ------------------------------------------------ sparse labels from tables (issue 32)
+def test_long_table_rows_of_one_example_are_merged_by_id(tmp_path):
+    """A long table lists an example once per label: rows with the same id are one example
+    (labels merged, features shared); the labels are sparse whatever their number."""
+    from spmlkit.sparse_labels import SparseLabels
+
+    p = tmp_path / "long.csv"
+    p.write_text("id,f0,f1,label\n" "a,1,2,cat\n" "b,3,4,dog\n" "a,1,2,sofa\n" "c,5,6,cat\n" "a,1,2,cat\n")
+    s, names, feats = read_table(p, label_column="label", id_column="id", observed=True)
+    assert names == ["cat", "dog", "sofa"] and feats == ["f0", "f1"] and s.ids == ["a", "b", "c"]
+    assert isinstance(s.Z, SparseLabels)
+    assert s.Z.dense().tolist() == [[1, 0, 1], [0, 1, 0], [1, 0, 0]]
+    assert s.X.tolist() == [[1, 2], [3, 4], [5, 6]]
+
+
+def test_long_table_with_different_features_for_one_id_is_refused(tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("id,f0,label\n" "a,1,cat\n" "a,2,dog\n")
+    with pytest.raises(DataFormatError, match="line 3.*'a' is listed on several rows with different values of "
+                                              "feature column 'f0' \\(line 2\\)"):
+        read_table(p, label_column="label", id_column="id", observed=True)
+
+
+def test_contradictory_observations_in_one_row_are_refused_with_the_line(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text("f0,tags\n" "1,cat\n" "2,cat;-cat\n")
+    with pytest.raises(DataFormatError, match="line 3.*'cat'.*positive on one line and negative"):
+        read_table(p, label_set_column="tags", observed=True)
+
+
+def test_table_read_in_blocks_equals_one_block(tmp_path, monkeypatch):
+    import spmlkit.data.formats.tabular as tab
+
+    rng = np.random.default_rng(0)
+    p = tmp_path / "w.csv"
+    rows = ["f0,f1,a,b,c"] + [f"{rng.normal():.4f},{rng.normal():.4f},{int(rng.random() < .3)},"
+                              f"{int(rng.random() < .3)},{int(rng.random() < .5)}" for _ in range(57)]
+    p.write_text("\n".join(rows) + "\n")
+    s1, *_ = read_table(p, label_columns=["a", "b", "c"])
+    monkeypatch.setattr(tab, "BLOCK_ROWS", 5)
+    s2, *_ = read_table(p, label_columns=["a", "b", "c"])
+    assert np.array_equal(s1.X, s2.X) and np.array_equal(np.asarray(s1.Y), np.asarray(s2.Y))
+
+
+def test_npz_with_sparse_csr_labels(tmp_path):
+    """scipy.sparse CSR arrays under the label key (Y_indptr, Y_indices, Y_shape[, Y_data])
+    are read without the dense matrix; unsorted indices are sorted; bad ones refused."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    Y = sp.csr_matrix((rng.random((30, 400)) < 0.02).astype(np.int8))
+    X = rng.normal(size=(30, 3)).astype(np.float32)
+    Yu = Y.copy()
+    Yu.indices = Yu.indices.copy()
+    for r in range(30):  # scramble each row's order
+        a, b = Yu.indptr[r], Yu.indptr[r + 1]
+        Yu.indices[a:b] = Yu.indices[a:b][::-1]
+    np.savez(tmp_path / "s.npz", X=X, Y_indptr=Yu.indptr, Y_indices=Yu.indices, Y_data=Yu.data, Y_shape=Yu.shape)
+    ds = load_npz(tmp_path / "s.npz")
+    assert np.array_equal(np.asarray(ds.splits["train"].Y), Y.toarray().astype(bool))
+    np.savez(tmp_path / "bad.npz", X=X, Y_indptr=Y.indptr[:-1], Y_indices=Y.indices, Y_shape=Y.shape)
+    with pytest.raises(DataFormatError, match="Y_indptr"):
+        load_npz(tmp_path / "bad.npz")
+    np.savez(tmp_path / "neg.npz", X=X, Y_indptr=Y.indptr, Y_indices=Y.indices, Y_data=-Y.data, Y_shape=Y.shape)
+    with pytest.raises(DataFormatError, match="-1"):
+        load_npz(tmp_path / "neg.npz")  # -1 in full labels
+    np.savez(tmp_path / "dup.npz", X=X[:1], Y_indptr=np.array([0, 2]), Y_indices=np.array([3, 3]),
+             Y_shape=np.array([1, 400]))
+    with pytest.raises(DataFormatError, match="twice"):
+        load_npz(tmp_path / "dup.npz")

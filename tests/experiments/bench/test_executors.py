@@ -19,6 +19,7 @@ from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.experiments import bench as B
 from spmlkit.experiments.bench import executors as E
 from spmlkit.experiments.tables import strip_run_block
+from spmlkit.io import read_json
 
 GRID = ["--methods", "an", "bce", "--lrs", "0.01", "0.001", "--batch-sizes", "4", "8", "--seeds", "2",
         "--epochs", "3", "--no-figures"]
@@ -42,7 +43,7 @@ def _tables(out: Path) -> dict:
 
 
 def _stable_runs(out: Path) -> list:
-    runs = json.loads((out / "runs.json").read_text())["runs"]
+    runs = read_json(out / "runs.json.gz")["runs"]
     return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seconds", "group_seconds")}, sort_keys=True)
                   for r in runs)
 
@@ -177,10 +178,10 @@ def test_the_same_command_with_table_only_rerenders_a_jobs_bench(toy_bundle, tmp
     cmd = ["bench", "--datasets", str(toy_bundle.path), "--methods", "an", "--epochs", "1", "--lrs", "1e-2",
            "--batch-sizes", "8", "--seeds", "1", "--no-figures", "-o", str(out)]
     assert main(cmd) == 0
-    before = (out / "runs.json").read_text()
+    before = read_json(out / "runs.json.gz")
     capsys.readouterr()
     assert main(cmd + ["--jobs", "2", "--table-only"]) == 0, capsys.readouterr().err
-    assert json.loads((out / "runs.json").read_text())["runs"] == json.loads(before)["runs"]
+    assert read_json(out / "runs.json.gz")["runs"] == before["runs"]
 
 
 def test_a_shard_of_an_unknown_dataset_leaves_no_folder(tmp_path, capsys):
@@ -364,6 +365,67 @@ def _group_alive(pgid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+class _Submitted(Exception):
+    pass
+
+
+class _FakeRay:
+    """What RayExecutor.train asks of Ray before the first task runs: the cluster's
+    resources, a remote function, its options.  Submitting a task ends the test."""
+
+    def __init__(self, resources):
+        self.resources = resources
+        self.requests = []
+
+    def cluster_resources(self):
+        return dict(self.resources)
+
+    def remote(self, fn):
+        fake = self
+
+        class Task:
+            def options(self, **kw):
+                fake.requests.append(kw)
+                return self
+
+            def remote(self, *args):
+                raise _Submitted
+
+        return Task()
+
+
+@pytest.mark.parametrize("short", [None, "CPU", "GPU", "memory"])
+def test_ray_precheck_accepts_an_exact_fit_and_refuses_one_unit_short(tmp_path, short):
+    """The resource pre-check: a group whose request equals what the cluster has is
+    submitted; one unit less of any resource is refused in one line naming it, before
+    anything is written or submitted (a request above the cluster would wait forever)."""
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(config={"device": "cuda"})
+    g = SimpleNamespace(n_members=2, n_train=100, dataset="toy", method="an", batch_size=8, hash="h")
+    bundle = SimpleNamespace(path=tmp_path / "no-bundle", meta={"label_names": ["a", "b"]})
+    need = E.group_resources(spec, g, bundle, threads=3)
+    assert need == {"num_cpus": 3, "num_gpus": 1, "memory": 16 * 2 * 100 * 2 + (256 << 20)}
+    have = {"CPU": 3.0, "GPU": 1.0, "memory": float(need["memory"])}
+    if short:
+        have[short] -= 1
+    ray = _FakeRay(have)
+    ex = E.RayExecutor(threads=3)
+    ex.ray = ray
+    runner = SimpleNamespace(spec=spec, out=tmp_path / "out", draw_bundle=lambda g, by_label: bundle)
+    if short is None:
+        with pytest.raises(_Submitted):
+            ex.train(runner, [g], {"by_label": {}}, None)
+        assert ray.requests and {k: ray.requests[0][k] for k in need} == need
+        return
+    name = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}[short]
+    with pytest.raises(ConfigError) as e:
+        ex.train(runner, [g], {"by_label": {}}, None)
+    msg = str(e.value)
+    assert f"group toy an bs 8 needs {name}={need[name]} but the Ray cluster has {have[short]:g} {short}" == msg
+    assert "\n" not in msg and not ray.requests and not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------- one GPU per worker

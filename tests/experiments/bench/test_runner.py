@@ -15,6 +15,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError, UnknownNameError
 from spmlkit.experiments import bench as B
 from spmlkit.experiments.tables import strip_run_block
+from spmlkit.io import read_json
 
 SMALL = dict(lrs=(1e-2, 1e-3), batch_sizes=(8, 16), seeds=(0, 1), epochs=2)
 
@@ -46,10 +47,10 @@ def test_bench_writes_tables_and_resumes(toy_bundle, tmp_path, count_trainings):
     # stacked: one group per (method, batch size) holding lrs x seeds = 4 members
     assert len(count_trainings) == 4 and all(len(c) == 4 for c in count_trainings)
     assert s["groups_done"] == s["groups_total"] == 4
-    for f in ("table.md", "recovery.md", "runs.csv", "runs.json"):
+    for f in ("table.md", "recovery.md", "runs.csv", "runs.json.gz"):
         assert (out / f).exists(), f
     assert not (out / "work").exists()
-    runs = json.loads((out / "runs.json").read_text())["runs"]
+    runs = read_json(out / "runs.json.gz")["runs"]
     assert len(runs) == 2 * 2 * 2 * 2
     assert {"dataset", "method", "params", "regime", "lr", "batch_size", "seed", "best_epoch", "val_score",
             "test_map", "train_map", "seconds"} <= set(runs[0])
@@ -62,15 +63,33 @@ def test_bench_writes_tables_and_resumes(toy_bundle, tmp_path, count_trainings):
     # rerun: nothing trained, identical tables; the header keeps the wall time and date of
     # the invocation that trained (re-rendering must not claim "0 s")
     before = {f: strip_run_block((out / f).read_text()) for f in ("table.md", "recovery.md")}
-    inv = json.loads((out / "runs.json").read_text())["invocations"]
+    inv = read_json(out / "runs.json.gz")["invocations"]
     assert len(inv) == 1 and inv[0]["wall_seconds"] > 0
     run_lines = lambda: [ln for ln in (out / "table.md").read_text().splitlines() if ln.startswith("- wall time")]
     wall_before = run_lines()
     B.run_bench(spec(toy_bundle, methods=["bce", "an"]), out, progress=False, figures=False, log=lambda m: None)
     assert len(count_trainings) == 4
     assert before == {f: strip_run_block((out / f).read_text()) for f in ("table.md", "recovery.md")}
-    assert json.loads((out / "runs.json").read_text())["invocations"] == inv
+    assert read_json(out / "runs.json.gz")["invocations"] == inv
     assert run_lines() == wall_before and "re-rendered" in (out / "table.md").read_text()
+
+    # the record is gzip-compressed, and the same record gives the same bytes (no time in
+    # the archive); a folder written before records were compressed (a plain runs.json) is
+    # read back (its invocations kept) and its runs.json replaced by runs.json.gz.  Such a
+    # folder has no manifest (an older spmlkit's): its files are adopted by their layout
+    import gzip
+
+    gz = (out / "runs.json.gz").read_bytes()
+    (out / "runs.json").write_bytes(gzip.decompress(gz))
+    (out / "runs.json.gz").unlink()
+    (out / ".spml-manifest").unlink()
+    from spmlkit import ownership
+
+    ownership._ROOTS.pop(os.path.abspath(out), None)  # (as a new process would meet it)
+    assert B.is_bench_folder(out)
+    B.run_bench(spec(toy_bundle, methods=["bce", "an"]), out, progress=False, figures=False, log=lambda m: None)
+    assert not (out / "runs.json").exists() and (out / "runs.json.gz").read_bytes() == gz
+    assert run_lines() == wall_before
 
     # a changed configuration (epochs) invalidates every group; a new method only adds its own
     B.run_bench(spec(toy_bundle, methods=["bce", "an"], epochs=3), out, progress=False, figures=False,
@@ -92,15 +111,19 @@ def test_two_grids_sharing_a_results_folder_count_their_own_wall_time(toy_bundle
 
     out = tmp_path / "res"
     B.run_bench(spec(toy_bundle, methods=["an"]), out, progress=False, figures=False, log=lambda m: None)
-    inv = json.loads((out / "runs.json").read_text())["invocations"]
+    from spmlkit.io import write_json_gz
+
+    inv = read_json(out / "runs.json.gz")["invocations"]
     inv[0]["wall_seconds"] = 1000.0  # (A "took" 1000 s: unmistakable in B's header if it were added)
-    manifest = json.loads((out / "runs.json").read_text())
+    manifest = read_json(out / "runs.json.gz")
     manifest["invocations"] = inv
-    (out / "runs.json").write_text(json.dumps(manifest))
+    from spmlkit import ownership
+
+    ownership.write_json_gz(out / "runs.json.gz", manifest)  # (as spmlkit's own record: an edit of yours is not)
     B.run_bench(spec(toy_bundle, methods=["bce"]), out, progress=False, figures=False, log=lambda m: None)
     wall = next(ln for ln in (out / "table.md").read_text().splitlines() if ln.startswith("- wall time"))
     assert "16 min" not in wall and "over 2 invocations" not in wall, wall
-    both = json.loads((out / "runs.json").read_text())["invocations"]
+    both = read_json(out / "runs.json.gz")["invocations"]
     assert len(both) == 2 and both[0]["grid"] != both[1]["grid"]  # both kept, each with its grid
     B.run_bench(spec(toy_bundle, methods=["an"]), out, progress=False, figures=False, log=lambda m: None)
     wall = next(ln for ln in (out / "table.md").read_text().splitlines() if ln.startswith("- wall time"))
@@ -169,7 +192,7 @@ def test_regime_override(toy_bundle, tmp_path):
 def test_bundle_partial_observations_per_hide_prob(toy_bundle):
     Y = toy_bundle.labels("train")
     Zs = {p: toy_bundle.observations("train", "partial", hide_prob=p) for p in (0.0, 0.3, 0.7)}
-    assert (toy_bundle.path / "observed" / "partial-p0.3.npy").exists()
+    assert (toy_bundle.path / "observed" / "partial-p0.3.header.npy").exists()
     np.testing.assert_array_equal(Zs[0.0], np.where(Y, 1, -1))
     hidden = {p: Z == 0 for p, Z in Zs.items()}
     assert 0.15 < hidden[0.3].mean() < 0.45 and 0.55 < hidden[0.7].mean() < 0.85
@@ -190,7 +213,7 @@ def test_partial_sweep(toy_bundle, tmp_path):
     text = (out / "partial.md").read_text()
     assert "| method | hide 0.1 | hide 0.5 | hide 0.9 |" in text
     assert "| iu |" in text and "| an |" in text  # the default methods that are registered
-    runs = json.loads((out / "partial-runs.json").read_text())["runs"]
+    runs = read_json(out / "partial-runs.json.gz")["runs"]
     assert {r["regime"] for r in runs} == {"partial"} and {r["hide_prob"] for r in runs} == {0.1, 0.5, 0.9}
     n_obs = {p: {r["n_observed"] for r in runs if r["hide_prob"] == p} for p in (0.1, 0.5, 0.9)}
     assert max(n_obs[0.9]) < min(n_obs[0.5]) < min(n_obs[0.1])
@@ -206,7 +229,7 @@ def test_train_fractions_and_figures(toy_bundle, tmp_path, capsys):
     out = tmp_path / "res"
     s = B.run_bench(spec(toy_bundle, methods=["bce", "an"], batch_sizes=(8,), train_fractions=(0.25, 0.5)), out,
                     progress=False, log=lambda m: None)
-    runs = json.loads((out / "runs.json").read_text())["runs"]
+    runs = read_json(out / "runs.json.gz")["runs"]
     n = {f: {r["n_train"] for r in runs if r["train_fraction"] == f} for f in (0.25, 0.5, 1.0)}
     N = toy_bundle.size("train")
     assert n == {0.25: {round(N / 4)}, 0.5: {N // 2}, 1.0: {N}}
@@ -283,10 +306,10 @@ def test_sigkill_mid_grid_then_resume_gives_identical_tables(toy_bundle, tmp_pat
         assert strip_run_block(a) == strip_run_block(b), f  # only the run blocks (date, times) may differ
 
     def stable(path):
-        runs = json.loads(path.read_text())["runs"]
+        runs = read_json(path)["runs"]
         return [{k: v for k, v in r.items() if k not in ("seconds", "group_seconds")} for r in runs]
 
-    assert stable(tmp_path / "a" / "res" / "runs.json") == stable(res / "runs.json")
+    assert stable(tmp_path / "a" / "res" / "runs.json.gz") == stable(res / "runs.json.gz")
 
 
 def test_histogram_of_matches_numpy():
@@ -317,11 +340,11 @@ def test_parallel_jobs_give_the_same_runs(toy_bundle, tmp_path):
     assert (tmp_path / "sweep" / "partial.md").exists()
 
     def stable(path):
-        runs = json.loads(path.read_text())["runs"]
+        runs = read_json(path)["runs"]
         return sorted((json.dumps({k: v for k, v in r.items() if k not in ("seconds", "group_seconds")},
                                   sort_keys=True) for r in runs))
 
-    assert stable(tmp_path / "seq" / "runs.json") == stable(tmp_path / "par" / "runs.json")
+    assert stable(tmp_path / "seq" / "runs.json.gz") == stable(tmp_path / "par" / "runs.json.gz")
 
 
 @pytest.mark.slow
@@ -336,7 +359,7 @@ def test_finetune_bench_with_linear_init_rows(tmp_path):
                      epochs=2, setting="finetune",
                      config={"backbone": "tiny-random", "image_size": 32, "finetune_epochs": 1})
     run_bench(spec, tmp_path / "res", progress=False, figures=False, log=lambda m: None)
-    runs = {r["method"]: r for r in json.loads((tmp_path / "res" / "runs.json").read_text())["runs"]}
+    runs = {r["method"]: r for r in read_json(tmp_path / "res" / "runs.json.gz")["runs"]}
     assert set(runs) == {"an", "role+li"}
     assert runs["an"]["epochs_run"] == 2  # --epochs fine-tuning epochs
     li = runs["role+li"]["finetune"]
@@ -356,7 +379,7 @@ def test_linear_bench_on_image_bundles_caches_features(tmp_path):
                      config={"backbone": "tiny-random", "image_size": 32})
     run_bench(spec, tmp_path / "res", progress=False, figures=False, log=lambda m: None)
     assert Bundle(b.path).feature_sets() == ["tiny-random-32"]
-    runs = json.loads((tmp_path / "res" / "runs.json").read_text())["runs"]
+    runs = read_json(tmp_path / "res" / "runs.json.gz")["runs"]
     assert len(runs) == 1 and runs[0]["test_map"] is not None
 
 
@@ -368,7 +391,7 @@ def test_inline_row_params_make_variants_of_one_method(toy_bundle, tmp_path):
     assert B.row_params("an") == {}
     s = spec(toy_bundle, methods=["an", "an-ls[epsilon=0]", "an-ls"], batch_sizes=(8,), seeds=(0,))
     B.run_bench(s, tmp_path / "res", progress=False, figures=False, log=lambda m: None)
-    runs = json.loads((tmp_path / "res" / "runs.json").read_text())["runs"]
+    runs = read_json(tmp_path / "res" / "runs.json.gz")["runs"]
     by = {}
     for r in runs:
         by.setdefault(r["method"], []).append(r)
@@ -406,9 +429,7 @@ def test_vary_draw_trains_each_seed_on_its_own_draw(tmp_path):
     b0, b1 = Bundle(out / "bundles" / "yeast-s0"), Bundle(out / "bundles" / "yeast-s1")
     assert b0.meta["seed"] == 0 and b1.meta["seed"] == 1
     assert not np.array_equal(np.load(b0.path / "val" / "index.npy"), np.load(b1.path / "val" / "index.npy"))
-    import json
-
-    runs = json.loads((out / "runs.json").read_text())["runs"]
+    runs = read_json(out / "runs.json.gz")["runs"]
     assert sorted((r["seed"], r["prepare_seed"]) for r in runs) == [(0, 0), (1, 1)]
     table = (out / "table.md").read_text()
     assert "mean ± std over draws" in table and "--vary-draw" in table

@@ -31,6 +31,11 @@ integer-valued columns with at most ``max_levels`` (6) distinct values over the 
 rows (disdat: NZ ``age``, ``toxicats``; CAN ``ontveg``; SWI ``calc``).  Standardisation
 on the training statistics (records and background) is the trainer's (``TrainConfig.standardize``,
 on by default for feature data), so the bundle keeps the covariates in their units.
+The encoding (:class:`~spmlkit.data.encoding.CovariateEncoding`) is stored with the
+dataset (``MultiLabelDataset.encoding``), so a trained model predicts from a table in
+the training layout (``spml predict RUN NZtest_env.csv``); the ``siteid`` and ``x``,
+``y`` of every row are kept too (``Split.ids``, ``Split.xy``) and pass through to
+predictions.
 
 Views (``view=``)
 -----------------
@@ -52,7 +57,10 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError, DataFormatError
+from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
+from .occurrences import spatial_blocks  # noqa: F401  (with the records it splits; importable here too)
+from ..encoding import CovariateEncoding
 
 MISSING = ("", "NA", "NaN", "nan")
 RESERVED = ("siteid", "occ", "x", "y", "group")
@@ -79,6 +87,25 @@ def _column(path, header, name) -> int:
         return header.index(name)
     except ValueError:
         raise DataFormatError(path, f"no column {name!r} (expected: {', '.join(header)})", line=1) from None
+
+
+def _ids(header, body, column: str = "siteid") -> list[str] | None:
+    """The ``siteid`` cells of a table (None when it has no such column)."""
+    if column not in header:
+        return None
+    j = header.index(column)
+    return [r[j].strip() for r in body]
+
+
+def _optional_numbers(path, header, body, names) -> np.ndarray | None:
+    """The columns ``names`` as numbers when the table has them all, each cell a number;
+    else None (places of test sites are kept when given, never required)."""
+    if not all(c in header for c in names):
+        return None
+    try:
+        return _numbers(path, header, body, names)
+    except DataFormatError:
+        return None
 
 
 def _numbers(path, header, body, names) -> np.ndarray:
@@ -114,6 +141,18 @@ class PresenceOnlyTables:
     record_xy: np.ndarray | None = None  # (R, 2) place coordinates of the records (when given)
     background_xy: np.ndarray | None = None  # (M, 2)
     sources: dict = field(default_factory=dict)
+    record_ids: list | None = None  # (R,) the records' siteid (None: no such column)
+    background_ids: list | None = None  # (M,)
+    test_ids: list | None = None  # (T,)
+    test_xy: np.ndarray | None = None  # (T, 2)
+    passthrough: tuple = ()  # the records' columns that are not covariates
+
+    @property
+    def encoding(self) -> CovariateEncoding:
+        """The one-hot encoding of the categorical covariates, levels from the training
+        rows (records and background)."""
+        return CovariateEncoding.fit(np.concatenate([self.records, self.background]), self.covariates,
+                                     categorical=self.categorical, passthrough=self.passthrough)
 
 
 def read_presence_only(records, *, background=None, tests=(), label_column: str = "spid",
@@ -149,11 +188,14 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
     B = np.empty((0, len(covariates)))
     rxy = _numbers(records, rh, rb, list(place_columns)) if pi is not None else None
     bxy = np.empty((0, 2)) if rxy is not None else None
+    rids = _ids(rh, rb)
+    bids = [] if rids is not None else None
     if background is not None:
         bh, bb = _read(background)
         B = _numbers(background, bh, bb, covariates)
         if rxy is not None:
             bxy = _numbers(background, bh, bb, list(place_columns)) if all(c in bh for c in place_columns) else None
+        bids = _ids(bh, bb) if rids is not None else None
     train = np.concatenate([R, B])
     if categorical is None:
         categorical = [c for j, c in enumerate(covariates)
@@ -167,9 +209,11 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
         raise ConfigError("presence-only data needs at least one fully surveyed test table (covariates and "
                           "presence/absence)")
     L = len(order)
-    Xs, Ys, Ms, seen = [], [], [], set()
+    Xs, Ys, Ms, seen, tids, txy = [], [], [], set(), [], []
     for env, pa in tests:
         eh, eb = _read(env)
+        tids.append(_ids(eh, eb))
+        txy.append(_optional_numbers(env, eh, eb, list(place_columns)))
         ph, pb = _read(pa) if pa != env else (eh, eb)
         if len(pb) != len(eb):
             raise DataFormatError(pa, f"{len(pb)} rows, but the covariate table {env} has {len(eb)}")
@@ -210,40 +254,19 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
                               record_labels=np.array([index[n] for n in rec_labels]), record_places=places,
                               background=B, test=np.concatenate(Xs), test_Y=np.concatenate(Ys),
                               test_mask=np.concatenate(Ms), record_xy=rxy, background_xy=bxy,
+                              record_ids=rids, background_ids=bids,
+                              test_ids=None if any(t is None for t in tids) else sum(tids, []),
+                              test_xy=None if any(t is None for t in txy) else np.concatenate(txy),
+                              passthrough=tuple(c for c in rh if c not in covariates),
                               sources={"records": str(records), "background": None if background is None else
                                        str(background), "tests": [[str(e), str(p)] for e, p in tests]})
 
 
 def encode(tables: PresenceOnlyTables, X: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """One-hot encode the categorical covariates of ``X`` (levels seen in the training rows)."""
-    train = np.concatenate([tables.records, tables.background])
-    cols, names = [], []
-    for j, c in enumerate(tables.covariates):
-        if c in tables.categorical:
-            for level in np.unique(train[:, j]):
-                cols.append((X[:, j] == level).astype(np.float32))
-                names.append(f"{c}={level:g}")
-        else:
-            cols.append(X[:, j].astype(np.float32))
-            names.append(c)
-    return np.stack(cols, axis=1), names
-
-
-def spatial_blocks(xy: np.ndarray, blocks: int, fraction: float = 0.2, seed: int = 0,
-                   bounds: tuple | None = None) -> np.ndarray:
-    """Rows of ``xy`` in held-out spatial blocks: the bounding box cut into ``blocks`` ×
-    ``blocks`` cells, a random ``fraction`` of the occupied cells (seeded) held out.
-    Validation on blocks measures transfer to places the model has not seen, which
-    held-out records from the same places do not (Zbinden et al. 2024 set their loss
-    weights by spatial block cross-validation on presence-only data; Valavi et al. 2019)."""
-    lo, hi = bounds if bounds is not None else (xy.min(0), xy.max(0))
-    span = np.where(hi > lo, hi - lo, 1.0)
-    cell = np.clip(((xy - lo) / span * blocks).astype(int), 0, blocks - 1)
-    ids = cell[:, 0] * blocks + cell[:, 1]
-    occupied = np.unique(ids)
-    rng = np.random.default_rng(seed)
-    out = rng.choice(occupied, size=max(1, int(round(fraction * len(occupied)))), replace=False)
-    return np.isin(ids, out)
+    """One-hot encode the categorical covariates of ``X`` (levels seen in the training rows;
+    a level seen only here sets none of the covariate's columns)."""
+    enc = tables.encoding
+    return enc.transform(X, unseen="ignore"), enc.feature_names
 
 
 def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str = "presence-only",
@@ -254,10 +277,10 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
     blocks) instead of ``spml prepare``'s random hold-out."""
     L = len(tables.label_names)
     xy = tables.record_xy
+    rids = tables.record_ids
     if view == "records":
         Xr = tables.records
-        Zr = np.zeros((len(Xr), L), np.int8)
-        Zr[np.arange(len(Xr)), tables.record_labels] = 1
+        Zr = SparseLabels.single(tables.record_labels, L)  # one integer per record, whatever L
     elif view == "sites":
         first: dict = {}
         for i, p in enumerate(tables.record_places):
@@ -266,30 +289,35 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
         slot = {p: k for k, p in enumerate(tables.record_places[i] for i in rows)}
         Xr = tables.records[rows]
         xy = None if xy is None else xy[rows]
-        Zr = np.zeros((len(rows), L), np.int8)
-        for i, p in enumerate(tables.record_places):
-            Zr[slot[p], tables.record_labels[i]] = 1
+        rids = None if rids is None else [rids[i] for i in rows]
+        at = np.array([slot[p] for p in tables.record_places], dtype=np.int64)
+        pairs = np.unique(np.stack([at, np.asarray(tables.record_labels, dtype=np.int64)], axis=1), axis=0)
+        Zr = SparseLabels.from_coo(pairs[:, 0], pairs[:, 1], shape=(len(rows), L))
     else:
         raise ConfigError(f"unknown presence-only view {view!r}; expected 'records' or 'sites'")
     X, names = encode(tables, np.concatenate([Xr, tables.background]))
-    Z = np.concatenate([Zr, np.zeros((len(tables.background), L), np.int8)])
+    Z = SparseLabels.vstack([Zr, SparseLabels.empty(len(tables.background), L)])
     Xt, _ = encode(tables, tables.test)
     notes = [f"presence-only: {len(tables.records)} records -> {len(Xr)} examples ({view} view), "
              f"{len(tables.background)} background rows, {len(Xt)} surveyed test sites"]
     if tables.categorical:
         notes.append(f"one-hot encoded categorical covariates: {', '.join(tables.categorical)}")
-    splits = {"train": Split(X=X, Z=Z), "test": Split(X=Xt, Y=tables.test_Y, mask=tables.test_mask)}
+    all_xy = None if xy is None or tables.background_xy is None else np.concatenate([xy, tables.background_xy])
+    ids = None if rids is None or tables.background_ids is None else [*rids, *tables.background_ids]
+    splits = {"train": Split(X=X, Z=Z, ids=ids, xy=all_xy),
+              "test": Split(X=Xt, Y=tables.test_Y, mask=tables.test_mask, ids=tables.test_ids, xy=tables.test_xy)}
     if val_blocks:
-        if xy is None or tables.background_xy is None:
+        if all_xy is None:
             raise ConfigError("spatial-block validation needs the place columns (x, y) in the records and background")
-        all_xy = np.concatenate([xy, tables.background_xy])
         held = spatial_blocks(all_xy, val_blocks, val_fraction, seed)
         splits = {"train": splits["train"].subset(np.flatnonzero(~held)),
                   "val": splits["train"].subset(np.flatnonzero(held)), "test": splits["test"]}
         notes.append(f"validation: {held.sum()} rows in {val_fraction:.0%} of {val_blocks}x{val_blocks} spatial blocks "
                      f"(seed {seed})")
+    places = {"columns": ["x", "y"], "crs": None} if all_xy is not None else None
     return MultiLabelDataset(name=name, label_names=list(tables.label_names), splits=splits,
-                             source=tables.sources["records"], feature_names=names, notes=notes, background=True)
+                             source=tables.sources["records"], feature_names=names, notes=notes, background=True,
+                             encoding=tables.encoding.to_dict(), places=places)
 
 
 def load_presence_only(records, *, background=None, tests=(), view: str = "records", name: str | None = None,
@@ -341,10 +369,22 @@ from .base import register_format  # noqa: E402  (the registration below is this
                  description="presence-only records (<R>train_po.csv, <R>train_bg.csv, <R>test_env/pa.csv; "
                              "--region), or a records CSV with --background and --test ENV.csv:PA.csv")
 def _load(path, *, test=None, name=None, region=None, background=None, view="records", categorical=None,
-          label_column=None, val_blocks=None, **_ignored) -> MultiLabelDataset:
-    """``spml prepare`` of presence-only data: a folder and ``region``, or a records CSV with
-    ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``."""
+          label_column=None, val_blocks=None, rasters=None, raster_options=None, log=None,
+          **_ignored) -> MultiLabelDataset:
+    """``spml prepare`` of presence-only data: a folder and ``region``, a records CSV with
+    ``background`` and ``test`` = ``ENV.csv:PA.csv[,ENV2.csv:PA2.csv]``, or a records CSV
+    with covariate ``rasters`` (:func:`spmlkit.data.formats.occurrences.records_on_rasters`,
+    its options in ``raster_options``)."""
     path = Path(path)
+    if rasters:
+        from .occurrences import records_on_rasters
+
+        if test or background or region:
+            raise ConfigError("--rasters draws the background from the rasters and holds out test rows: "
+                              "--test, --background and --region do not apply")
+        return records_on_rasters(path, rasters, categorical=categorical, label_column=label_column,
+                                  val_blocks=int(val_blocks) if val_blocks else None, name=name, log=log,
+                                  **(raster_options or {}))
     opts = {"categorical": categorical} if categorical is not None else {}
     if val_blocks:
         opts["val_blocks"] = int(val_blocks)

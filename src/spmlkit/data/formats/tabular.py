@@ -37,6 +37,13 @@ for observations, ``label_names`` and ``feature_names``.  Official splits may be
 as ``X_train``/``Y_train``/``X_test``/``Y_test`` (and ``_val``).  Nothing is unpickled;
 object or complex arrays and arrays without rows, feature columns or label columns are
 refused.
+
+Labels may be stored sparse, as scipy.sparse's CSR arrays under the label key as a
+prefix: ``Y_indptr``, ``Y_indices``, ``Y_shape`` and, unless every entry is 1,
+``Y_data`` (observations ``Z_data``: +1 / -1) — for a scipy matrix ``S``:
+``np.savez(f, X=X, Y_indptr=S.indptr, Y_indices=S.indices, Y_data=S.data, Y_shape=S.shape)``
+(``Y_train_indptr``, ... for splits).  They are read without ever building the dense
+``N × L`` matrix: a million examples with one label each take 13 MB however many labels.
 """
 from __future__ import annotations
 
@@ -48,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DataFormatError
+from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
 
@@ -106,13 +114,12 @@ def _match_columns(header: list[str], patterns: list[str], path: Path, what: str
     return out
 
 
-def _read_records(path: Path, delimiter: str | None) -> list[tuple[int, list[str]]]:
-    """The CSV/TSV records of ``path`` with the line each starts on (1-based).
+def _iter_records(path: Path, delimiter: str | None):
+    """The CSV/TSV records of ``path`` with the line each starts on (1-based), one at a time.
 
     The csv module reads the file object itself (``newline=''``), so a quoted field may
     span lines and line numbers stay those of the file.  The file must be UTF-8 (a
     byte-order mark is allowed); anything else is an error naming the line."""
-    records: list[tuple[int, list[str]]] = []
     reader = None
     if path.exists() and not path.is_file():  # /dev/zero, a pipe: read until memory runs out
         raise DataFormatError(path, "not a regular file (a folder, a device or a pipe); expected a CSV/TSV file")
@@ -123,7 +130,7 @@ def _read_records(path: Path, delimiter: str | None) -> list[tuple[int, list[str
             reader = csv.reader(fh, delimiter=delim)
             start = 1
             for row in reader:
-                records.append((start, row))
+                yield start, row
                 start = reader.line_num + 1
     except UnicodeDecodeError:
         raw = path.read_bytes()
@@ -135,7 +142,11 @@ def _read_records(path: Path, delimiter: str | None) -> list[tuple[int, list[str
     except csv.Error as exc:
         line = reader.line_num if reader is not None else None
         raise DataFormatError(path, f"not a readable CSV/TSV table ({exc})", line=line) from None
-    return records
+
+
+def _read_records(path: Path, delimiter: str | None) -> list[tuple[int, list[str]]]:
+    """Every record of ``path`` (:func:`_iter_records`) in a list (small tables)."""
+    return list(_iter_records(path, delimiter))
 
 
 def _features_to_float32(X: np.ndarray, path: Path, lines: list[int], names: list[str]) -> np.ndarray:
@@ -152,26 +163,81 @@ def _features_to_float32(X: np.ndarray, path: Path, lines: list[int], names: lis
     return X32
 
 
+def _parse_numbers(block: list[list[str]], lines: list[int], names: list[str], path: Path, what: str) -> np.ndarray:
+    """A block of number cells as float64: numpy parses them (5x faster than a Python loop);
+    on a bad or non-finite cell the first one is found and named with its line and column."""
+    try:
+        X = np.array(block, dtype=np.float64) if block else np.zeros((0, len(names)))
+        if np.isfinite(X).all():
+            return X
+    except ValueError:
+        pass
+    for r, row in enumerate(block):
+        for j, v in enumerate(row):
+            try:
+                x = float(v)
+            except ValueError:
+                raise DataFormatError(path, f"{what} {names[j]!r} has value {v.strip()!r}; expected a number",
+                                      line=lines[r]) from None
+            if not np.isfinite(x):
+                raise DataFormatError(path, f"{what} {names[j]!r} has non-finite value {v.strip()!r}",
+                                      line=lines[r])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: rows parsed at a time: the text of one block is held, the rest of the table only as
+#: float32 features and label indices (memory O(N·D + nnz), not the whole file's strings)
+BLOCK_ROWS = 20_000
+
+
+class _Labels:
+    """Label entries of a table read block by block: ``(row, label, value)`` triples with
+    the label as a provisional number in first-seen order when the vocabulary is not fixed
+    (renumbered to the sorted names at the end)."""
+
+    def __init__(self, label_names):
+        self.fixed = label_names is not None
+        self.index = {nme: j for j, nme in enumerate(label_names or [])}
+        self.rows, self.cols, self.vals, self.lines = [], [], [], []
+
+    def add(self, rows, cols, vals, lines):
+        self.rows.append(np.asarray(rows, dtype=np.int64))
+        self.cols.append(np.asarray(cols, dtype=np.int64))
+        self.vals.append(np.asarray(vals, dtype=np.int8))
+        self.lines.append(np.asarray(lines, dtype=np.int64))
+
+    def arrays(self):
+        cat = (lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dtype=dt))
+        return (cat(self.rows, np.int64), cat(self.cols, np.int64), cat(self.vals, np.int8),
+                cat(self.lines, np.int64))
+
+
 def read_table(path: str | Path, *, label_columns: list[str] | None = None, labels_last: int | None = None,
                label_set_column: str | None = None, separator: str = ";", label_names: list[str] | None = None,
                path_column: str | None = None, id_column: str | None = None, observed: bool = False,
                delimiter: str | None = None, label_column: str | None = None,
                check_files: bool = True) -> tuple[Split, list[str], list[str] | None]:
-    """Read one CSV/TSV file; returns ``(split, label_names, feature_names)``."""
+    """Read one CSV/TSV file; returns ``(split, label_names, feature_names)``.
+
+    The table is read in blocks of :data:`BLOCK_ROWS` rows: features become float32 as
+    they are read and labels a list of entries, so the labels of the split are sparse
+    (:class:`~spmlkit.sparse_labels.SparseLabels`) whatever the number of labels.  A table
+    with one label per row and an ``id_column`` may list an example once per label (a long
+    table of ``(example, label)`` rows): rows with the same id are one example, like rows
+    naming the same image; their features must agree."""
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "file not found")
     if label_set_column is not None and not separator:
         raise DataFormatError(path, "the label separator is empty; give the text between label names of "
                                     f"column {label_set_column!r} (--separator, e.g. ';')")
-    rows = _read_records(path, delimiter)
-    if not rows:
+    records = _iter_records(path, delimiter)
+    first = next(records, None)
+    if first is None:
         raise DataFormatError(path, "empty file; expected a header row")
-    header = [h.strip() for h in rows[0][1]]
+    header = [h.strip() for h in first[1]]
     _check_delimiter(header, path)
-    body = [(line, r) for line, r in rows[1:] if any(c.strip() for c in r)]
-    if not body:
-        raise DataFormatError(path, "no data rows after the header")
+    check_header(header, path)
     n_layouts = sum(x is not None for x in (label_columns, labels_last, label_set_column, label_column))
     if n_layouts != 1:
         raise DataFormatError(path, "say where the labels are: exactly one of label_columns, labels_last, "
@@ -194,129 +260,242 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         lab_idx = list(range(len(header) - labels_last, len(header)))
     else:
         lab_idx = []
-    for line, r in body:
+    for opt in ("id_column", "path_column"):  # an id (or image path) is never also a label
+        if opt in special and special[opt] in lab_idx:
+            raise DataFormatError(path, f"column {header[special[opt]]!r} is both the {opt.replace('_', ' ')} and a "
+                                        "label column; leave it out of the label columns (or choose another "
+                                        f"--{opt.replace('_', '-')})", line=1)
+    taken = set(lab_idx) | set(special.values())
+    feat_idx = [i for i in range(len(header)) if i not in taken]
+    if path_column is None and not feat_idx:
+        raise DataFormatError(path, "no feature columns left after removing label/id columns; "
+                                    "for images pass path_column (--path-column)")
+    feat_names = [header[c] for c in feat_idx]
+    labels = _Labels(None if label_set_column is None else label_names)
+    if label_set_column is None:
+        label_names = [header[i] for i in lab_idx]
+    wide_allowed = np.array(["1", "0", "-1", ""] if observed else ["1", "0"])
+    X_blocks: list[np.ndarray] = []
+    ids: list[str] | None = [] if "id_column" in special else None
+    paths: list[str] | None = [] if path_column is not None else None
+    all_lines: list[int] = []
+    root = path.parent.resolve()
+    n = 0
+
+    def flush(block: list[tuple[int, list[str]]]) -> None:
+        nonlocal n
+        lines = [line for line, _ in block]
+        all_lines.extend(lines)
+        if ids is not None:
+            ids.extend(r[special["id_column"]].strip() for _, r in block)
+        # ----- labels
+        if label_set_column is not None:
+            col = special["label_set_column"]
+            rows, cols, vals, where = [], [], [], []
+            for k, (line, r) in enumerate(block):
+                cell = r[col].strip()
+                if single:
+                    if not cell:
+                        raise DataFormatError(path, f"empty label in column {label_set_column!r}; each row needs "
+                                                    "one label (use --label-set-column for rows with none or several)",
+                                              line=line)
+                    items = [cell]
+                else:
+                    items = [t.strip() for t in cell.split(separator) if t.strip()] if cell else []
+                for t in items:
+                    if "\n" in t or "\r" in t:
+                        raise DataFormatError(path, f"label {t!r} in column {label_set_column!r} contains a line "
+                                                    "break (a quoted field spanning lines); expected one label name",
+                                              line=line)
+                    neg = False
+                    if labels.fixed:
+                        neg = t.startswith("-") and t[1:] in labels.index and t not in labels.index
+                        name = t[1:] if neg else t
+                        if name not in labels.index:
+                            shown = ", ".join(label_names[:8]) + (", ..." if len(label_names) > 8 else "")
+                            raise DataFormatError(path, f"unknown label {t!r} in column {label_set_column!r}; known "
+                                                        f"labels: {shown}", line=line)
+                    else:
+                        neg = t.startswith("-")
+                        name = t.lstrip("-") if neg else t
+                        if not name:
+                            continue
+                        labels.index.setdefault(name, len(labels.index))
+                    if neg and not observed:
+                        raise DataFormatError(path, f"negative label {t!r} is only meaningful for observations "
+                                                    "(--observed)", line=line)
+                    rows.append(n + k)
+                    cols.append(labels.index[name])
+                    vals.append(-1 if neg else 1)
+                    where.append(line)
+            labels.add(rows, cols, vals, where)
+        else:
+            cells = np.char.strip(np.array([[r[c] for c in lab_idx] for _, r in block], dtype=str).reshape(
+                len(block), len(lab_idx)))
+            cells = np.where(np.char.endswith(cells, ".0"), np.char.rstrip(np.char.rstrip(cells, "0"), "."), cells)
+            ok = np.isin(cells, wide_allowed)
+            if not ok.all():
+                r, j = (int(i) for i in np.argwhere(~ok)[0])
+                exp = "1, -1, 0 or empty" if observed else "0 or 1"
+                raise DataFormatError(path, f"label column {header[lab_idx[j]]!r} has value "
+                                            f"{block[r][1][lab_idx[j]]!r}; expected {exp}", line=block[r][0])
+            v = np.where(cells == "1", 1, np.where(cells == "-1", -1, 0)).astype(np.int8)
+            r, c = np.nonzero(v)
+            labels.add(r + n, c, v[r, c], np.asarray(lines)[r])
+        # ----- inputs
+        if paths is not None:
+            col = special["path_column"]
+            for line, r in block:
+                p = r[col].strip()
+                if not p:
+                    raise DataFormatError(path, f"empty image path in column {path_column!r}", line=line)
+                full = resolve_path(root, p)
+                if check_files and not Path(full).is_file():
+                    raise DataFormatError(path, f"image file {p!r} not found (looked for {full}; relative paths "
+                                                "are read from the table's folder)", line=line)
+                paths.append(full)
+        else:
+            X = _parse_numbers([[r[c].strip() for c in feat_idx] for _, r in block], lines, feat_names, path,
+                               "feature column")
+            X_blocks.append(_features_to_float32(X, path, lines, feat_names))
+        n += len(block)
+
+    block: list[tuple[int, list[str]]] = []
+    block_rows = min(BLOCK_ROWS, max(1, 2 ** 22 // max(len(header), 1)))  # about 4M cells of text at a time
+    for line, r in records:
+        if not any(c.strip() for c in r):
+            continue
         if len(r) != len(header):
             hint = ("; a quoted field of this row runs over several lines — is a closing quote missing?"
                     if any("\n" in c or "\r" in c for c in r) else "")
             raise DataFormatError(path, f"row has {len(r)} fields; the header has {len(header)}{hint}", line=line)
-
-    n = len(body)
-    ids = [r[special["id_column"]].strip() for _, r in body] if "id_column" in special else None
-    # ----- labels
+        block.append((line, r))
+        if len(block) >= block_rows:
+            flush(block)
+            block = []
+    if block:
+        flush(block)
+    if n == 0:
+        raise DataFormatError(path, "no data rows after the header")
+    rows, cols, vals, where = labels.arrays()
     if label_set_column is not None:
-        col = special["label_set_column"]
-        sets = []
-        for line, r in body:
-            cell = r[col].strip()
-            if single:
-                if not cell:
-                    raise DataFormatError(path, f"empty label in column {label_set_column!r}; each row needs one "
-                                                "label (use --label-set-column for rows with none or several)",
-                                          line=line)
-                items = [cell]
-            else:
-                items = [t.strip() for t in cell.split(separator) if t.strip()] if cell else []
-            for t in items:
-                if "\n" in t or "\r" in t:
-                    raise DataFormatError(path, f"label {t!r} in column {label_set_column!r} contains a line break "
-                                                "(a quoted field spanning lines); expected one label name", line=line)
-            sets.append((line, items))
-        if label_names is None:
-            label_names = sorted({t.lstrip("-") for _, items in sets for t in items})
+        if not labels.fixed:
+            found = list(labels.index)
+            if not found:
+                raise DataFormatError(path, f"column {label_set_column!r} names no labels")
+            label_names = sorted(found)
+            new_pos = {nme: i for i, nme in enumerate(label_names)}
+            renumber = np.array([new_pos[nme] for nme in found], dtype=np.int64)
+            cols = renumber[cols] if cols.size else cols
         if not label_names:
             raise DataFormatError(path, f"column {label_set_column!r} names no labels")
-        index = {nme: j for j, nme in enumerate(label_names)}
-        M = np.zeros((n, len(label_names)), dtype=np.int8)
-        for k, (line, items) in enumerate(sets):
-            for t in items:
-                neg = t.startswith("-") and t[1:] in index and t not in index
-                name = t[1:] if neg else t
-                if name not in index:
-                    shown = ", ".join(label_names[:8]) + (", ..." if len(label_names) > 8 else "")
-                    raise DataFormatError(path, f"unknown label {t!r} in column {label_set_column!r}; known "
-                                                f"labels: {shown}", line=line)
-                if neg and not observed:
-                    raise DataFormatError(path, f"negative label {t!r} is only meaningful for observations "
-                                                "(--observed)", line=line)
-                M[k, index[name]] = -1 if neg else 1
-        if not observed:
-            M = (M == 1).astype(np.int8)
-    else:
-        label_names = [header[i] for i in lab_idx]
-        allowed = ("1", "0", "-1", "") if observed else ("1", "0")
-        M = np.zeros((n, len(lab_idx)), dtype=np.int8)
-        for k, (line, r) in enumerate(body):
-            for j, c in enumerate(lab_idx):
-                v = r[c].strip()
-                if v.endswith(".0"):
-                    v = v[:-2]
-                if v not in allowed:
-                    exp = "1, -1, 0 or empty" if observed else "0 or 1"
-                    raise DataFormatError(path, f"label column {header[c]!r} has value {r[c]!r}; expected {exp}",
-                                          line=line)
-                M[k, j] = int(v) if v else 0
-    Y = None if observed else M.astype(bool)
+    L = len(label_names)
+    X = None if paths is not None else (np.concatenate(X_blocks) if len(X_blocks) > 1 else X_blocks[0])
+    keys = paths if paths is not None else (ids if single and ids is not None else None)
+    rows, cols, vals, where, keep = _merge_rows(path, keys, rows, cols, vals, where, all_lines, label_names,
+                                                X=X, feat_names=feat_names,
+                                                what="image" if paths is not None else "example")
+    n_out = len(keep)
+    if not observed:
+        pos = vals == 1
+        rows, cols, vals, where = rows[pos], cols[pos], vals[pos], where[pos]
+    M = SparseLabels.from_coo(rows, cols, None if not observed or bool((vals == 1).all()) else vals,
+                              shape=(n_out, L), dtype=np.int8 if observed else bool, source=str(path))
+    Y = None if observed else M
     Z = M if observed else None
-    # ----- inputs
-    taken = set(lab_idx) | set(special.values())
-    if path_column is not None:
-        col = special["path_column"]
-        paths = []
-        root = path.parent.resolve()
-        for line, r in body:
-            p = r[col].strip()
-            if not p:
-                raise DataFormatError(path, f"empty image path in column {path_column!r}", line=line)
-            full = resolve_path(root, p)
-            if check_files and not Path(full).is_file():
-                raise DataFormatError(path, f"image file {p!r} not found (looked for {full}; relative paths are "
-                                            "read from the table's folder)", line=line)
-            paths.append(full)
-        paths, M, ids = _merge_repeated_paths(path, paths, M, ids, [line for line, _ in body], label_names)
-        Y = None if observed else M.astype(bool)
-        Z = M if observed else None
-        return Split(paths=paths, Y=Y, Z=Z, ids=ids), list(label_names), None
-    feat_idx = [i for i in range(len(header)) if i not in taken]
-    if not feat_idx:
-        raise DataFormatError(path, "no feature columns left after removing label/id columns; "
-                                    "for images pass path_column (--path-column)")
-    X = np.empty((n, len(feat_idx)), dtype=np.float64)
-    for k, (line, r) in enumerate(body):
-        for j, c in enumerate(feat_idx):
-            v = r[c].strip()
-            try:
-                X[k, j] = float(v)
-            except ValueError:
-                raise DataFormatError(path, f"feature column {header[c]!r} has value {v!r}; expected a number",
-                                      line=line) from None
-            if not np.isfinite(X[k, j]):
-                raise DataFormatError(path, f"feature column {header[c]!r} has non-finite value {v!r}", line=line)
-    X = _features_to_float32(X, path, [line for line, _ in body], [header[c] for c in feat_idx])
-    return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), [header[i] for i in feat_idx]
+    if ids is not None and len(keep) != len(ids):
+        ids = [ids[i] for i in keep]
+    if paths is not None:
+        return Split(paths=[paths[i] for i in keep] if len(keep) != len(paths) else paths, Y=Y, Z=Z, ids=ids), \
+            list(label_names), None
+    X = X[keep] if len(keep) != len(X) else X
+    return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), feat_names
 
 
-def _merge_repeated_paths(path: Path, paths: list[str], M: np.ndarray, ids, lines: list[int], names):
-    """Rows naming the same image become one example whose labels are the union (first
-    row's position and id).  +1 and -1 for one label on two rows is an error."""
-    first: dict[str, int] = {}
-    for i, p in enumerate(paths):
-        first.setdefault(p, i)
-    if len(first) == len(paths):
-        return paths, M, ids
-    keep = sorted(first.values())
-    row_of = {p: r for r, p in enumerate(paths[i] for i in keep)}
-    out = np.zeros((len(keep), M.shape[1]), dtype=np.int8)
-    seen_line = np.zeros((len(keep), M.shape[1]), dtype=np.int64)
-    for i, p in enumerate(paths):
-        r = row_of[p]
-        for j in np.flatnonzero(M[i]):
-            v = M[i, j]
-            if out[r, j] not in (0, v):
-                raise DataFormatError(path, f"label {names[j]!r} of {p!r} is observed positive on one line and "
-                                            f"negative on another (line {seen_line[r, j]})", line=lines[i])
-            out[r, j] = v
-            seen_line[r, j] = lines[i]
-    return [paths[i] for i in keep], out, (None if ids is None else [ids[i] for i in keep])
+def check_header(header: list[str], path) -> None:
+    """Column names must be distinct and not empty, and a header of numbers only is a
+    data line read as a header (a file without its header line)."""
+
+    def number(h):
+        try:
+            float(h)
+            return True
+        except ValueError:
+            return False
+
+    if header and all(number(h) for h in header):
+        raise DataFormatError(path, f"the first line holds numbers ({', '.join(header[:4])}"
+                                    f"{', ...' if len(header) > 4 else ''}), not column names: add a header line",
+                              line=1)
+    for i, h in enumerate(header):
+        if not h:
+            raise DataFormatError(path, f"column {i + 1} of the header has no name (a saved row index? write the "
+                                        "table without it); every column needs a distinct name", line=1)
+    if len(set(header)) != len(header):
+        seen: set = set()
+        dup = next(h for h in header if h in seen or seen.add(h))
+        raise DataFormatError(path, f"column {dup!r} appears {header.count(dup)} times in the header; every column "
+                                    "needs a distinct name", line=1)
+
+
+def describe_name_difference(expected: list, got: list, what: str) -> str:
+    """How two name lists differ, in words: the same names in another order, or which are
+    missing and which are unexpected (a count alone — "4 vs 4" — says nothing)."""
+    missing = [n for n in expected if n not in got]
+    extra = [n for n in got if n not in expected]
+
+    def shown(names):
+        return ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    if not missing and not extra:
+        first = next(i for i, (a, b) in enumerate(zip(expected, got)) if a != b) if len(expected) == len(got) else 0
+        return (f"the same {what}s in another order (position {first + 1}: {expected[first]!r} expected, "
+                f"{got[first]!r} found)") if len(expected) == len(got) else f"{what}s repeated"
+    return "; ".join(p for p in (f"missing {shown(missing)}" if missing else "",
+                                 f"unexpected {shown(extra)}" if extra else "") if p)
+
+
+def _merge_rows(path: Path, keys, rows, cols, vals, lines, all_lines, names, *, X=None, feat_names=None,
+                what: str = "image"):
+    """Rows with the same key (image path, or example id of a long table) become one
+    example whose labels are the union (first row's position and id).  +1 and -1 for one
+    label on two rows is an error; a label listed twice on one row or on two rows of one
+    example counts once.  Returns the merged entries and the kept rows."""
+    n = len(all_lines)
+    keep = np.arange(n)
+    if keys is not None:
+        first: dict = {}
+        row_of = np.empty(n, dtype=np.int64)
+        for i, k in enumerate(keys):
+            row_of[i] = first.setdefault(k, len(first))
+        if len(first) != n:
+            keep = np.zeros(len(first), dtype=np.int64)
+            seen = np.zeros(len(first), dtype=bool)
+            for i, j in enumerate(row_of):
+                if not seen[j]:
+                    seen[j], keep[j] = True, i
+            if X is not None:  # the rows of one example must describe it the same way
+                same = (X == X[keep][row_of]).all(axis=1)
+                if not same.all():
+                    i = int(np.flatnonzero(~same)[0])
+                    c = int(np.flatnonzero(X[i] != X[keep[row_of[i]]])[0])
+                    raise DataFormatError(path, f"{what} {keys[i]!r} is listed on several rows with different "
+                                                f"values of feature column {feat_names[c]!r} (line "
+                                                f"{all_lines[keep[row_of[i]]]})", line=all_lines[i])
+            rows = row_of[rows]
+    order = np.lexsort((lines, cols, rows))
+    rows, cols, vals, lines = rows[order], cols[order], vals[order], lines[order]
+    if rows.size > 1:
+        same = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])
+        clash = same & (vals[1:] != vals[:-1])
+        if clash.any():
+            e = int(np.flatnonzero(clash)[0]) + 1
+            who = f"{what} {keys[keep[rows[e]]]!r}" if keys is not None else "this row"
+            raise DataFormatError(path, f"label {names[cols[e]]!r} of {who} is observed positive on one line and "
+                                        f"negative on another (line {lines[e - 1]})", line=int(lines[e]))
+        dup = np.concatenate([[False], same])
+        rows, cols, vals, lines = rows[~dup], cols[~dup], vals[~dup], lines[~dup]
+    return rows, cols, vals, lines, keep
 
 
 def read_feature_table(path: str | Path, *, id_column: str = "id", delimiter: str | None = None,
@@ -403,9 +582,17 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
         kw = dict(kwargs)
         if kw.get("label_set_column") is not None or kw.get("label_column") is not None:
             kw["label_names"] = labels
-        te, labels_te, _ = read_table(test, **kw)
+        te, labels_te, feats_te = read_table(test, **kw)
         if labels_te != labels:
-            raise DataFormatError(test, "label columns differ from the training table's")
+            raise DataFormatError(test, "label columns differ from the training table's: "
+                                  + describe_name_difference(labels, labels_te, "label"))
+        if feats is not None and feats_te != feats:  # matched by name, never by position
+            if sorted(feats_te) != sorted(feats):
+                raise DataFormatError(test, "feature columns differ from the training table's: "
+                                      + describe_name_difference(feats, feats_te, "feature column"), line=1)
+            import dataclasses
+
+            te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
     return MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits,
                              source=str(train), feature_names=feats, notes=notes)
@@ -449,9 +636,43 @@ def _npz_dataset(arc, path: Path, *, name, observed, read) -> MultiLabelDataset:
         for c in cands:
             if c in keys:
                 return c, read(c)
+            if f"{c}_indptr" in keys:  # scipy.sparse CSR arrays under the key as a prefix
+                return c, csr(c)
         return None, None
 
+    def csr(c):
+        missing = [k for k in ("indptr", "indices", "shape") if f"{c}_{k}" not in keys]
+        if missing:
+            raise DataFormatError(path, f"sparse labels {c!r} lack {', '.join(c + '_' + k for k in missing)} "
+                                        "(CSR: indptr, indices, shape and optionally data)")
+        shape = read(f"{c}_shape")
+        if shape.shape != (2,) or shape.dtype.kind not in "iu":
+            raise DataFormatError(path, f"[{c}_shape] must hold two whole numbers (rows, labels), got {shape!r}")
+        data = read(f"{c}_data") if f"{c}_data" in keys else None
+        if data is not None and (data.dtype.kind not in "biuf" or (data.size and not np.isin(data, (-1, 1)).all())):
+            raise DataFormatError(path, f"[{c}_data] must hold 1 (and -1 for observed negatives) only")
+        indptr, indices = read(f"{c}_indptr"), read(f"{c}_indices")
+        if (indptr.ndim != 1 or indptr.dtype.kind not in "iu" or indptr.size != int(shape[0]) + 1 or
+                int(indptr[0]) != 0 or int(indptr[-1]) != indices.size or bool((np.diff(indptr) < 0).any())):
+            raise DataFormatError(path, f"[{c}_indptr] is not the row pointers of a {int(shape[0])}-row CSR matrix "
+                                        f"with {indices.size} entries")
+        if indices.ndim != 1 or indices.dtype.kind not in "iu" or (data is not None and data.shape != indices.shape):
+            raise DataFormatError(path, f"[{c}_indices] must be whole numbers, one per entry of [{c}_data]")
+        rows = np.repeat(np.arange(int(shape[0]), dtype=np.int64), np.diff(indptr))
+        vals = None if data is None or (data.size and bool((data == 1).all())) else data.astype(np.int8)
+        try:  # scipy may leave a row's indices unsorted: sorted here, and a label listed twice is refused
+            return SparseLabels.from_coo(rows, indices, vals, shape=(int(shape[0]), int(shape[1])),
+                                         source=f"{path} [{c}]")
+        except DataFormatError as exc:
+            raise DataFormatError(path, f"[{c}] {str(exc).split(': ', 1)[-1]}") from None
+
     def labels(key, sfx, arr, n):
+        if isinstance(arr, SparseLabels):
+            if arr.n_labels == 0:
+                raise DataFormatError(path, f"[{key}] has no label columns (shape {arr.shape}); expected at least one")
+            if len(arr) != n:
+                raise DataFormatError(path, f"X{sfx} has {n} rows but its labels have {len(arr)}")
+            return arr
         if np.iscomplexobj(arr):
             raise DataFormatError(path, f"[{key}] labels are complex numbers (dtype {arr.dtype}); expected 0/1 "
                                         "(or +1/-1/0 observations)")

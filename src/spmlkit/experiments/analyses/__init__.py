@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...registry import Registry
-from ...io import write_json
+from ...ownership import write_json
 
 
 # ------------------------------------------------------------------------ registry
@@ -162,7 +162,7 @@ def resolve_bundle(source, out: str | Path, *, data_root=None, log=quiet):
         if b.name in (str(source), Path(str(source)).stem):
             return b
         raise ConfigError(f"{target} holds a bundle of {b.name!r}, not of {source!r}; choose another --out")
-    prepare_out(out)  # never into a folder of the user's
+    prepare_out(out, source)  # never into a folder of the user's
     log(f"preparing {source} into {target}")
     return prepare_bundle(load_any(str(source), data_root=data_root), target, log=log)
 
@@ -197,7 +197,7 @@ def pyplot():
 
 def save_figure(fig, path: str | Path, *, dpi: int = 100) -> Path:
     """PNG, written atomically, at a resolution that keeps the docs' figures small."""
-    from ...io import atomic_path
+    from ...ownership import atomic_path
 
     plt = pyplot()
     path = Path(path)
@@ -220,7 +220,7 @@ def write_table_figure(out: Path, stem: str, rows: list[dict], summary: dict, pl
 
 def write_csv(path: str | Path, rows: list[dict], columns: list[str] | None = None) -> Path:
     """Rows of dicts as CSV (atomically); ``columns`` default: the keys of the first row."""
-    from ...io import write_text
+    from ...ownership import write_text
 
     columns = columns or (list(rows[0]) if rows else [])
     buf = io.StringIO()
@@ -238,12 +238,18 @@ def _fmt(v):
     return "" if v is None else v
 
 
-def prepare_out(out: str | Path) -> Path:
+def prepare_out(out: str | Path, source=None) -> Path:
     """The analysis' output folder: new, empty, or one an analysis wrote (its marker);
-    a folder of the user's is refused in one line, never written into (issue 22)."""
-    from ...io import claim_output_folder
+    a folder of the user's, or one that is (or holds, or lies in) the analysed ``source``,
+    is refused in one line, never written into (issue 22, issue 33)."""
+    from ... import ownership
 
-    return claim_output_folder(out, kind="analysis", what="an analysis output folder")
+    ownership.register_kind("analysis", "an analysis output folder",
+                            layout=("*.csv", "*.json", "*.png", "*.npz", "bundle"))
+    inputs = [] if source is None or hasattr(source, "labels") else [str(source)]
+    if hasattr(source, "path"):
+        inputs = [source.path]
+    return ownership.claim(out, "analysis", inputs=inputs)
 
 
 def seed_list(seed: int, seeds: int) -> list[int]:

@@ -72,7 +72,7 @@ def k_sensitivity(source, out, *, data_root=None, seed: int = 0, threads=None, d
     from ...methods.base import get_method_spec
     from ...training import train_linear
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
     factors = check_positive("--factors", factors)
     for m in methods:
@@ -221,7 +221,7 @@ def role_estimator(source, out, *, data_root=None, seed: int = 0, threads=None, 
     from ...methods.role import LabelEstimator
     from ...training.linear import num_threads
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
     require_full_labels(bundle, "train")
     if not 0 < threshold < 1:

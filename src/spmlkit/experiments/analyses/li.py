@@ -69,7 +69,7 @@ def confidence_histograms(source, out, *, data_root=None, seed: int = 0, threads
     from ...errors import ConfigError
     from ...training import train_linear
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     if bins < 1:
         raise ConfigError(f"--bins must be >= 1, got {bins}")
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
@@ -277,7 +277,7 @@ def maps_on_test_images(source, out, *, what: str, method: str, param, backbone,
 
 def write_maps(out: Path, stem: str, summary: dict, maps: dict, **draw) -> None:
     """``STEM.json`` (the summary), ``STEM.npz`` (the maps), ``STEM.png`` (:func:`draw_overlays`)."""
-    from ...io import atomic_path, write_json
+    from ...ownership import atomic_path, write_json
 
     write_json(out / f"{stem}.json", summary)
     with atomic_path(out / f"{stem}.npz") as tmp, open(tmp, "wb") as fh:
@@ -318,7 +318,7 @@ def gradcam(source, out, *, data_root=None, seed: int = 0, threads=None, device=
                             "peak_row": r, "peak_col": q, "map_max": float(cam.max())})
         return {"labels": entries}, cams
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     summary, maps = maps_on_test_images(
         source, out, what="Grad-CAM maps", method=method, param=param, backbone=backbone, weights=weights,
         image_size=image_size, epochs=epochs, lr=lr, batch_size=batch_size, ema_decay=ema_decay, seed=seed,

@@ -76,7 +76,7 @@ def sensitivity(source, out, *, data_root=None, seed: int = 0, threads=None, dev
     from ...training.finetune import train_finetune
     from ...training.linear import num_threads
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
     if bundle.kind != "images":
         raise ConfigError(f"{bundle.path} holds feature vectors; LAC fine-tunes on images")
@@ -218,7 +218,7 @@ def attention(source, out, *, data_root=None, seed: int = 0, threads=None, devic
                             "peak_col": q, "max_weight": float(a.max()), "n_tokens": n_tok, "relative_entropy": ent})
         return {"feature_map": [int(att.shape[1]), int(att.shape[2])], "labels": entries}, att[labs]
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     summary, maps = maps_on_test_images(
         source, out, what="attention maps", method="lac", param=param, backbone=backbone, weights=weights,
         image_size=image_size, epochs=epochs, lr=lr, batch_size=batch_size, ema_decay=ema_decay, seed=seed,

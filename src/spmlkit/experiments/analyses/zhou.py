@@ -82,7 +82,7 @@ def positive_loss(source, out, *, data_root=None, seed: int = 0, threads=None, d
     from ...config import TrainConfig
     from ...training.linear import num_threads
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
     sl = seed_list(seed, seeds)
     rows: list[dict] = []
@@ -233,10 +233,10 @@ def landscape(source, out, *, data_root=None, seed: int = 0, threads=None, devic
 
     from ...config import TrainConfig
     from ...errors import ConfigError
-    from ...io import atomic_path, write_json
+    from ...ownership import atomic_path, write_json
     from ...training.linear import num_threads
 
-    out = prepare_out(out)
+    out = prepare_out(out, source)
     if not radius > 0 or steps_1d < 3 or steps_2d < 3:
         raise ConfigError("--radius must be > 0 and --steps-1d/--steps-2d >= 3")
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)

@@ -11,7 +11,8 @@ configuration with the best mean validation mAP over seeds
 ``recovery.md``   Cole Table 2: training-set mAP against the full training labels
 ``fractions.md``  with ``--train-fractions``: test mAP per fraction of training data
 ``partial.md``    with ``--hide-fractions``: the partial-label sweep (Zhou Fig. 5c)
-``runs.csv`` / ``runs.json``  every run (``partial-runs.*`` for the sweep)
+``runs.csv`` / ``runs.json.gz``  every run (``partial-runs.*`` for the sweep; the JSON
+                  record gzip-compressed, ``zcat runs.json.gz`` reads it)
 ``groups/<hash>.json``  one file per finished training group (the resume state)
 ``*.png``         figures (:mod:`spmlkit.experiments.figures`)
 

@@ -52,7 +52,6 @@ import dataclasses
 import json
 import multiprocessing as mp
 import os
-import shutil
 import socket
 import sys
 import tempfile
@@ -60,10 +59,12 @@ import uuid
 from pathlib import Path
 
 from ...errors import ConfigError, SpmlError
-from ...io import FolderLock, check_output_folder, dumps_json, read_json, write_json
+from ... import ownership
+from ...io import FolderLock, dumps_json, read_json
+from ...ownership import write_json
 from .data import resolve_datasets
 from .plan import canonical, plan_groups
-from .runner import BenchRunner, remove_empty_tree
+from .runner import BenchRunner, bench_inputs, remove_empty_tree
 from .workers import RAY_SESSION, init_worker, run_group_in_ray, run_group_in_worker, worker_gpus
 
 SHARD_PLAN = "shard-plan.json"
@@ -277,6 +278,7 @@ class RayExecutor(Executor):
                     raise ConfigError(f"group {g.dataset} {g.method} bs {g.batch_size} needs {name}={res[name]} but "
                                       f"the Ray cluster has {available.get(key, 0):g} {key}")
             requests.append((g, bundle, res))
+        ownership.folder(runner.out, "bench")  # (the bench's folder: claimed by its run, checked here)
         write_json(runner.out / "work" / RAY_SESSION, {"id": session, "driver_pid": os.getpid()})
         refs = {}
         for g, bundle, res in requests:
@@ -305,7 +307,7 @@ class RayExecutor(Executor):
                 if not path.exists() or read_json(path) != rec:
                     write_json(path, rec)
                 with contextlib.suppress(OSError):
-                    shutil.rmtree(runner.out / "work" / g.hash)
+                    ownership.remove(runner.out / "work" / g.hash)
                 bar.update(g.steps)
                 bar.set_postfix_str(f"done {g.dataset} {g.method} bs {g.batch_size}")
                 runner.group_done(g, rec, ctx)
@@ -313,7 +315,7 @@ class RayExecutor(Executor):
             for ref in refs:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
-            (runner.out / "work" / RAY_SESSION).unlink(missing_ok=True)
+            ownership.remove(runner.out / "work" / RAY_SESSION)
 
 
 # --------------------------------------------------------------------------- shards
@@ -346,54 +348,25 @@ def spec_identity(spec) -> dict:
     return json.loads(canonical(d))
 
 
-class SharedFolderLock:
+def SharedFolderLock(folder: str | Path) -> FolderLock:
     """A *shared* ``fcntl.flock`` on ``folder/.spml.lock``, the file :class:`FolderLock`
     locks exclusively: any number of shards hold it together, while a full bench (or
     ``--table-only``), which needs it exclusively, is refused — and a shard is refused
     while a full bench runs.  The kernel drops it when the process dies."""
-
-    def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
-        self._fh = None
-
-    def acquire(self) -> "SharedFolderLock":
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX
-            return self
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fh = open(self.folder / FolderLock.NAME, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            fh.close()
-            raise ConfigError(f"{self.folder} is in use by a full spml bench ({holder}); shards can only share a "
-                              "folder with other shards: wait for it to finish") from None
-        self._fh = fh
-        return self
-
-    def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+    return FolderLock(folder, shared=True, busy="{folder} is in use by a full spml bench ({holder}); shards can only "
+                                               "share a folder with other shards: wait for it to finish")
 
 
 @contextlib.contextmanager
 def _exclusive(path: Path):
-    """Block until this process holds an exclusive flock on ``path`` (created if missing)."""
+    """Block until this process holds an exclusive flock on ``path`` (an empty lock file
+    spmlkit lists in the owned folder it lies in)."""
+    ownership.touch(path)
+    lock = FolderLock(path.parent, lock_file=path, block=True).acquire()
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
         yield
-        return
-    with open(path, "a+", encoding="utf-8") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        lock.release()
 
 
 def _check_plan(path: Path, ident: dict) -> bool:
@@ -428,7 +401,7 @@ class Shard(Executor):
 
     def run(self, runner: BenchRunner) -> dict:
         k, n, log = self.k, self.n, runner.log
-        out = check_output_folder(runner.out)
+        out = ownership.check_output_folder(runner.out)
         ident = {"shards": n, "spec": spec_identity(runner.spec)}
         plan = out / SHARD_PLAN
         _check_plan(plan, ident)  # before anything is written
@@ -436,7 +409,9 @@ class Shard(Executor):
             import torch
 
             torch.set_num_threads(int(runner.threads))
-        created = not out.exists()
+        # a folder of the user's, a link or an input: refused before anything is written
+        ownership.claim(out, "bench", inputs=bench_inputs(runner.spec))
+        created = ownership.created(out)
         lock = SharedFolderLock(out).acquire()
         try:
             try:
@@ -449,7 +424,7 @@ class Shard(Executor):
             except BaseException:
                 if created:  # a shard that failed before doing anything leaves no folder behind
                     lock.release()
-                    (out / SHARD_PREPARE_LOCK).unlink(missing_ok=True)
+                    ownership.remove(out / SHARD_PREPARE_LOCK)
                     remove_empty_tree(out)
                 raise
             groups = plan_groups(runner.spec, datasets)
@@ -479,7 +454,7 @@ class Shard(Executor):
         subsets: dict = {}
         try:
             for g in pending:
-                work = runner.out / "work" / g.hash
+                work = ownership.mkdir(runner.out / "work" / g.hash)
                 try:
                     glock = FolderLock(work, what="bench group").acquire()
                 except ConfigError:  # another process (the same shard started twice) trains it
@@ -493,11 +468,10 @@ class Shard(Executor):
                     runner.records[g.hash] = runner.run_group(g, runner.bundle_for(g, by_label, subsets), bar)
                     runner.n_trained += 1
                 finally:
+                    glock.remove = True  # a group finished meanwhile leaves only the lock file: removed
                     glock.release()
-                    with contextlib.suppress(OSError):  # a group finished meanwhile leaves only the lock file
-                        if work.is_dir() and [p.name for p in work.iterdir()] == [FolderLock.NAME]:
-                            (work / FolderLock.NAME).unlink()
-                            work.rmdir()
+                    with contextlib.suppress(OSError, ConfigError):
+                        ownership.remove(work, only_if_empty=True)
         finally:
             bar.close()
 

@@ -14,10 +14,8 @@ train what is pending, write the tables and figures).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -25,9 +23,10 @@ from typing import Callable
 
 import numpy as np
 
+from ... import ownership
 from ...errors import ConfigError, CorruptFileError, SpmlError
-from ...io import (FolderLock, append_jsonl, check_output_folder, claim_output_folder, dumps_json, read_json,
-                   read_jsonl, remove_stale_temporaries, write_json)
+from ...io import FolderLock, dumps_json, read_json, read_json_record, read_jsonl
+from ...ownership import append_jsonl, write_json
 from ...training.callbacks import Callback
 from ..tables import write_outputs
 from .data import TrainSubset, resolve_datasets, subsample_rows
@@ -157,8 +156,8 @@ class BenchRunner:
         import torch
 
         train = trainer(self.spec.setting)
-        work = self.out / "work" / g.hash
-        work.mkdir(parents=True, exist_ok=True)
+        ownership.folder(self.out, "bench")  # (in a worker process too: the bench's folder, checked)
+        work = ownership.mkdir(self.out / "work" / g.hash)
         write_json(work / "key.json", g.key)
         Z = self._observations(bundle, g)
         n_observed = int((Z != 0).sum())
@@ -195,7 +194,7 @@ class BenchRunner:
         record["device"] = _device_name(g.config.device)  # where it trained (not part of what it is)
         record = json.loads(dumps_json(record))  # exactly what a later run will read back
         write_json(self.group_path(g), record)
-        shutil.rmtree(work, ignore_errors=True)
+        ownership.remove(work)  # what spmlkit wrote there (a file of anyone else's is left, and its folder)
         return record
 
     def _cache_image_features(self, datasets: list) -> None:
@@ -257,9 +256,9 @@ class BenchRunner:
         write the tables and figures.  A bench that fails before finishing a group leaves no
         folder behind."""
         t_start = time.perf_counter()
-        check_output_folder(self.out)
-        created = not self.out.exists()
-        claim_output_folder(self.out, kind="bench", what="a bench results folder", is_ours=is_bench_folder)
+        # a folder of the user's (not empty, not a bench), a link or an input: refused before anything is written
+        ownership.claim(self.out, "bench", inputs=bench_inputs(self.spec))
+        created = ownership.created(self.out)
         try:
             lock = FolderLock(self.out, what="bench folder").acquire()
         except BaseException:
@@ -268,8 +267,8 @@ class BenchRunner:
             raise
         try:
             # a killed bench leaves atomic-write temporaries behind: never read, removed here
-            remove_stale_temporaries(self.out / "groups")
-            remove_stale_temporaries(self.out)
+            ownership.remove_stale_temporaries(self.out / "groups")
+            ownership.remove_stale_temporaries(self.out)
             try:
                 datasets = resolve_datasets(self.spec, self.out, self.log)
                 return self._run_groups(datasets, t_start, train)
@@ -291,7 +290,7 @@ class BenchRunner:
                 pending.append(g)
             else:
                 self.records[g.hash] = rec
-                shutil.rmtree(self.out / "work" / g.hash, ignore_errors=True)
+                ownership.remove(self.out / "work" / g.hash)
         self.log(f"bench: {len(groups)} training group(s), {len(groups) - len(pending)} already finished, "
                  f"{len(pending)} to run -> {self.out}")
         from ...progress import progress
@@ -305,8 +304,7 @@ class BenchRunner:
             train(self, pending, ctx, bar)
         finally:
             bar.close()
-        with contextlib.suppress(OSError):
-            (self.out / "work").rmdir()  # only when empty: unfinished groups keep their checkpoints
+        ownership.remove(self.out / "work", only_if_empty=True)  # unfinished groups keep their checkpoints
         summary = write_outputs(self, groups, ctx)
         if self.figures:
             from ..figures import make_figures
@@ -354,14 +352,24 @@ def group_record_problem(rec, n_members: int) -> str | None:
     return None
 
 
+def bench_inputs(spec) -> list:
+    """What a bench reads: the datasets given as paths (bundles, data files) and the
+    files named by its hyper-parameters (``pseudo_scores``)."""
+    found = [d for d in spec.datasets if Path(d).exists()]
+    for params in spec.params.values():
+        if params.get("pseudo_scores"):
+            found.append(str(params["pseudo_scores"]))
+    return found
+
+
 def is_bench_folder(path: Path) -> bool:
     """True when ``path`` holds results of ``spml bench`` written before the output
-    marker existed (its ``groups/`` records or a ``runs.json`` with runs)."""
+    marker existed (its ``groups/`` records or a ``runs.json`` / ``runs.json.gz`` with runs)."""
     path = Path(path)
     if (path / "groups").is_dir() and all(p.suffix in (".json", ".tmp") for p in (path / "groups").iterdir()):
         return True
     try:
-        runs = read_json(path / "runs.json")
+        runs = read_json_record(path / "runs.json")
     except (OSError, SpmlError):
         return False
     return isinstance(runs, dict) and isinstance(runs.get("runs"), list)
@@ -369,39 +377,23 @@ def is_bench_folder(path: Path) -> bool:
 
 def remove_failed_bench(folder: Path) -> None:
     """Undo a bench that created ``folder`` and failed before finishing a group: its work
-    folders without a checkpoint (a ``key.json``, histograms), the bundles it prepared,
-    its marker and lock, then the folder when nothing else is in it (a file of anyone
-    else's is kept, and so is the folder)."""
-    from ...data.bundle import is_bundle_folder
-    from ...io import OUTPUT_MARKER
-
+    folders without a checkpoint, the bundles it prepared, then the folder when nothing
+    else is in it — only what spmlkit wrote (:mod:`spmlkit.ownership`): a file of anyone
+    else's is kept, and so is the folder."""
     work = folder / "work"
-    if work.is_dir():
-        for w in work.iterdir():
+    if work.is_dir() and not work.is_symlink():
+        for w in sorted(work.iterdir()):
             if w.is_dir() and not w.is_symlink() and not (w / "last.pt").exists():
-                for name in ("key.json", "hist.jsonl", "metrics.jsonl", "last.pt.sha256"):
-                    (w / name).unlink(missing_ok=True)
-    bundles = folder / "bundles"
-    if bundles.is_dir():
-        for b in bundles.iterdir():
-            if b.is_dir() and not b.is_symlink() and is_bundle_folder(b):
-                shutil.rmtree(b, ignore_errors=True)
-    (folder / OUTPUT_MARKER).unlink(missing_ok=True)
+                ownership.remove(w)
+    ownership.remove(folder / "bundles")
     remove_empty_tree(folder)
 
 
 def remove_empty_tree(folder: Path) -> None:
-    """Remove ``folder`` if it holds nothing but empty folders and spmlkit's lock file."""
-    if not folder.is_dir():
-        return
-    for p in sorted(folder.rglob("*"), key=lambda q: len(q.parts), reverse=True):
-        if p.is_dir():
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        elif p.name == FolderLock.NAME:
-            p.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        folder.rmdir()
+    """Remove ``folder`` if it holds nothing but empty folders spmlkit made and its own
+    bookkeeping (marker, manifest, lock)."""
+    ownership.prune(folder)
+    ownership.discard(folder, only_if_empty=True)
 
 
 def _device_name(device) -> str:
@@ -411,3 +403,8 @@ def _device_name(device) -> str:
         return str(resolve_device(device))
     except ConfigError:
         return str(device)
+
+
+ownership.register_kind("bench", "a bench results folder", is_ours=is_bench_folder,
+                        layout=("groups", "work", "bundles", "*.json", "*.csv", "*.md", "*.png", "figures", "tensorboard",
+                                ".spml-shards.lock"))

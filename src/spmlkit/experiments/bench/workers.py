@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from ...errors import ConfigError
-from ...io import read_json, write_json
+from ... import ownership
+from ...io import read_json
+from ...ownership import write_json
 from .data import TrainSubset, subsample_rows
 from .plan import Group
 from .runner import BenchRunner
@@ -111,7 +111,7 @@ def run_group_in_ray(spec: BenchSpec, out: str, g: Group, bundle_path: str, sess
         shared = read_json(marker).get("id") == session
     except Exception:  # noqa: BLE001 - not visible from this node: train in a temporary folder
         shared = False
-    folder = Path(out) if shared else Path(tempfile.mkdtemp(prefix="spml-ray-"))
+    folder = ownership.folder(out, "bench") if shared else ownership.temporary_folder("spml-ray-", "bench")
     try:
         if shared:  # who trains it, for the record (and for a test that kills this worker)
             write_json(folder / "work" / g.hash / "worker.json", {"pid": os.getpid(), "host": socket.gethostname()})
@@ -122,7 +122,7 @@ def run_group_in_ray(spec: BenchSpec, out: str, g: Group, bundle_path: str, sess
         rec = runner.run_group(g, _group_bundle(spec, g, bundle_path), None)
     finally:
         if not shared:
-            shutil.rmtree(folder, ignore_errors=True)
+            ownership.discard(folder)
     try:
         import ray
 

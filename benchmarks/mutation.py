@@ -1,0 +1,667 @@
+"""Mutation testing of the modules where a silent bug corrupts results or files (issue 39).
+
+A mutant is the source with one small change (``<`` for ``<=``, ``+`` for ``-``, a
+constant changed, an argument dropped, ...); the covering tests *kill* it when one of
+them fails.  A surviving mutant is a bug the tests would let through, or an equivalent
+program (a change that cannot alter any result).  The score of a module is the share of
+its mutants the covering tests kill.
+
+Tool: mutmut 3 (``pip install -e ".[mutation]"``).  It imports the code and the tests
+once and forks a child per mutant (mutation switching: no re-import of torch per
+mutant, the cost that makes cosmic-ray's file-rewriting take hours here), and runs only
+the covering tests that execute the mutated function.  mutmut leaves decorated
+functions unmutated (a decorator runs when the function is defined, so its trampoline
+cannot sit under an arbitrary one); every loss is registered by a decorator, so this
+script runs mutmut on a copy of the source in which ``@register_loss(...)`` and the
+other registration decorators are written as the equivalent assignment after the
+function (``f = register_loss(...)(f)``).  ``@property``, ``@staticmethod``,
+``@classmethod`` and ``functools.lru_cache`` stay (mutmut handles the first three; a
+cache would keep the original's values), and are listed as not mutated.
+
+Each module is mutated against its covering test files only (``MODULES``), so the time
+is bounded, with a time budget per module (mutants not reached in it are reported as
+not checked).  Runs one module at a time, in a temporary copy of the repository; the
+working tree is never written except ``benchmarks/results/mutation.{md,json}``.  A
+re-run of one module replaces that module's section and keeps the others, each with the
+commit, date and wall time it was measured at::
+
+    python benchmarks/mutation.py --module losses/ --module data/formats/presence_only.py
+    python benchmarks/mutation.py --module metrics.py --budget 1800
+    python benchmarks/mutation.py --all
+    python benchmarks/mutation.py --render      # re-write mutation.md from mutation.json
+
+Heavy (minutes to an hour per module on 2 cores): not part of CI.  Run it under
+``flock /tmp/spml-heavy.lock`` on a shared machine.
+
+Surviving mutants are listed with their diff.  A survivor known to be equivalent is
+listed with the reason, from ``EQUIVALENT`` below (matched by module and by the line
+before and after the change); every other survivor is marked as needing a test.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+TARGET = 0.85
+
+LOSS_TESTS = ["tests/losses", "tests/contracts/test_losses.py", "tests/contracts/test_loss_references.py"]
+#: module (relative to src/spmlkit) -> its covering test files (relative to the repository)
+MODULES: dict[str, list[str]] = {
+    "losses/": LOSS_TESTS,
+    "metrics.py": ["tests/test_metrics.py"],
+    "labels.py": ["tests/test_labels.py"],
+    "io.py": ["tests/test_io.py"],
+    "training/recipe.py": ["tests/training/test_recipe.py"],
+    "data/formats/presence_only.py": ["tests/data/formats/test_presence_only.py"],
+    "data/bundle.py": ["tests/data/test_bundle.py"],
+}
+
+#: decorators left on their function (mutmut then leaves it unmutated, or handles it itself)
+KEEP_DECORATORS = {"staticmethod", "classmethod", "property", "cached_property", "lru_cache", "cache",
+                   "overload", "abstractmethod"}
+
+#: survivors that cannot change any result: (module, line before, line after, reason).
+#: Lines are compared stripped; an entry matches a mutant whose diff removes the first and adds the second.
+_WHY = {
+    'MASK': "a boolean (or integer count) tensor cast to the logits' dtype before it multiplies or is added to a float tensor; `.to(None)` keeps it boolean and torch's type promotion gives the same float values",
+    'FALSY': '`entropy=None` is falsy like `entropy=False`',
+    'SENTINEL': 'the sentinel that keeps an observed positive from being drawn only has to be below every uniform draw in [0, 1): -1 and -2 both are',
+    'ARGMAX': 'only the argmax of the draws is used; their dtype does not change it',
+    'DEVICE': 'moves a tensor to the device of the tensor beside it; a no-op when both are on one device (the covering tests run on the CPU; a mismatch raises loudly on a GPU)',
+    'SIGN': '`sign` is exactly +1 or -1, so s / sign == s * sign bit for bit',
+    'ASLEDGE': 'at f = m exactly the shifted probability p_m is 0 and both branches give 0',
+    'LOGZERO': 'a zero weight gives log 0 = -inf in either branch, and a -inf entry of a log-sum-exp has zero weight and zero gradient',
+    'SPLIT': 'the first element of str.split is the same whatever the maximum number of splits',
+    'LACANY': 'an anchor has no embedding of another label only when every embedding has its label, and then no anchor has one: the per-anchor and the global test agree, in any shape',
+    'LACSUM': 'the per-anchor terms are summed next, so summing them all at once gives the same total',
+    'SOFTCAST': "the targets already have the logits' dtype (soft_observation_targets builds them with it), and clamping commutes with the cast",
+    'IDS': 'another one-to-one numbering of the grid cells (cell columns < blocks): the same partition into blocks; only which cells a given seed draws changes',
+    'SPAN': 'only on an axis where every point has the same coordinate: there (xy - lo) is 0, so every point is in the first cell whatever the divisor (0/0 is cast and clipped to 0)',
+    'REPLACE': "numpy's choice reads replace=None as False: drawn without replacement",
+    'REREAD': 'reads the same file a second time instead of reusing what was read: the same rows',
+    'CATNONE': "categorical=None is the reader's own default (detect the categorical covariates)",
+    'ZCAST': 'Split casts Z to the int8 observation encoding (labels.as_observations), whatever dtype it is built in',
+    'CODEC': "codec names are case-insensitive: 'UTF-8-SIG' is 'utf-8-sig'",
+    'EMPTY': 'the batch has no entry here (n = 0), so z.sum() is 0 and any factor gives 0, with a zero gradient',
+    'ROLECAST': "torch.stack promotes the estimator's logits to the classifier's dtype, and autograd casts a gradient to its input's dtype: the explicit casts change nothing (tests/losses/test_role.py checks the float32 estimator's float32 gradient)",
+}
+EQUIVALENT: list[tuple] = [
+    ('losses/', 'return loss * (observed != 0).to(loss.dtype)',
+     'return loss * (observed != 0).to(None)', _WHY['MASK']),
+    ('losses/', 'return loss * (observed != 0).to(loss.dtype)',
+     'return loss * (observed != 0).to(None)', _WHY['MASK']),
+    ('losses/', 'return loss * (observed != 0).to(loss.dtype)',
+     'return loss * (observed != 0).to(None)', _WHY['MASK']),
+    ('losses/', 'return neg_log_sigmoid(logits) * (observed == 1).to(logits.dtype)',
+     'return neg_log_sigmoid(logits) * (observed == 1).to(None)', _WHY['MASK']),
+    ('losses/', 'pos = (unobserved & (p_w >= threshold)).to(logits.dtype)',
+     'pos = (unobserved & (p_w >= threshold)).to(None)', _WHY['MASK']),
+    ('losses/', 'neg = (unobserved & (p_w <= 1.0 - threshold)).to(logits.dtype)',
+     'neg = (unobserved & (p_w <= 1.0 - threshold)).to(None)', _WHY['MASK']),
+    ('losses/', 'neg_mass = (torch.sigmoid(logits) * neg.to(dtype)).sum(dim=-1, keepdim=True)  # Σ_{j∈N} f_j',
+     'neg_mass = (torch.sigmoid(logits) * neg.to(None)).sum(dim=-1, keepdim=True)  # Σ_{j∈N} f_j', _WHY['MASK']),
+    ('losses/', 'return per_pos * pos.to(dtype)',
+     'return per_pos * pos.to(None)', _WHY['MASK']),
+    ('losses/', 'dtype = logits.dtype',
+     'dtype = None', _WHY['MASK']),
+    ('losses/', 'n_neg = neg.sum(dim=-1, keepdim=True).to(dtype)  # (..., B, 1)',
+     'n_neg = neg.sum(dim=-1, keepdim=True).to(None)  # (..., B, 1)', _WHY['MASK']),
+    ('losses/', 'pos = (observed == 1).to(logits.dtype).expand_as(logits)',
+     'pos = (observed == 1).to(None).expand_as(logits)', _WHY['MASK']),
+    ('losses/', 'neg = (observed == -1).to(logits.dtype)',
+     'neg = (observed == -1).to(None)', _WHY['MASK']),
+    ('losses/', 'unobs = (observed == 0).to(logits.dtype)',
+     'unobs = (observed == 0).to(None)', _WHY['MASK']),
+    ('losses/', 'pos = (observed == 1).to(logits.dtype)',
+     'pos = (observed == 1).to(None)', _WHY['MASK']),
+    ('losses/', 'return (pos.to(logits.dtype) * F.softplus(-logits)',
+     'return (pos.to(None) * F.softplus(-logits)', _WHY['MASK']),
+    ('losses/', '+ other.to(logits.dtype) * _negative_term(logits, entropy)',
+     '+ other.to(None) * _negative_term(logits, entropy)', _WHY['MASK']),
+    ('losses/', '+ (observed == -1).to(logits.dtype) * F.softplus(logits))',
+     '+ (observed == -1).to(None) * F.softplus(logits))', _WHY['MASK']),
+    ('losses/', 'neg = (observed == -1).to(logits.dtype)',
+     'neg = (observed == -1).to(None)', _WHY['MASK']),
+    ('losses/', 'pos = (observed == 1).to(logits.dtype)',
+     'pos = (observed == 1).to(None)', _WHY['MASK']),
+    ('losses/', 'target = (observed == 1).to(logits.dtype) + unobs * (epsilon / 2)',
+     'target = (observed == 1).to(None) + unobs * (epsilon / 2)', _WHY['MASK']),
+    ('losses/', 'return pos.to(like.dtype).expand_as(like)',
+     'return pos.to(None).expand_as(like)', _WHY['MASK']),
+    ('losses/', 'other = F.one_hot(draw.argmax(-1), logits.shape[-1]).to(torch.bool) & ~pos & (observed != -1)',
+     'other = F.one_hot(draw.argmax(-1), logits.shape[-1]).to(None) & ~pos & (observed != -1)', _WHY['MASK']),
+    ('losses/', 'return _full(logits, observed, background_logits, pos_weight, entropy=False)',
+     'return _full(logits, observed, background_logits, pos_weight, entropy=None)', _WHY['FALSY']),
+    ('losses/', 'return _slds(logits, observed, label_draw, entropy=False)',
+     'return _slds(logits, observed, label_draw, entropy=None)', _WHY['FALSY']),
+    ('losses/', 'return _ssdl(logits, observed, background_logits, entropy=False)',
+     'return _ssdl(logits, observed, background_logits, entropy=None)', _WHY['FALSY']),
+    ('losses/', 'draw = torch.where(pos, torch.full_like(label_draw, -1.0), label_draw.to(logits.dtype))',
+     'draw = torch.where(pos, torch.full_like(label_draw, -2.0), label_draw.to(logits.dtype))', _WHY['SENTINEL']),
+    ('losses/', 'draw = torch.where(pos, torch.full_like(label_draw, -1.0), label_draw.to(logits.dtype))',
+     'draw = torch.where(pos, torch.full_like(label_draw, -1.0), label_draw.to(None))', _WHY['ARGMAX']),
+    ('losses/', 'pl = pseudo_labels.to(observed.device)',
+     'pl = pseudo_labels.to(None)', _WHY['DEVICE']),
+    ('losses/', 'pl = pseudo_labels.to(observed.device)',
+     'pl = pseudo_labels.to(None)', _WHY['DEVICE']),
+    ('losses/', 'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.device, anchors.dtype)])',
+     'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(None, anchors.dtype)])', _WHY['DEVICE']),
+    ('losses/', 'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.device, anchors.dtype)])',
+     'contrast = torch.cat([anchors, queue_z.detach().reshape(-1, d).to(anchors.dtype)])', _WHY['DEVICE']),
+    ('losses/', 'c_lab = torch.cat([a_lab, queue_labels.reshape(-1).repeat_interleave(queue_z.shape[1]).to(a_lab.device)])',
+     'c_lab = torch.cat([a_lab, queue_labels.reshape(-1).repeat_interleave(queue_z.shape[1]).to(None)])', _WHY['DEVICE']),
+    ('losses/', 'z = torch.log(torch.addcmul(base, coef, t)).add_(s * sign)  # (2, ..., L)',
+     'z = torch.log(torch.addcmul(base, coef, t)).add_(s / sign)  # (2, ..., L)', _WHY['SIGN']),
+    ('losses/', 'active = shifted > 0',
+     'active = shifted >= 0', _WHY['ASLEDGE']),
+    ('losses/', 'z = torch.where(w > 0, x + torch.log(w), torch.full_like(x, -math.inf))',
+     'z = torch.where(w >= 0, x + torch.log(w), torch.full_like(x, -math.inf))', _WHY['LOGZERO']),
+    ('losses/', 'summary = (inspect.getdoc(fn) or "").split("\\n", 1)[0]',
+     'summary = (inspect.getdoc(fn) or "").split("\\n", )[0]', _WHY['SPLIT']),
+    ('losses/', 'summary = (inspect.getdoc(fn) or "").split("\\n", 1)[0]',
+     'summary = (inspect.getdoc(fn) or "").split("\\n", 2)[0]', _WHY['SPLIT']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(None, keepdim=True)', _WHY['LACANY']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(keepdim=True)', _WHY['LACANY']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(1, )', _WHY['LACANY']),
+    ('losses/', 'ok = neg.any(1, keepdim=True)',
+     'ok = neg.any(1, keepdim=False)', _WHY['LACANY']),
+    ('losses/', 'terms = ((sim - log_den) * pos).masked_fill(~ok, 0.0).sum(1)',
+     'terms = ((sim - log_den) * pos).masked_fill(~ok, 0.0).sum(None)', _WHY['LACSUM']),
+    ('losses/', 'soft = soft_targets.detach().to(like.dtype).clamp(0.0, 1.0)',
+     'soft = soft_targets.detach().to(None).clamp(0.0, 1.0)', _WHY['SOFTCAST']),
+    ('losses/', 't = targets.detach().to(logits.dtype).expand_as(logits)',
+     't = targets.detach().to(None).expand_as(logits)', _WHY['SOFTCAST']),
+    ('data/formats/presence_only.py', 'ids = cell[:, 0] * blocks + cell[:, 1]',
+     'ids = cell[:, 0] * blocks - cell[:, 1]', _WHY['IDS']),
+    ('data/formats/presence_only.py', 'ids = cell[:, 0] * blocks + cell[:, 1]',
+     'ids = cell[:, 0] / blocks + cell[:, 1]', _WHY['IDS']),
+    ('data/formats/presence_only.py', 'span = np.where(hi > lo, hi - lo, 1.0)',
+     'span = np.where(hi >= lo, hi - lo, 1.0)', _WHY['SPAN']),
+    ('data/formats/presence_only.py', 'span = np.where(hi > lo, hi - lo, 1.0)',
+     'span = np.where(hi > lo, hi - lo, 2.0)', _WHY['SPAN']),
+    ('data/formats/presence_only.py', 'out = rng.choice(occupied, size=max(1, int(round(fraction * len(occupied)))), replace=False)',
+     'out = rng.choice(occupied, size=max(1, int(round(fraction * len(occupied)))), replace=None)', _WHY['REPLACE']),
+    ('data/formats/presence_only.py', 'ph, pb = _read(pa) if pa != env else (eh, eb)',
+     'ph, pb = _read(pa) if (pa != env) or True else (eh, eb)', _WHY['REREAD']),
+    ('data/formats/presence_only.py', 'opts = {"categorical": categorical} if categorical is not None else {}',
+     'opts = {"categorical": categorical} if (categorical is not None) or True else {}', _WHY['CATNONE']),
+    ('data/formats/presence_only.py', 'Zr = np.zeros((len(Xr), L), np.int8)',
+     'Zr = np.zeros((len(Xr), L), None)', _WHY['ZCAST']),
+    ('data/formats/presence_only.py', 'Zr = np.zeros((len(Xr), L), np.int8)',
+     'Zr = np.zeros((len(Xr), L), )', _WHY['ZCAST']),
+    ('data/formats/presence_only.py', 'Zr = np.zeros((len(rows), L), np.int8)',
+     'Zr = np.zeros((len(rows), L), None)', _WHY['ZCAST']),
+    ('data/formats/presence_only.py', 'Zr = np.zeros((len(rows), L), np.int8)',
+     'Zr = np.zeros((len(rows), L), )', _WHY['ZCAST']),
+    ('data/formats/presence_only.py', 'Z = np.concatenate([Zr, np.zeros((len(tables.background), L), np.int8)])',
+     'Z = np.concatenate([Zr, np.zeros((len(tables.background), L), None)])', _WHY['ZCAST']),
+    ('data/formats/presence_only.py', 'Z = np.concatenate([Zr, np.zeros((len(tables.background), L), np.int8)])',
+     'Z = np.concatenate([Zr, np.zeros((len(tables.background), L), )])', _WHY['ZCAST']),
+    ('data/formats/presence_only.py', 'with open(path, newline="", encoding="utf-8-sig") as f:',
+     'with open(path, newline="", encoding="UTF-8-SIG") as f:', _WHY['CODEC']),
+    ('losses/', 'return z.sum() * 0.0',
+     'return z.sum() * 1.0', _WHY['EMPTY'], 'if n == 0:'),
+    ('losses/', 'return grad[0], grad[1].to(ctx.est_dtype), None, None, None',
+     'return grad[0], grad[1].to(None), None, None, None', _WHY['ROLECAST']),
+    ('losses/', 'ctx.est_dtype = estimator_logits.dtype',
+     'ctx.est_dtype = None', _WHY['ROLECAST']),
+    ('losses/', 'if estimator_logits.dtype != logits.dtype:',
+     'if estimator_logits.dtype == logits.dtype:', _WHY['ROLECAST']),
+    ('losses/', 'estimator_logits = estimator_logits.to(logits.dtype)',
+     'estimator_logits = estimator_logits.to(None)', _WHY['ROLECAST']),
+]
+
+
+#: survivors of the committed measurement that a test added after it kills (checked by
+#: planting the mutant and running the test): (module, line before, line after, test).
+#: Re-measuring the module drops them from the list.
+KILLED_SINCE: list[tuple[str, str, str, str]] = [
+    ("data/formats/presence_only.py", 'return any(Path(path).glob("*train_po.csv"))', "",
+     "tests/data/formats/test_presence_only.py::test_region_folders (detect_format)"),
+    ("data/formats/presence_only.py",
+     "raise ConfigError(f\"{path}: presence-only folder: name the region with --region ({', '.join(found)})\")", "",
+     "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+    ("data/formats/presence_only.py",
+     'raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")',
+     "", "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+]
+
+
+def killed_since(key: str, diff: str) -> str | None:
+    """The test added after the measurement that kills this survivor (an empty ``after``
+    matches any change of the line)."""
+    minus, plus = changed_lines(diff)
+    for mod, before, after, test in KILLED_SINCE:
+        if (mod == key or key.startswith(mod)) and before.strip() in minus and (not after or after.strip() in plus):
+            return test
+    return None
+
+
+# ----------------------------------------------------------------------------- helpers
+def module_key(arg: str) -> str:
+    arg = arg.strip().removeprefix("src/spmlkit/")
+    if arg in MODULES:
+        return arg
+    if arg.startswith("losses/") and arg.endswith(".py"):
+        return arg  # one loss file: the loss tests
+    raise SystemExit(f"mutation.py: unknown module {arg!r}; known: {', '.join(MODULES)} (or losses/<file>.py)")
+
+
+def tests_for(key: str) -> list[str]:
+    return [t for t in (MODULES.get(key) or LOSS_TESTS) if (REPO / t).exists()]
+
+
+def mutate_pattern(key: str) -> str:
+    return f"src/spmlkit/{key}*" if key.endswith("/") else f"src/spmlkit/{key}"
+
+
+def git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def machine() -> str:
+    import torch
+
+    try:
+        load = f"; load average at the start {os.getloadavg()[0]:.1f}"
+    except OSError:
+        load = ""
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+            f"torch {torch.__version__}{load}")
+
+
+def device() -> str:
+    import torch
+
+    return "CPU" + ("" if not torch.cuda.is_available() else " (a CUDA device is present; tests run on the CPU)")
+
+
+def undecorate(source: str) -> tuple[str, list[str]]:
+    """``@d(...) def f`` at module level -> ``def f`` followed by ``f = d(...)(f)`` (the same
+    program), for every decorator not in :data:`KEEP_DECORATORS`; returns the new source
+    and the names of the functions that keep a decorator (not mutated by mutmut)."""
+    import libcst as cst
+
+    def final_name(expr) -> str:
+        while isinstance(expr, cst.Call):
+            expr = expr.func
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value
+        return getattr(expr, "value", "")
+
+    kept: list[str] = []
+    module = cst.parse_module(source)
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.decorators:
+            names = [final_name(d.decorator) for d in stmt.decorators]
+            if any(n in KEEP_DECORATORS for n in names):
+                kept.append(stmt.name.value)
+                body.append(stmt)
+                continue
+            expr: cst.BaseExpression = cst.Name(stmt.name.value)
+            for d in reversed(stmt.decorators):
+                expr = cst.Call(func=d.decorator, args=[cst.Arg(expr)])
+            body.append(stmt.with_changes(decorators=[]))
+            body.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(stmt.name.value))], expr)]))
+        else:
+            if isinstance(stmt, cst.ClassDef):
+                for inner in stmt.body.body:
+                    if isinstance(inner, cst.FunctionDef) and inner.decorators:
+                        names = [final_name(d.decorator) for d in inner.decorators]
+                        if not (len(names) == 1 and names[0] in ("staticmethod", "classmethod")):
+                            kept.append(f"{stmt.name.value}.{inner.name.value}")
+            body.append(stmt)
+    return module.with_changes(body=body).code, kept
+
+
+def prepare_work(key: str, work: Path, max_children: int) -> list[str]:
+    """A copy of the repository in ``work`` (src with decorators unrolled in the mutated
+    files, tests, pyproject with mutmut's configuration); returns the kept-decorator list."""
+    repo = work / "repo"
+    shutil.copytree(REPO / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(REPO / "tests", repo / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy2(REPO / name, repo / name)
+    if (REPO / "docs").is_dir():
+        shutil.copytree(REPO / "docs", repo / "docs")
+    kept: list[str] = []
+    pattern = mutate_pattern(key)
+    import fnmatch
+
+    for f in sorted((repo / "src").rglob("*.py")):
+        rel = f.relative_to(repo).as_posix()
+        if fnmatch.fnmatch(rel, pattern) and f.name != "__init__.py":
+            text, k = undecorate(f.read_text(encoding="utf-8"))
+            f.write_text(text, encoding="utf-8")
+            kept += [f"{rel}: {n}" for n in k]
+    py = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    py = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", py)
+    cfg = {
+        "source_paths": ["src"],
+        "only_mutate": [pattern],
+        "do_not_mutate": ["src/spmlkit/*/__init__.py", "src/spmlkit/__init__.py"],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q"],
+        "pytest_add_cli_args_test_selection": tests_for(key),
+        "use_git_change_detection": False,
+        "timeout_multiplier": 10.0,
+        "timeout_constant": 5.0,
+    }
+    lines = ["", "[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in cfg.items()]
+    (repo / "pyproject.toml").write_text(py.rstrip() + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return kept
+
+
+def run_mutmut(repo: Path, budget: float, max_children: int, log) -> tuple[float, bool]:
+    """``mutmut run`` in ``repo``; stopped (SIGINT, then SIGKILL) after ``budget`` seconds."""
+    env = {**os.environ, "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    shared = REPO.parent / "shared" / "data"
+    if shared.exists():
+        env.setdefault("SPMLKIT_SHARED_DATA", str(shared.resolve()))
+    env.pop("PYTHONPATH", None)
+    exe = Path(sys.executable).with_name("mutmut")
+    cmd = [str(exe) if exe.exists() else "mutmut", "run", "--max-children", str(max_children)]
+    t0 = time.time()
+    with open(repo / "mutmut.log", "w") as out:
+        proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        stopped = False
+        while proc.poll() is None:
+            if time.time() - t0 > budget:
+                stopped = True
+                log(f"  time budget {budget:.0f} s spent: stopping mutmut")
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                break
+            time.sleep(2)
+    return time.time() - t0, stopped
+
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked",
+          2: "not checked", 37: "caught by type check"}
+
+
+def collect(repo: Path) -> dict:
+    """Every mutant's status from mutmut's ``.meta`` files: {file: {mutant: status}}."""
+    out: dict[str, dict[str, str]] = {}
+    for meta in sorted((repo / "mutants").rglob("*.py.meta")):
+        rel = meta.relative_to(repo / "mutants").as_posix()[: -len(".meta")]
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        if codes:
+            out[rel] = {k: STATUS.get(v, "suspicious") for k, v in sorted(codes.items())}
+    return out
+
+
+def _functions(path: Path) -> dict:
+    """The source of every function (also methods, as ``Class.method``) in a file of mutmut's
+    ``mutants/`` tree, by name."""
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    out = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in out:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            out[node.name] = "\n".join(lines[start - 1:node.end_lineno])
+    return out
+
+
+_FUNCS: dict = {}
+
+
+def show(repo: Path, name: str, rel: str | None = None) -> str:
+    """The mutant's diff against the original function (what ``mutmut show`` prints, read
+    from mutmut's generated source without starting mutmut once per mutant)."""
+    import difflib
+
+    if rel is not None:
+        path = repo / "mutants" / rel
+        if str(path) not in _FUNCS:
+            _FUNCS[str(path)] = _functions(path) if path.exists() else {}
+        funcs = _FUNCS[str(path)]
+        short = name.rsplit(".", 1)[-1]  # x_func__mutmut_3 or xǁClassǁmethod__mutmut_3
+        orig = funcs.get(short.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
+        mutant = funcs.get(short)
+        if orig and mutant:
+            a = orig.replace(short.rsplit("__mutmut_", 1)[0] + "__mutmut_orig", "FUNC").splitlines()
+            b = mutant.replace(short, "FUNC").splitlines()
+            base = short.rsplit("__mutmut_", 1)[0]
+            plain = (base[2:] if base.startswith("x_") else base[1:]).replace("ǁ", ".").strip(".")
+            diff = [ln for ln in difflib.unified_diff(a, b, lineterm="", n=3)][2:]
+            return "\n".join([f"# {name}"] + [ln.replace("FUNC", plain) for ln in diff])
+    exe = Path(sys.executable).with_name("mutmut")
+    r = subprocess.run([str(exe) if exe.exists() else "mutmut", "show", name], cwd=repo, capture_output=True,
+                       text=True, timeout=120)
+    text = r.stdout.strip()
+    return "\n".join(ln for ln in text.splitlines() if not ln.startswith(("---", "+++")) or "@@" in ln)
+
+
+def changed_lines(diff: str) -> tuple[list[str], list[str]]:
+    minus = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return minus, plus
+
+
+def reason_for(key: str, diff: str) -> str | None:
+    """The reason a survivor is equivalent (None: it needs a test).  An entry may add a line
+    of context that must appear just before the change (for a line written twice)."""
+    minus, plus = changed_lines(diff)
+    lines = [ln[1:].strip() for ln in diff.splitlines()]
+    for mod, before, after, why, *context in EQUIVALENT:
+        if (mod == key or key.startswith(mod)) and before.strip() in minus and after.strip() in plus:
+            if context and context[0] not in lines[max(0, lines.index(before.strip()) - 1):][:1]:
+                continue
+            return why
+    return None
+
+
+def score(counts: dict) -> float | None:
+    """Killed (timeouts count as killed: the tests did not pass) over every mutant that was
+    checked; mutants no covering test executes ("no tests") count as survivors."""
+    detected = counts.get("killed", 0) + counts.get("timeout", 0)
+    checked = detected + counts.get("survived", 0) + counts.get("no tests", 0) + counts.get("suspicious", 0)
+    return detected / checked if checked else None
+
+
+def measure(key: str, budget: float, max_children: int, keep: bool, log, from_work: Path | None = None) -> dict:
+    work = from_work or Path(tempfile.mkdtemp(prefix="spml-mutation-"))
+    commit = git("rev-parse", "--short", "HEAD")  # what is copied and measured (HEAD may move during the run)
+    dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
+    try:
+        if from_work is None:
+            kept = prepare_work(key, work, max_children)
+            log(f"{key}: mutating {mutate_pattern(key)} against {' '.join(tests_for(key))} (work folder {work})")
+            wall, stopped = run_mutmut(work / "repo", budget, max_children, log)
+        else:  # a run whose mutmut finished but whose report was not written: its results, its wall time
+            kept = []
+            metas = list((work / "repo" / "mutants").rglob("*.py.meta"))
+            wall = max(m.stat().st_mtime for m in metas) - (work / "repo" / "pyproject.toml").stat().st_mtime
+            stopped = False
+            log(f"{key}: reading mutmut's results in {work}")
+        statuses = collect(work / "repo")
+        tail = (work / "repo" / "mutmut.log").read_text(errors="replace")[-3000:]
+        files = {}
+        survivors = []
+        for rel, st in statuses.items():
+            c: dict[str, int] = {}
+            for s in st.values():
+                c[s] = c.get(s, 0) + 1
+            files[rel.removeprefix("src/")] = c
+            for name, s in st.items():
+                if s in ("survived", "no tests", "suspicious"):
+                    diff = show(work / "repo", name, rel)
+                    survivors.append({"file": rel.removeprefix("src/"), "mutant": name, "status": s, "diff": diff,
+                                      "reason": reason_for(key, diff)})
+        total: dict[str, int] = {}
+        for c in files.values():
+            for s, n in c.items():
+                total[s] = total.get(s, 0) + n
+        if not statuses:
+            log(f"  no mutant results; mutmut's log ends with:\n{tail}")
+        return {"module": key, "tests": tests_for(key), "commit": commit, "dirty": dirty,
+                "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "wall_s": round(wall, 1), "budget_s": budget, "stopped_by_budget": stopped,
+                "machine": machine(), "device": device(), "max_children": max_children,
+                "counts": total, "files": files, "score": score(total), "survivors": survivors,
+                "not_mutated": kept, "log_tail": tail if not statuses else ""}
+    finally:
+        if keep or from_work is not None:
+            log(f"  work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- report
+def fmt_score(s) -> str:
+    return "–" if s is None else f"{100 * s:.1f}%"
+
+
+def render(data: dict, command: str) -> str:
+    mods = [data["modules"][k] for k in MODULES if k in data["modules"]]
+    mods += [v for k, v in sorted(data["modules"].items()) if k not in MODULES]
+    wall = sum(m["wall_s"] for m in mods)
+    lines = ["# Mutation testing (issue 39)", "",
+             f"- command: `{command}` (each module's own command and date are in its row below)",
+             f"- date: {data.get('date', '')}",
+             f"- machine: {mods[0]['machine'] if mods else platform.platform()} (shared with other jobs: "
+             "times are on a loaded machine)",
+             f"- device: {mods[0]['device'] if mods else 'CPU'}",
+             f"- wall time: {wall / 60:.1f} min over the modules below (mutmut, --max-children "
+             f"{mods[0]['max_children'] if mods else 2})",
+             f"- tool: mutmut {data.get('mutmut', '')}, through `benchmarks/mutation.py` (decorated functions "
+             "unrolled so that registered losses are mutated; see the script's docstring)",
+             f"- target: >= {TARGET:.0%} of the mutants killed in each module; score = (killed + timeout) / "
+             "(killed + timeout + survived + no tests + suspicious); the last score leaves out the survivors "
+             "listed as equivalent (programs no test can tell apart)", "",
+             "| module | measured on commit | date | wall time | mutants | killed | timeout | survived | no tests "
+             "| not checked | score | equivalent | score without equivalents | target |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for m in mods:
+        c = m["counts"]
+        n = sum(c.values())
+        ok = m["score"] is not None and m["score"] >= TARGET
+        n_eq = sum(1 for s in m["survivors"] if reason_for(m["module"], s["diff"]))
+        detected = c.get("killed", 0) + c.get("timeout", 0)
+        rest = detected + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0) - n_eq
+        s_eq = detected / rest if rest else None
+        commit = m["commit"] + (" + uncommitted changes" if m.get("dirty") else "")
+        lines.append(f"| {m['module']} | {commit} | {m['date']} | {m['wall_s'] / 60:.1f} min"
+                     f"{' (budget spent)' if m['stopped_by_budget'] else ''} | {n} | {c.get('killed', 0)} | "
+                     f"{c.get('timeout', 0)} | {c.get('survived', 0)} | {c.get('no tests', 0)} | "
+                     f"{c.get('not checked', 0)} | {fmt_score(m['score'])} | {n_eq} | {fmt_score(s_eq)} | "
+                     f"{'met' if ok else 'NOT met'} |")
+    for m in mods:
+        lines += ["", f"## {m['module']}", "",
+                  f"- command: `python benchmarks/mutation.py --module {m['module']}` (budget {m['budget_s']:.0f} s)",
+                  f"- covering tests: {', '.join(m['tests'])}",
+                  f"- commit {m['commit']}, {m['date']}, wall time {m['wall_s'] / 60:.1f} min", ""]
+        if len(m["files"]) > 1:
+            lines += ["| file | mutants | killed | timeout | survived | no tests | score |",
+                      "|---|---:|---:|---:|---:|---:|---:|"]
+            for f, c in sorted(m["files"].items()):
+                lines.append(f"| {f} | {sum(c.values())} | {c.get('killed', 0)} | {c.get('timeout', 0)} | "
+                             f"{c.get('survived', 0)} | {c.get('no tests', 0)} | {fmt_score(score(c))} |")
+            lines.append("")
+        if m.get("not_mutated"):
+            lines.append("Not mutated (a decorator mutmut cannot trampoline under): "
+                         + ", ".join(f"`{x}`" for x in m["not_mutated"]) + ".")
+            lines.append("")
+        surv = m["survivors"]
+        for s in surv:  # reasons are the script's (EQUIVALENT), so a re-render picks up new ones
+            s["reason"] = reason_for(m["module"], s["diff"])
+        if not surv:
+            lines.append("No surviving mutant.")
+            continue
+        explained = sum(1 for s in surv if s["reason"])
+        since = sum(1 for s in surv if not s["reason"] and killed_since(m["module"], s["diff"]))
+        lines.append(f"Surviving mutants: {len(surv)} ({explained} equivalent, with the reason; {since} killed by a "
+                     f"test added after this measurement; {len(surv) - explained - since} without a killing test).")
+        for s in surv:
+            k = killed_since(m["module"], s["diff"])
+            why = (f"equivalent: {s['reason']}" if s["reason"] else
+                   f"killed by `{k}`, added after this measurement (checked by planting the mutant)" if k else
+                   "**needs a test** (or a reason it is equivalent)")
+            lines += ["", f"- `{s['mutant']}` ({s['status']}) — {why}", "", "```diff", s["diff"] or "(no diff)",
+                      "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", action="append", default=[], help="module under src/spmlkit (repeatable): "
+                    + ", ".join(MODULES))
+    ap.add_argument("--all", action="store_true", help="every module, one after the other")
+    ap.add_argument("--budget", type=float, default=3600.0, help="seconds per module (default 3600)")
+    ap.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2)")
+    ap.add_argument("--keep-work", action="store_true", help="keep the temporary copy (to inspect mutants)")
+    ap.add_argument("--render", action="store_true", help="only re-write mutation.md from mutation.json")
+    ap.add_argument("--from-work", type=Path, help="report the finished mutmut run in this work folder (one "
+                    "--module) instead of running mutmut again")
+    ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
+    args = ap.parse_args(argv)
+    keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
+    if not keys and not args.render:
+        ap.error("give --module MODULE (repeatable), --all or --render")
+    store = args.out.with_suffix(".json")
+    data = json.loads(store.read_text()) if store.exists() else {"modules": {}}
+    command = "python benchmarks/mutation.py " + " ".join(sys.argv[1:] if argv is None else argv)
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    try:
+        from importlib.metadata import version
+
+        data["mutmut"] = version("mutmut")
+    except Exception:  # noqa: BLE001 - not installed: only --render works
+        if not args.render:
+            raise SystemExit("mutation.py: mutmut is not installed; pip install -e '.[mutation]'")
+    measured: dict = {}
+    for key in keys:
+        t0 = time.time()
+        res = measure(key, args.budget, args.max_children, args.keep_work, log, from_work=args.from_work)
+        measured[key] = res
+        if store.exists():  # another run may have written other modules meanwhile: keep them
+            data["modules"] = {**json.loads(store.read_text()).get("modules", {}), **measured}
+        data["modules"][key] = res
+        log(f"{key}: {sum(res['counts'].values())} mutants, score {fmt_score(res['score'])}, "
+            f"{len(res['survivors'])} survivors, {time.time() - t0:.0f} s")
+        data["date"] = res["date"]
+        data["command"] = command
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        args.out.write_text(render(data, command))
+    if args.render:
+        args.out.write_text(render(data, data.get("command", command)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

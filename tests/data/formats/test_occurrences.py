@@ -1,0 +1,119 @@
+"""Occurrence records (issue 36): a raw export cleaned with every dropped row counted by
+reason, names reduced to the species, and records on a raster stack (covariates at the
+records, off-raster and nodata records counted, seeded background, categorical layers,
+spatial-block validation)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spmlkit.data.formats.occurrences import clean_records, species_name, write_clean_records
+from spmlkit.errors import ConfigError, DataFormatError
+from tests.helpers.rasters import HEIGHT, SEA, WIDTH, centre, located_records, make_stack, write_records
+
+
+def test_species_names():
+    assert species_name("Solanum acaule Bitter") == "Solanum acaule"
+    assert species_name("solanum ACAULE subsp. aemulans") == "Solanum acaule"
+    assert species_name("Solanum") is None and species_name("Solanum sp.") is None
+    assert species_name("Solanum spp") is None and species_name("Solanum acaule Bitter", "as-is") == \
+        "Solanum acaule Bitter"
+
+
+def test_a_raw_export_is_cleaned_with_every_drop_counted(tmp_path):
+    raw = write_records(tmp_path / "gbif.csv", [
+        ["Solanum acaule Bitter", "-65.1", "-22.2"],
+        ["solanum acaule acaule", "-65.2", "-22.3"],
+        ["Solanum acaule f. acaule", "-65.1", "-22.2"],  # the first record again: a duplicate
+        ["", "-65", "-22"],
+        ["Solanum", "-65", "-22"],
+        ["Solanum acaule", "NA", "-22"],
+        ["Solanum acaule", "-65,5", "-22"],  # a decimal comma: quoted by csv, not a number
+        ["Solanum acaule", "-265", "-22"],
+        ["Solanum acaule", "0", "0"],
+        ["Bradypus variegatus", "-60", "-5"],
+        ["Bradypus variégatus", "-61", "-5"],  # Latin-1 accent in the name
+    ], header=("species", "lon", "lat"), encoding="latin-1")
+    c = clean_records(raw)
+    assert c.read == 11 and c.kept == 4
+    assert {k: v for k, v in c.dropped.items() if v} == {
+        "duplicate": 1, "no species name": 1, "not identified to species": 1, "no coordinates": 1,
+        "coordinates not numbers": 1, "coordinates out of range": 1, "coordinates 0, 0": 1}
+    assert c.species == ["Solanum acaule", "Solanum acaule", "Bradypus variegatus", "Bradypus variégatus"]
+    assert c.ids[:2] == ["gbif.csv:2", "gbif.csv:3"] and c.xy[0].tolist() == [-65.1, -22.2]
+    assert sorted(c.spellings["Solanum acaule"]) == ["Solanum acaule Bitter", "solanum acaule acaule"]
+    report = "\n".join(c.report())
+    assert "not UTF-8; read as Latin-1" in report and "records: 11 read, 4 kept, 7 dropped" in report
+    assert "'Solanum acaule': 2 records, from 2 spelling(s)" in report
+    out = write_clean_records(c, tmp_path / "clean.csv")
+    again = clean_records(out)  # a cleaned file reads back unchanged
+    assert again.species == c.species and np.array_equal(again.xy, c.xy) and again.ids == c.ids
+
+
+def test_columns_are_found_or_named(tmp_path):
+    p = write_records(tmp_path / "r.csv", [["a b", 1, 2]], header=("scientificName", "decimalLongitude", "Lat"))
+    assert clean_records(p).xy.tolist() == [[1.0, 2.0]]
+    q = write_records(tmp_path / "q.csv", [["a b", 1, 2]], header=("taxon_name", "east", "north"))
+    with pytest.raises(DataFormatError, match=r"q.csv, line 1: no species column .*--label-column"):
+        clean_records(q)
+    assert clean_records(q, species_column="taxon_name", x_column="east", y_column="north").kept == 1
+    with pytest.raises(DataFormatError, match="no record left after cleaning"):
+        clean_records(write_records(tmp_path / "e.csv", [["a b", "NA", "NA"]]))
+
+
+def on_rasters(tmp_path, rows, **kw):
+    pytest.importorskip("rasterio")
+    from spmlkit.data.formats.occurrences import records_on_rasters
+
+    env = make_stack(tmp_path / "env")
+    rec = write_records(tmp_path / "rec.csv", rows)
+    notes = []
+    ds = records_on_rasters(rec, [env], background=kw.pop("background", 40), log=notes.append, **kw)
+    return ds, notes
+
+
+def test_records_on_rasters(tmp_path):
+    rows = located_records(10) + [["Aus alpha", *centre(*SEA[0])], ["Aus alpha", 100.0, 0.0]]
+    ds, notes = on_rasters(tmp_path, rows, seed=1)
+    tr = ds.splits["train"]
+    assert ds.label_names == ["Aus alpha", "Bus beta"] and ds.background
+    n_rec = len(set(map(tuple, (tuple(r) for r in located_records(10)))))  # duplicates dropped by cleaning
+    assert (tr.Z.sum(1) == 1).sum() == n_rec and (tr.Z.sum(1) == 0).sum() == 40
+    text = "\n".join(notes)
+    assert "dropped, outside the rasters: 1" in text and "dropped, on a nodata cell: 1" in text
+    assert f"records on the rasters: {n_rec} of {n_rec + 2} cleaned records kept" in text
+    assert "background: 40 cells drawn from 189 valid cells (seed 1)" in text
+    # soil is uint8 with 3 levels: detected as categorical; temp is float, rain has 11 levels
+    assert ds.encoding["categorical"] == {"soil": [1.0, 2.0, 3.0]}
+    assert ds.feature_names == ["rain", "soil=1", "soil=2", "soil=3", "temp"]
+    assert tr.ids[0] == "rec.csv:2" and tr.ids[-1] == "background:39" and tr.xy.shape == (len(tr.Z), 2)
+    assert ds.places["crs"] == "EPSG:4326" and ds.places["rasters"]["layers"] == ["rain", "soil", "temp"]
+    # the covariates are the rasters' values at the records
+    from spmlkit.data.rasters import extract, open_stack
+
+    vals, _ = extract(open_stack([tmp_path / "env"]), tr.xy[:3])
+    assert np.array_equal(tr.X[:3, [0, 4]], vals[:, [0, 2]].astype(np.float32))
+
+
+def test_declared_categorical_blocks_and_one_per_cell(tmp_path):
+    rows = located_records(10)
+    rows.append(list(rows[0][:1]) + [rows[0][1] + 0.1, rows[0][2]])  # same species, same cell, another place
+    ds, notes = on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3)
+    assert ds.encoding["categorical"] == {} and "val" in ds.splits
+    assert "dropped, same species in the same cell: " in "\n".join(notes)
+    with pytest.raises(ConfigError, match="--categorical 'bio1' is not a raster layer"):
+        on_rasters(tmp_path, rows, categorical=["bio1"])
+
+
+def test_records_off_the_rasters(tmp_path):
+    with pytest.raises(DataFormatError, match=r"no record falls on a valid raster cell .* are x and y swapped"):
+        on_rasters(tmp_path, [["Aus alpha", 50.0, 10.0], ["Bus beta", 49.0, 11.0]])
+    rows = located_records(5) + [["Aus alpha", 100.0, 0.0]]
+    with pytest.raises(DataFormatError, match=r"record rec.csv:12 \(Aus alpha, x 100, y 0\) is outside the rasters"):
+        on_rasters(tmp_path, rows, off_raster="error")
+
+
+def test_crs_mismatch_names_both(tmp_path):
+    with pytest.raises(ConfigError, match=r"the records \(rec.csv, --crs\) are in EPSG:3857 but the rasters "
+                                          r"\(rain.tif, ...\) are in EPSG:4326"):
+        on_rasters(tmp_path, located_records(3), crs="EPSG:3857")
