@@ -37,9 +37,11 @@ from ..errors import ConfigError
 from ..models.heads import MixedHeads, build_head
 from ..sparse_labels import as_sparse
 from . import distributed
+from .callbacks import EpochFunction, tagged
 from .ensemble import weigh
-from .linear import FeatureStore, RunResult, split_scores, train_linear
+from .linear import FeatureStore, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
+from .result import RunResult
 
 
 def backbone_features(bundle, config: TrainConfig) -> bool:
@@ -190,10 +192,12 @@ def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[t
 
 def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
-                 keep_state: bool = False, device=None) -> list:
+                 keep_state: bool = False, device=None, callbacks=()) -> list:
     """Train the recipe once per member ``(lr, seed)`` of the caller (the recipe searches
     its own learning rates, so the caller's ``lr`` is recorded and not used); results in
-    member order, like :func:`spmlkit.training.linear.train_linear`."""
+    member order, like :func:`spmlkit.training.linear.train_linear`.  ``callbacks`` /
+    ``on_epoch`` hear each member method's epochs, tagged with ``member`` and
+    ``member_index``."""
     t_start = time.perf_counter()
     if config.setting == "finetune":
         raise ConfigError(f"method {recipe.name!r} is a recipe of the linear setting (it trains several heads on "
@@ -220,6 +224,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     fits, dropped = _within_state_budget(list(dict.fromkeys(name for name, _ in members)), parts, len(m_lrs),
                                          log=getattr(recipe, "log", None))
     members = tuple((name, h) for name, h in members if name in fits)
+    callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
         from .. import ownership
 
@@ -228,12 +233,9 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     def run_member(i, name, cfg, lrs_, seeds_, tag=""):
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name + tag)
 
-        def member_epoch(info):
-            if on_epoch is not None:
-                on_epoch({**info, "member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i})
-
+        member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i})
         return train_linear(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
-                            on_epoch=member_epoch, keep_state=True, device=parts.device)
+                            callbacks=member, keep_state=True, device=parts.device)
 
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
     labels = []  # each member's name in notes, logs and RUN/members/ (method, or method-head off the run's head)
