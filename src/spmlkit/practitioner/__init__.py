@@ -4,3 +4,5 @@ evaluation without full labels (:mod:`.evaluation`), k estimates (:mod:`.estimat
 prediction input/output (:mod:`.inference`), reports (:mod:`.report`) and the
 scikit-learn estimator (:mod:`.estimator`).  It builds on the core packages; nothing in
 the core imports it (tests/contracts/test_layers.py)."""
+
+__all__: list[str] = []  # a namespace: import the modules (spmlkit.practitioner.run, ...)

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from . import (
+from .base import (
     Arg,
     check_positive,
     linear_setup,

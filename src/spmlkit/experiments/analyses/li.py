@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import (
+from .base import (
     Arg,
     prepare_out,
     pyplot,

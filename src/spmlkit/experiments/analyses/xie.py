@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from . import (
+from .base import (
     Arg,
     check_positive,
     prepare_out,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import (
+from .base import (
     Arg,
     linear_setup,
     prepare_out,
