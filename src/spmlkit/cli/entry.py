@@ -4,8 +4,10 @@ and exit status 2, Ctrl-C into status 130 and a closed pipe into a quiet exit.""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
+import warnings
 
 from .._version import __version__
 from ..errors import SpmlError
@@ -47,7 +49,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded by commands that report their command line
-    import warnings
 
     try:
         with warnings.catch_warnings():
@@ -60,8 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spml: error: {exc.filename or exc}: file not found", file=sys.stderr)
         return 2
     except OSError as exc:  # read-only filesystem, no permission, disk full, file too large, ...
-        import errno
-
         where = exc.filename or "output"
         what = exc.strerror or str(exc).splitlines()[0]
         hint = {errno.ENOSPC: "; free some space and run the command again (finished work is kept)",

@@ -50,7 +50,7 @@ from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
 from .. import ownership
 from ..io import FolderLock, read_json, sha256_file
 from ..ownership import save_npy, write_json, write_text
-from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
+from ..labels import REGIMES, full_observations, get_regime, has_positive, label_stats, observation_stats, observe
 from ..sparse_labels import SparseLabels, as_sparse
 from .dataset import MultiLabelDataset, Split
 
@@ -133,7 +133,6 @@ def check_observations(Z, path, regime: str | None = None, *, background_rows: i
     if not pos.any():
         raise CorruptFileError(f"{path}: no observed positive at all (regime {regime!r} observes at least one); the "
                                "file was altered — re-run 'spml prepare'")
-    from ..labels import REGIMES
 
     r = REGIMES.get(regime)
     if r is not None and r.needs_positive and regime != "partial" and (pos != 1).any():
@@ -232,10 +231,10 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
                 save_labels(d, "Z", s.Z)
             if s.areas is not None:  # largest-instance areas (the 'single_positive_largest' regime;
                 save_npy(d / "areas.npy", s.areas.astype(np.float64))  # COCO-style data, few labels)
-            if s.mask is not None and s.Y is not None:  # where Y is known (issue 24)
+            if s.mask is not None and s.Y is not None:  # where Y is known
                 save_labels(d, "mask", as_sparse(s.mask, dtype=bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
-            if s.ids is not None:  # issue 36: ids and places pass through to predictions
+            if s.ids is not None:  # ids and places pass through to predictions
                 save_npy(d / "ids.npy", np.asarray(s.ids, dtype=str).reshape(-1))
             if s.xy is not None:
                 save_npy(d / "xy.npy", s.xy.astype(np.float64))
@@ -336,7 +335,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         Zt = as_sparse(train.Z)
         keep_mask = Zt.row_counts(0) < Zt.n_labels  # at least one observed label
         why = "no observed label"
-        if dataset.background:  # declared background rows (issue 24) are kept
+        if dataset.background:  # declared background rows are kept
             keep_mask = np.ones(len(train), dtype=bool)
     else:
         keep_mask = has_positive(train.Y)
@@ -618,7 +617,6 @@ class Bundle:
             Y = self.labels(split)
             if Y is None:
                 raise SpmlError(f"{self.path}: split {split!r} has neither labels nor observations")
-            from ..labels import full_observations
 
             return full_observations(Y)
         name = self.regime if regime is None else (regime if regime == OBSERVED_ONLY else get_regime(regime).name)
@@ -653,7 +651,7 @@ class Bundle:
 
         The observed-label selection criteria (``observed_map``, the ``auto`` recipe's
         choice) score with these, so a benchmark on fully labelled data selects exactly
-        as a user with single-positive validation data would (issue 16)."""
+        as a user with single-positive validation data would."""
         self._check_split(split)
         if split == "train":
             return self.observations("train", regime=regime)
@@ -662,8 +660,6 @@ class Bundle:
             return self.observations(split)
         name = regime if regime == OBSERVED_ONLY else get_regime(regime).name
         if name in ("full", OBSERVED_ONLY):
-            from ..labels import full_observations
-
             return full_observations(Y)
         stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw
         return observe(Y, name, seed=stream, hide_prob=float(self.meta.get("hide_prob", 0.5)),

@@ -76,7 +76,7 @@ def load_any(source: str, *, data_root=None, format: str | None = None, test: st
     ``log`` receives one-line notes (default: :func:`warnings.warn`).
 
     **A table whose training rows have exactly one positive each is single-positive data
-    until the caller says otherwise** (issue 37): with ``observed=None`` (the default,
+    until the caller says otherwise**: with ``observed=None`` (the default,
     ``spml prepare`` without ``--observed``/``--full-labels``) its labels are read as
     observed positives — no full labels, so nothing downstream reports a "test mAP" that
     counts every other label as a true negative — and a note says so, naming

