@@ -14,6 +14,7 @@ import pytest
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError, UnknownNameError
 from spmlkit.experiments import bench as B
+from spmlkit.experiments.bench.runner import is_bench_folder
 from spmlkit.experiments.tables import strip_run_block
 from spmlkit.io import read_json
 
@@ -86,7 +87,7 @@ def test_bench_writes_tables_and_resumes(toy_bundle, tmp_path, count_trainings):
     from spmlkit import ownership
 
     ownership._ROOTS.pop(os.path.abspath(out), None)  # (as a new process would meet it)
-    assert B.is_bench_folder(out)
+    assert is_bench_folder(out)
     B.run_bench(spec(toy_bundle, methods=["bce", "an"]), out, progress=False, figures=False, log=lambda m: None)
     assert not (out / "runs.json").exists() and (out / "runs.json.gz").read_bytes() == gz
     assert run_lines() == wall_before

@@ -399,5 +399,6 @@ def _device_name(device) -> str:
 
 
 ownership.register_kind("bench", "a bench results folder", is_ours=is_bench_folder,
-                        layout=("groups", "work", "bundles", "*.json", "*.csv", "*.md", "*.png", "figures", "tensorboard",
+                        layout=("groups", "work", "bundles", "*.json", "*.json.gz", "*.csv", "*.md", "*.png", "figures",
+                                "tensorboard",
                                 ".spml-shards.lock"))
