@@ -68,8 +68,8 @@ def _method_named(args) -> bool:
 def run(args) -> int:
     from ..device import validate_config  # lazy: torch-free CLI start-up
     from ..practitioner.report import run_summary_lines
-    from ..practitioner.run_folder import (FinishedNote, default_method, default_run_folder, read_run_result, run_training,
-                                    training_notes)
+    from ..practitioner.run_folder import (FinishedNote, default_method, default_run_folder, read_run_result,
+                                           run_training, training_notes)
     from ..training import distributed
     from ..training.callbacks import ProgressBar
     from ..training.prepare import build_run_method

@@ -92,8 +92,9 @@ class _HighRankTerm(torch.autograd.Function):
 
     from the Cholesky factor, times ``σ'(s) = F(1 − F)``: one triangular solve and one
     autograd node instead of autograd through the sigmoid, the factorisation and the
-    scaling (at batch 8 the term's cost is per-operation overhead).  The gradient is formed in the forward pass (the factor is at hand; the
-    term exists only in training losses).  Float64 inside (the Gram matrix's condition
+    scaling (at batch 8 the term's cost is per-operation overhead).  The gradient is
+    formed in the forward pass (the factor is at hand; the term exists only in training
+    losses).  Float64 inside (the Gram matrix's condition
     number reaches L/δ), the input's dtype outside."""
 
     @staticmethod

@@ -229,9 +229,10 @@ def all_reduce_gradients(params, ctx: DistContext | None = None, bucket_bytes: i
     one global loss, so the sum (not the mean) is the one-process gradient.
 
     The gradients are flattened into buckets of about ``bucket_bytes`` and each bucket is
-    summed by one asynchronous all-reduce (not one collective per parameter).  A parameter that received no gradient on **any** rank keeps ``grad = None``,
-    as in one process (filling it with zeros made AdamW decay and count
-    steps for LAC's stage-1 projection head, which one process leaves untouched); one that
+    summed by one asynchronous all-reduce (not one collective per parameter).  A parameter
+    that received no gradient on **any** rank keeps ``grad = None``, as in one process
+    (filling it with zeros made AdamW decay and count steps for LAC's stage-1 projection
+    head, which one process leaves untouched); one that
     received a gradient on some rank only (a rank with an empty shard) gets the sum.  Which
     parameters were used is summed with the gradients (a flag per parameter); a rank reads
     it back (a host synchronisation on a GPU) only when it lacks some gradient itself."""

@@ -23,7 +23,8 @@ pure speed choice:
     takes one GPU of its own (``cuda:0``, ``cuda:1``, ... in turn, kept for the worker's
     life), so ``jobs`` may not exceed the visible GPUs (and must be 1 when one GPU is
     named, ``cuda:N``): workers sharing a GPU would each measure the same free memory,
-    each hold a CUDA context and a copy of the features, and compete for it.  On one GPU, ``jobs=1`` with stacking is the fast choice anyway.
+    each hold a CUDA context and a copy of the features, and compete for it.  On one
+    GPU, ``jobs=1`` with stacking is the fast choice anyway.
 """
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ import numpy as np
 from ...errors import ConfigError, DataFormatError
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
-from .occurrences import records_on_rasters, spatial_blocks  # noqa: F401  (with the records it splits; importable here too)
+from .occurrences import records_on_rasters
+from .occurrences import spatial_blocks  # noqa: F401  (with the records it splits; importable here too)
 from ..encoding import CovariateEncoding
 
 MISSING = ("", "NA", "NaN", "nan")
