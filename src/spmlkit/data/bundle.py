@@ -440,7 +440,7 @@ class Bundle:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if "allow_pickle" in msg or "Object arrays" in msg:
+            if "allow_pickle" in msg or "Object arrays" in msg or "Python objects" in msg:  # (the last: mapped)
                 msg = "holds Python objects (an object array); spmlkit never unpickles bundle files"
             raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); {advice}") from None
         except (OSError, EOFError) as exc:
