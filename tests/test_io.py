@@ -488,6 +488,7 @@ def test_a_lock_file_is_kept_unless_asked_and_follows_the_umask(tmp_path):
     assert (tmp_path / ".spml.lock").stat().st_mode & 0o777 == 0o666 & ~mask
     lock.release()
     lock.release()  # a second release is a no-op
+    io.FolderLock(tmp_path / "never").release()  # and so is releasing a lock never acquired
     assert (tmp_path / ".spml.lock").exists()  # remove=False (the default): the file stays
     io.FolderLock(tmp_path).acquire().release()  # and is free
 
@@ -535,3 +536,13 @@ def test_a_lock_file_that_keeps_changing_is_refused(tmp_path, monkeypatch):
         io.FolderLock(tmp_path, lock_file=path).acquire()
     assert len(calls) == 20
     assert str(e.value) == f"{path}: keeps changing; is another spml process using {tmp_path}?"
+
+
+def test_an_environment_that_turns_torchs_safe_loading_off_does_not_turn_spmlkits_off(tmp_path, monkeypatch):
+    """``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` makes ``torch.load`` unpickle whenever the caller
+    did not say ``weights_only`` itself: spmlkit always says it, so a pickled global is still
+    refused (and nothing in it runs)."""
+    torch.save({"f": os.getcwd}, tmp_path / "payload.pt")
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.raises(CorruptFileError, match="refused to load: it holds Python objects"):
+        io.safe_torch_load(tmp_path / "payload.pt")
