@@ -232,6 +232,70 @@ EQUIVALENT: list[tuple] = [
 ]
 
 
+_WHY.update({
+    'IMPORT': "`_current_umask` runs once, when spmlkit.io is imported (`_UMASK`), before mutmut switches a mutant "
+              "in: no test can run it (the permission tests of atomic writes and lock files check the umask it read)",
+    'ASCII': "json.dumps escapes every non-ASCII character (ensure_ascii), so the line is ASCII in any encoding",
+    'JSONDEFAULT': "json.dumps's own defaults: sort_keys=False (None is as falsy), allow_nan=True",
+    'NOPICKLE': "np.load / np.save read a falsy allow_pickle (None) as False",
+    'WHOLE': "reads the file in one block instead of 1 MiB blocks: the same digest (only the memory used differs)",
+    'FLAGDEFAULT': "os.O_NOFOLLOW, os.O_CLOEXEC, os.O_NONBLOCK and os.O_DIRECTORY exist on every POSIX system (the "
+                   "code is a no-op elsewhere): getattr's default is never used",
+    'CLOEXEC': "Python opens every descriptor non-inheritable (PEP 446) whatever O_CLOEXEC says",
+    'LOCKREAD': "the lock file was checked to hold at most 32 bytes of 'pid N' (ASCII) before this read: 64 or 65 "
+                "bytes, decoded strictly or with replacement, read the same",
+    'LOCKWHAT': "FolderLock.what is stored for its callers and read nowhere",
+    'FSYNC': "fsync flushes the file's data whichever way the descriptor was opened (Linux)",
+})
+
+
+def _each(module: str, before: str, afters, why: str) -> list[tuple]:
+    return [(module, before, after, why) for after in afters]
+
+
+_FLAGS = 'flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)'
+_DUMPS = 'return json.dumps(obj, indent=2, sort_keys=False, default=_json_default, allow_nan=True) + "\\n"'
+_HOLDER = 'holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "another process"'
+_INIT = 'def FolderLock.__init__(self, folder: str | Path, *, what: str = "folder", lock_file: str | Path | None = None,'
+EQUIVALENT += (
+    _each("io.py", "mask = os.umask(0)", ["mask = None", "mask = os.umask(None)", "mask = os.umask(1)"], _WHY['IMPORT'])
+    + _each("io.py", "os.umask(mask)", ["os.umask(None)"], _WHY['IMPORT'])
+    + _each("io.py", 'with open(path, "a", encoding="utf-8") as fh:',
+            ['with open(path, "a", encoding=None) as fh:', 'with open(path, "a", ) as fh:'], _WHY['ASCII'])
+    + _each("io.py", 'with open(path, "a", encoding="utf-8") as fh:', ['with open(path, "a", encoding="UTF-8") as fh:'],
+            _WHY['CODEC'])
+    + _each("io.py", 'write_bytes(path, text.encode("utf-8"))', ['write_bytes(path, text.encode("UTF-8"))'], _WHY['CODEC'])
+    + _each("io.py", _DUMPS, [_DUMPS.replace("sort_keys=False", "sort_keys=None"),
+                              _DUMPS.replace("sort_keys=False, ", ""),
+                              _DUMPS.replace("allow_nan=True", "")], _WHY['JSONDEFAULT'])
+    + _each("io.py", 'return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)',
+            ['return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=None)'],
+            _WHY['NOPICKLE'])
+    + _each("io.py", 'np.save(fh, np.ascontiguousarray(array), allow_pickle=False)',
+            ['np.save(fh, np.ascontiguousarray(array), allow_pickle=None)'], _WHY['NOPICKLE'])
+    + _each("ownership.py", 'np.save(fh, np.ascontiguousarray(array), allow_pickle=False)',
+            ['np.save(fh, np.ascontiguousarray(array), allow_pickle=None)'], _WHY['NOPICKLE'])
+    + _each("io.py", 'for block in iter(lambda: fh.read(chunk), b""):', ['for block in iter(lambda: fh.read(None), b""):'],
+            _WHY['WHOLE'])
+    + _each("io.py", _FLAGS, [_FLAGS.replace('"O_NOFOLLOW", 0', '"O_NOFOLLOW", ' + v) for v in ("None", "", "1")]
+            + [_FLAGS.replace('"O_CLOEXEC", 0', '"O_CLOEXEC", ' + v) for v in ("None", "", "1")], _WHY['FLAGDEFAULT'])
+    + _each("io.py", _FLAGS, [_FLAGS.replace('getattr(os, "O_CLOEXEC"', 'getattr(None, "O_CLOEXEC"'),
+                              _FLAGS.replace('"O_CLOEXEC"', '"XXO_CLOEXECXX"'),
+                              _FLAGS.replace('"O_CLOEXEC"', '"o_cloexec"')], _WHY['CLOEXEC'])
+    + _each("io.py", "head = os.pread(fd, 64, 0)", ["head = os.pread(fd, 65, 0)"], _WHY['LOCKREAD'])
+    + _each("io.py", _HOLDER, [_HOLDER.replace("64", "65"), _HOLDER.replace('"ascii"', '"ASCII"'),
+                               _HOLDER.replace('"ascii", "replace"', '"ascii", '),
+                               _HOLDER.replace('"replace"', '"XXreplaceXX"'), _HOLDER.replace('"replace"', '"REPLACE"')],
+            _WHY['LOCKREAD'])
+    + _each("io.py", 'text = f"pid {os.getpid()}\\n".encode("ascii")', ['text = f"pid {os.getpid()}\\n".encode("ASCII")'],
+            _WHY['CODEC'])
+    + _each("io.py", _INIT, [_INIT.replace('"folder"', '"XXfolderXX"'), _INIT.replace('"folder"', '"FOLDER"')],
+            _WHY['LOCKWHAT'])
+    + _each("io.py", "self.what = what", ["self.what = None"], _WHY['LOCKWHAT'])
+    + _each("io.py", 'with open(tmp_path, "rb+") as fh:', ["with open(tmp_path, ) as fh:"], _WHY['FSYNC'])
+)
+
+
 #: survivors of the committed measurement that a test added after it kills (checked by
 #: planting the mutant and running the test): (module, line before, line after, test).
 #: Re-measuring the module drops them from the list.

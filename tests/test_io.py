@@ -546,3 +546,41 @@ def test_an_environment_that_turns_torchs_safe_loading_off_does_not_turn_spmlkit
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     with pytest.raises(CorruptFileError, match="refused to load: it holds Python objects"):
         io.safe_torch_load(tmp_path / "payload.pt")
+
+
+def test_a_link_put_at_the_lock_path_is_never_taken_for_the_lock(tmp_path, monkeypatch):
+    """Someone moves the lock file away and puts a symbolic link to it at its path: the
+    link is not spmlkit's lock file — acquiring refuses it, and a holder's release
+    (``remove=True``) leaves the link alone."""
+    import fcntl
+
+    path = tmp_path / "b.lock"
+    holder = io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()
+    os.rename(path, tmp_path / "moved.lock")
+    os.symlink(tmp_path / "moved.lock", path)
+    holder.release()
+    assert path.is_symlink() and (tmp_path / "moved.lock").exists()
+    os.unlink(path)
+    real = fcntl.flock
+
+    def flock_then_swap(fd, op):
+        real(fd, op)
+        if not path.is_symlink():
+            os.rename(path, tmp_path / "moved2.lock")
+            os.symlink(tmp_path / "moved2.lock", path)
+
+    monkeypatch.setattr(fcntl, "flock", flock_then_swap)
+    with pytest.raises(ConfigError, match="is a symbolic link, not spmlkit's lock file"):
+        io.FolderLock(tmp_path, lock_file=path).acquire()
+
+
+def test_releasing_a_lock_whose_file_is_gone_is_quiet(tmp_path):
+    lock = io.FolderLock(tmp_path, remove=True).acquire()
+    (tmp_path / ".spml.lock").unlink()
+    lock.release()
+    assert not (tmp_path / ".spml.lock").exists()
+
+
+def test_every_input_path_is_checked_after_an_absent_one(tmp_path):
+    with pytest.raises(ConfigError, match="/dev/null: not a regular file"):
+        io.check_input_paths([None, "/dev/null"])
