@@ -547,6 +547,22 @@ def reason_for(key: str, diff: str) -> str | None:
             if context and context[0] not in lines[max(0, lines.index(before.strip()) - 1):][:1]:
                 continue
             return why
+    return _generic_reason(minus, plus)
+
+
+_OS_FLAG = re.compile(r'getattr\(os, "(O_[A-Z]+)",[^)]*\)')
+
+
+def _generic_reason(minus: list[str], plus: list[str]) -> str | None:
+    """Equivalents recognised by their form, in any module: only the default of a
+    ``getattr(os, "O_FLAG", default)`` changed, or only the case of a codec name."""
+    if len(minus) != 1 or len(plus) != 1 or minus[0] == plus[0]:
+        return None
+    a, b = minus[0], plus[0]
+    if _OS_FLAG.sub(r'getattr(os, "\1")', a) == _OS_FLAG.sub(r'getattr(os, "\1")', b):
+        return _WHY['FLAGDEFAULT']
+    if any(a.replace(f'"{c}"', f'"{c.upper()}"') == b for c in ("utf-8", "ascii", "utf-8-sig")):
+        return _WHY['CODEC']
     return None
 
 

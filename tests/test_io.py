@@ -584,3 +584,11 @@ def test_releasing_a_lock_whose_file_is_gone_is_quiet(tmp_path):
 def test_every_input_path_is_checked_after_an_absent_one(tmp_path):
     with pytest.raises(ConfigError, match="/dev/null: not a regular file"):
         io.check_input_paths([None, "/dev/null"])
+
+
+def test_a_pipe_at_the_lock_path_is_refused(tmp_path):
+    os.mkfifo(tmp_path / ".spml.lock")
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(tmp_path).acquire()
+    assert str(e.value) == (f"{tmp_path / '.spml.lock'}: is not spmlkit's lock file (not a regular file); refusing to "
+                            "use it (remove it, or choose another -o)")

@@ -847,3 +847,71 @@ def test_generations_are_read_without_following_links(tmp_path):
         pytest.skip("this file system records no inode generations")
     assert isinstance(ownership._generation(str(f), st), int)
     assert isinstance(ownership._generation(str(tmp_path), os.lstat(tmp_path)), int)  # a folder has one too
+
+
+def test_a_manifest_replaced_by_another_file_is_read_again_whole(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    ownership.write_text(out / "b.txt", "b")
+    b_line = (out / ownership.MANIFEST).read_text().splitlines(keepends=True)[1]
+    (tmp_path / "m").write_text(b_line + "padding that is longer than what was read before\n" * 3)
+    os.replace(tmp_path / "m", out / ownership.MANIFEST)  # another inode, longer: read from its start
+    with pytest.raises(ConfigError, match="a.txt: this file was not written"):
+        ownership.write_text(out / "a.txt", "again")
+    ownership.write_text(out / "b.txt", "again")
+
+
+def test_a_hard_linked_manifest_is_never_appended_to(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    os.link(out / ownership.MANIFEST, tmp_path / "other-name")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "new.txt", "x")
+    assert str(e.value) == f"{out / ownership.MANIFEST}: has other names (a hard link); refusing to write it"
+    assert (tmp_path / "other-name").read_text() == "" and not (out / "new.txt").exists()
+
+
+def test_files_are_listed_with_their_generation_and_stamp(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "abc")
+    dev, ino, gen, mtime, size = (out / ownership.MANIFEST).read_text().split(" ")[1].split(":")
+    st = os.lstat(out / "a.txt")
+    assert (int(dev), int(ino), int(mtime), int(size)) == (st.st_dev, st.st_ino, st.st_mtime_ns, 3)
+    want = ownership._generation(str(out / "a.txt"), st)
+    assert gen == ("-" if want is None else str(want))  # read from the temporary before its rename
+
+
+def test_a_file_written_whole_then_appended_stays_spmlkits(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "log.jsonl", '{"a": 0}\n')
+    ownership.append_jsonl(out / "log.jsonl", {"a": 1})  # now modified in place: listed without a stamp
+    ownership.append_jsonl(out / "log.jsonl", {"a": 2})
+    assert (out / "log.jsonl").read_text() == '{"a": 0}\n{"a": 1}\n{"a": 2}\n' and ownership.foreign(out) == []
+
+
+def test_a_link_inside_an_owned_folder_is_refused_word_for_word(tmp_path, user):
+    out = ownership.claim(tmp_path / "r", "run")
+    os.symlink(user / "notes.txt", out / "report.md")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "report.md", "x")
+    assert str(e.value) == (f"{out / 'report.md'} is a symbolic link (to {user / 'notes.txt'}) inside a folder spmlkit "
+                            "wrote; spmlkit never writes through links — remove the link or choose another -o")
+    os.symlink(user, out / "sub")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "sub" / "x.txt", "x")
+    assert str(e.value).startswith(f"{out / 'sub'} is a symbolic link (to {user}) inside a folder spmlkit wrote")
+
+
+def test_a_copied_folder_records_its_new_identity_and_skips_what_changed_type(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    ownership.write_text(out / "d" / "b.txt", "b")
+    shutil.copytree(out, tmp_path / "copy")
+    os.unlink(tmp_path / "copy" / "a.txt")
+    (tmp_path / "copy" / "a.txt").mkdir()  # a listed file that is a folder in the copy: not adopted
+    ownership.claim(tmp_path / "copy", "run")
+    st = (tmp_path / "copy").stat()
+    assert json.loads((tmp_path / "copy" / ownership.MARKER).read_text())["folder"] == f"{st.st_dev}:{st.st_ino}"
+    assert ownership.foreign(tmp_path / "copy") == ["a.txt"]
+    ownership.write_text(tmp_path / "copy" / "d" / "b.txt", "b2")
