@@ -810,3 +810,149 @@ def test_image_bundles_choose_their_feature_cache(tmp_path):
     with pytest.raises(SpmlError) as e:
         feat.paths("train")
     assert str(e.value) == f"{feat.path} holds feature vectors, not images"
+
+
+def test_checksums_recorded_as_anything_but_text_are_no_checksum(tmp_path):
+    p = tmp_path / "a.npy"
+    np.save(p, np.arange(3))
+    for bad in (12345, ["x"]):
+        with pytest.raises(CorruptFileError, match="no checksum is recorded for it"):
+            bmod._verify_checksum(p, bad)
+
+
+def test_a_feature_cache_rewritten_with_a_nan_is_checked_again(tmp_path):
+    import os
+
+    p = tmp_path / "x.npy"
+    good = np.ones((4, 2), np.float32)
+    np.save(p, good)
+    bmod._check_finite(p, good)
+    bad = good.copy()
+    bad[3, 1] = np.nan
+    np.save(p, np.vstack([bad, good]))  # another size
+    with pytest.raises(CorruptFileError, match="row 4, column 2 is nan"):
+        bmod._check_finite(p, np.vstack([bad, good]))
+    np.save(p, good)
+    bmod._check_finite(p, good)
+    st = p.stat()
+    np.save(p, bad)  # the same size, another time
+    os.utime(p, ns=(st.st_mtime_ns + 10**9, st.st_mtime_ns + 10**9))
+    with pytest.raises(CorruptFileError, match="row 4, column 2 is nan"):
+        bmod._check_finite(p, bad)
+
+
+def test_observation_checks_per_regime_edge_cases():
+    assert bmod.check_observations(np.zeros((2, 0), np.int8), "z", "single_positive").shape == (2, 0)
+    full = np.array([[1, 1, -1], [-1, 1, -1]], np.int8)  # 'full': any number of positives
+    assert bmod.check_observations(full, "z", "full") is full
+    own = np.array([[1, 1, 0], [0, 1, -1]], np.int8)  # the user's own: any number of positives
+    assert bmod.check_observations(own, "z", "observed") is own
+
+
+def test_identifiers_are_checked_like_every_array(tmp_path):
+    rng = np.random.default_rng(0)
+    Z = single_positive(40, 2, rng)
+    ds = MultiLabelDataset("ided", ["a", "b"], {"train": Split(X=rng.normal(size=(40, 3)), Z=Z,
+                                                              ids=[f"s{i}" for i in range(40)])})
+    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    n = b.size("test")
+    for arr, why in ((np.arange(n), f"expected {n} identifiers (text), found 1-D int64 of {n}"),
+                     (np.array(["x"] * (n + 1)), f"expected {n} identifiers (text), found 1-D <U1 of {n + 1}"),
+                     (np.array([["x"]] * n), f"expected {n} identifiers (text), found 2-D <U1 of {n}"),
+                     (np.array([{"a": 1}] * n, dtype=object), "not a readable array of identifiers (")):
+        _replace(b.path, "test/ids.npy", arr)
+        with pytest.raises(CorruptFileError) as e:
+            Bundle(b.path).ids("test")
+        assert str(e.value).startswith(f"{b.path / 'test' / 'ids.npy'}: {why}") and "\n" not in str(e.value)
+        assert str(e.value).endswith("re-run 'spml prepare'")
+
+
+def test_the_bundle_meta_records_what_was_prepared(tmp_path):
+    import datetime
+
+    from spmlkit import __version__
+    from spmlkit.labels import label_stats, observation_stats
+
+    ds = make_toy_dataset(n=60)
+    ds.splits["train"].X = ds.splits["train"].X.astype(np.float64)  # stored float32 whatever it came as
+    ds.feature_names = [f"f{i}" for i in range(6)]
+    b = prepare_bundle(ds, tmp_path / "b", hide_prob=0.3, seed=4, val_fraction=0.25, log=lambda m: None)
+    m = b.meta
+    assert m["spmlkit_version"] == __version__ and m["name"] == "toy" and m["kind"] == "features"
+    created = datetime.datetime.fromisoformat(m["created"])
+    assert created.utcoffset() == datetime.timedelta(0) and created.microsecond == 0
+    assert m["feature_names"] == [f"f{i}" for i in range(6)] and m["label_names"] == [f"l{i}" for i in range(5)]
+    assert m["hide_prob"] == 0.3 and m["val_fraction"] == 0.25 and m["seed"] == 4
+    assert m["sizes"] == {"train": b.size("train"), "val": 15, "test": 30}
+    assert m["train_label_stats"] == json.loads(json.dumps(label_stats(b.labels("train"))))
+    assert m["train_observation_stats"] == json.loads(json.dumps(observation_stats(b.observations("train"))))
+    assert b.features("train").dtype == np.float32 and "background_rows" not in m
+    assert m["notes"] == [] and m["dropped_train_without_positive"] == 0
+    # the 'partial' regime drawn later hides with the bundle's own probability
+    assert np.array_equal(np.asarray(b.observations("train", "partial")),
+                          np.asarray(Bundle(b.path).observations("train", "partial", hide_prob=0.3)))
+
+
+def test_hold_out_notes_say_what_was_done(tmp_path):
+    ds = make_toy_dataset(n=50, with_test=False)
+    b = prepare_bundle(ds, tmp_path / "held", test_fraction=0.2, seed=7, log=lambda m: None)
+    assert b.meta["notes"] == ["no official test split: held out 20% of the training file as test (seed 7)"]
+    assert b.meta["test_fraction"] == 0.2
+    c = prepare_bundle(ds, tmp_path / "final", test_fraction=0, val_fraction=0, log=lambda m: None)
+    assert c.meta["notes"] == [
+        "no test split (--test-fraction 0): every row trains or validates; test scores are not available (evaluate "
+        "with a hold-out first, then prepare again with --test-fraction 0 for the model you deploy)",
+        "no validation split (--val-fraction 0): training keeps the last epoch (--selection last); auto needs a "
+        "validation split"]
+    assert c.size("train") + c.meta["dropped_train_without_positive"] == 50
+
+
+def test_selection_observations_come_from_a_stream_of_their_own(fresh):
+    from spmlkit.labels import observe
+
+    b = Bundle(fresh)
+    want = observe(b.labels("val"), "single_positive", seed=np.random.SeedSequence(5).spawn(4)[3], hide_prob=0.5)
+    assert np.array_equal(np.asarray(b.selection_observations("val")), np.asarray(want))
+    assert np.array_equal(np.asarray(b.selection_observations("val", "single_positive_all_negatives") == 1),
+                          np.asarray(want) == 1)  # the same kept positive in every single-positive regime
+
+
+def test_prepare_refuses_files_inputs_and_held_locks(tmp_path):
+    from spmlkit.io import FolderLock
+
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(ConfigError, match="is a file; expected a folder"):
+        prepare_bundle(make_toy_dataset(n=40), tmp_path / "file", log=lambda m: None)
+    data = tmp_path / "data"
+    data.mkdir()
+    ds = make_toy_dataset(n=40)
+    ds.source = str(data)
+    with pytest.raises(ConfigError, match="lies inside"):
+        prepare_bundle(ds, data / "b", log=lambda m: None)
+    with FolderLock(tmp_path, lock_file=tmp_path / ".b.spml.lock"):
+        with pytest.raises(ConfigError, match="in use by another spml process"):
+            prepare_bundle(make_toy_dataset(n=40), tmp_path / "b", log=lambda m: None)
+    assert not (tmp_path / "b").exists()
+    b = prepare_bundle(make_toy_dataset(n=40), tmp_path / "b", seed=1, log=lambda m: None)
+    with FolderLock(b.path):  # the bundle is in use (training): not replaced under it
+        with pytest.raises(ConfigError, match="in use by another spml process"):
+            prepare_bundle(make_toy_dataset(n=40), tmp_path / "b", seed=2, overwrite=True, log=lambda m: None)
+    assert Bundle(tmp_path / "b").meta["seed"] == 1
+    c = prepare_bundle(make_toy_dataset(n=40), tmp_path / "b", seed=2, overwrite=True, log=lambda m: None)
+    assert c.meta["seed"] == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["b", "data", "file"]
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="notes.txt was not written by spmlkit"):
+        prepare_bundle(make_toy_dataset(n=40), tmp_path / "b", seed=3, overwrite=True, log=lambda m: None)
+    assert Bundle(tmp_path / "b").meta["seed"] == 2 and (tmp_path / "b" / "notes.txt").read_text() == "mine"
+
+
+def test_an_array_numpy_cannot_parse_names_its_error(fresh, monkeypatch):
+    b = Bundle(fresh)
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(ValueError("")))
+    with pytest.raises(CorruptFileError) as e:
+        b.features("train")
+    assert str(e.value) == f"{fresh / 'train' / 'X.npy'}: not a readable numeric array (ValueError); re-run 'spml prepare'"
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    with pytest.raises(CorruptFileError) as e:
+        b.features("train")
+    assert str(e.value) == f"{fresh / 'train' / 'X.npy'}: cannot be read (Input/output error); re-run 'spml prepare'"
