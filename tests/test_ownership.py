@@ -915,3 +915,63 @@ def test_a_copied_folder_records_its_new_identity_and_skips_what_changed_type(tm
     assert json.loads((tmp_path / "copy" / ownership.MARKER).read_text())["folder"] == f"{st.st_dev}:{st.st_ino}"
     assert ownership.foreign(tmp_path / "copy") == ["a.txt"]
     ownership.write_text(tmp_path / "copy" / "d" / "b.txt", "b2")
+
+
+def test_a_build_holds_its_owner_file_locked_and_leaves_a_registered_folder(tmp_path):
+    import fcntl
+
+    out = tmp_path / "B"
+    (tmp_path / ".B.old-run").mkdir()  # a build a killed process left: removed when the next one starts
+    (tmp_path / ".B.old-run" / ownership.BUILD_OWNER).write_text("999999999\n")
+    (tmp_path / ".hidden").mkdir()  # a folder of the user's with a dot name: not a build
+    with ownership.build(out, "tbuild") as tmp:
+        assert not (tmp_path / ".B.old-run").exists() and (tmp_path / ".hidden").exists()
+        owner = tmp / ownership.BUILD_OWNER
+        assert owner.read_text() == f"{os.getpid()}\nflock\n"
+        fd = os.open(owner, os.O_RDONLY)
+        with pytest.raises(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by the build
+        os.close(fd)
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert sorted(p.name for p in out.iterdir()) == [ownership.MANIFEST, ownership.MARKER, "meta.json"]
+    ownership.write_text(out / "later.json", "{}")  # registered under its final name
+    assert manifest_lines(out)[-1] == "f later.json" and ownership.foreign(out) == []
+
+
+def test_a_build_that_cannot_be_moved_into_place_puts_the_old_folder_back(tmp_path, monkeypatch):
+    out = tmp_path / "B"
+    with ownership.build(out, "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", '{"v": 1}')
+    real = os.rename
+
+    def rename(src, dst):
+        if os.fspath(dst) == str(out) and not os.fspath(src).endswith(".old"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(ConfigError) as e:
+        with ownership.build(out, "tbuild", replace=True) as tmp:
+            ownership.write_text(tmp / "meta.json", '{"v": 2}')
+    monkeypatch.setattr(os, "rename", real)
+    assert str(e.value) == f"{out}: cannot move the new folder into place (No space left on device); nothing was replaced"
+    assert (out / "meta.json").read_text() == '{"v": 1}' and sorted(p.name for p in tmp_path.iterdir()) == ["B"]
+
+
+def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    d.mkdir()
+    real = os.listdir
+
+    def denied(path="."):
+        if os.fspath(path) == str(d):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", denied)
+    with pytest.raises(ConfigError) as e:
+        ownership.claim(d, "run")
+    assert str(e.value) == f"{d}: cannot be read (Permission denied)"
+    with pytest.raises(ConfigError) as e:
+        ownership.check_clearable(d, "run")
+    assert str(e.value) == f"{d}: cannot be read (Permission denied)"
