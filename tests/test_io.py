@@ -592,3 +592,30 @@ def test_a_pipe_at_the_lock_path_is_refused(tmp_path):
         io.FolderLock(tmp_path).acquire()
     assert str(e.value) == (f"{tmp_path / '.spml.lock'}: is not spmlkit's lock file (not a regular file); refusing to "
                             "use it (remove it, or choose another -o)")
+
+
+def test_jsonl_reading_skips_blank_lines_and_stops_at_the_first_broken_one(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"a": 1}\n\n   \n{"a": 2}\n')
+    assert io.read_jsonl(f) == [{"a": 1}, {"a": 2}]
+    f.write_text('{"a": 1}\n{"a": \n{"a": 3}\n')  # nothing after a broken line is trusted
+    assert io.read_jsonl(f) == [{"a": 1}]
+
+
+def test_a_blocking_lock_waits_for_its_holder_and_a_busy_message_names_it(tmp_path):
+    import threading
+    import time
+
+    holder = io.FolderLock(tmp_path).acquire()
+    got = []
+    t = threading.Thread(target=lambda: got.append(io.FolderLock(tmp_path, block=True).acquire()))
+    t.start()
+    time.sleep(0.3)
+    assert not got  # still waiting
+    holder.release()
+    t.join(10)
+    assert got and (tmp_path / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(tmp_path, busy="{folder} is busy ({holder})").acquire()
+    assert str(e.value) == f"{tmp_path} is busy (pid {os.getpid()})"
+    got[0].release()
