@@ -975,3 +975,28 @@ def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as e:
         ownership.check_clearable(d, "run")
     assert str(e.value) == f"{d}: cannot be read (Permission denied)"
+
+
+def test_refusals_of_links_hard_links_and_unclaimed_paths_word_for_word(tmp_path, user):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "m.jsonl", {"a": 1})
+    os.link(out / "m.jsonl", user / "copy.jsonl")
+    with pytest.raises(ConfigError) as e:
+        ownership.open_memmap(out / "m.jsonl", mode="r+")
+    assert str(e.value) == (f"{out / 'm.jsonl'} has 2 names (hard links); spmlkit never modifies a file shared with "
+                            "another path in place — remove the other names or choose another -o")
+    os.symlink(user / "notes.txt", tmp_path / "p.csv")
+    with pytest.raises(ConfigError) as e:
+        ownership.output_file(tmp_path / "p.csv", overwrite=True, option="--output")
+    assert str(e.value) == (f"--output {tmp_path / 'p.csv'} is a symbolic link (to {user / 'notes.txt'}); spmlkit "
+                            "never writes through links — give the real path or remove the link")
+    with pytest.raises(ownership.UnownedPathError) as e:
+        ownership.write_text(tmp_path / "x.txt", "no")
+    assert str(e.value) == (f"{tmp_path / 'x.txt'}: not inside a folder this process claimed (spmlkit.ownership."
+                            "claim/folder/build must be called first)")
+    os.rename(out / ownership.MANIFEST, tmp_path / "m")
+    os.symlink(tmp_path / "m", out / ownership.MANIFEST)
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "m.jsonl", "x")
+    assert str(e.value) == (f"{out / ownership.MANIFEST}: is not spmlkit's manifest (a link or not a regular file); "
+                            "refusing to use the folder — choose another -o")

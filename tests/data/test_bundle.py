@@ -956,3 +956,47 @@ def test_an_array_numpy_cannot_parse_names_its_error(fresh, monkeypatch):
     with pytest.raises(CorruptFileError) as e:
         b.features("train")
     assert str(e.value) == f"{fresh / 'train' / 'X.npy'}: cannot be read (Input/output error); re-run 'spml prepare'"
+
+
+@pytest.mark.parametrize("msg", ["Object arrays cannot be loaded when allow_pickle=False",
+                                 "allow_pickle=False refused it", "Array can't be memory-mapped: Python objects in dtype."])
+def test_every_numpy_wording_of_an_object_array_is_one_message(fresh, monkeypatch, msg):
+    b = Bundle(fresh)
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(ValueError(msg)))
+    with pytest.raises(CorruptFileError) as e:
+        b.features("train")
+    assert str(e.value) == (f"{fresh / 'train' / 'X.npy'}: not a readable numeric array (holds Python objects (an "
+                            "object array); spmlkit never unpickles bundle files); re-run 'spml prepare'")
+
+
+def test_feature_cache_and_observation_refusals_say_what_to_do(tmp_path):
+    rng = np.random.default_rng(0)
+    Y = rng.random((30, 3)) < 0.5
+    Y[~Y.any(1), 0] = True
+    b = prepare_bundle(MultiLabelDataset("imgs", list("abc"), {"train": Split(paths=[f"/i/{i}" for i in range(30)],
+                                                                              Y=Y)}), tmp_path / "i", log=lambda m: None)
+    from spmlkit import ownership
+
+    ownership.folder(b.path, "bundle")
+    for split in ("train", "val", "test"):
+        f = b.path / "features" / "r50" / f"{split}.npy"
+        ownership.save_npy(f, np.ones((b.size(split), 2), np.float64))
+        ownership.write_text(f.with_name(f.name + ".sha256"), hashlib.sha256(f.read_bytes()).hexdigest() + "\n")
+    with pytest.raises(CorruptFileError) as e:
+        b.features("val")
+    cache = b.path / "features" / "r50"
+    assert str(e.value) == (f"{cache / 'val.npy'}: feature matrix must be float32 (as spmlkit writes it), found float64; "
+                            f"run 'spml features {b.path}' again with the options that made it (a cache an older "
+                            f"spmlkit wrote gets its checksums recorded; a damaged one: delete {cache} first)")
+    own = prepare_bundle(MultiLabelDataset("own", list("ab"), {"train": Split(X=np.ones((30, 2)), Z=single_positive(
+        30, 2, rng))}), tmp_path / "o", log=lambda m: None)
+    with pytest.raises(SpmlError) as e:
+        own.observations("train", "single_positive")
+    assert str(e.value) == (f"{own.path} holds the user's own observations only; regime 'single_positive' cannot be "
+                            "simulated without full labels")
+    n = own.size("train")
+    _replace(own.path, "train/index.npy", np.arange(n - 1))
+    with pytest.raises(CorruptFileError) as e:
+        Bundle(own.path).index("train")
+    assert str(e.value) == (f"{own.path / 'train' / 'index.npy'}: row index has {n - 1} rows but the bundle's "
+                            f"meta.json says {n}; re-run 'spml prepare'")
