@@ -1000,3 +1000,55 @@ def test_refusals_of_links_hard_links_and_unclaimed_paths_word_for_word(tmp_path
         ownership.write_text(out / "m.jsonl", "x")
     assert str(e.value) == (f"{out / ownership.MANIFEST}: is not spmlkit's manifest (a link or not a regular file); "
                             "refusing to use the folder — choose another -o")
+
+
+def test_inputs_are_checked_when_claiming_and_clearing(tmp_path, user):
+    with pytest.raises(ConfigError, match=f"--dir {user / 'out'} lies inside {user}"):
+        ownership.claim(user / "out", "run", inputs=[user], option="--dir")
+    assert not (user / "out").exists()
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "input.csv").write_text("data")  # the folder to replace holds what the command reads
+    with pytest.raises(ConfigError, match=f"--overwrite {out}: {out / 'input.csv'}, which this command reads, lies "
+                                          "inside it"):
+        ownership.check_clearable(out, "run", inputs=[out / "input.csv"])
+
+
+def test_nothing_is_removed_through_a_folder_of_anyone_elses(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "theirs").mkdir()
+    with pytest.raises(ConfigError, match="this folder was not written by spmlkit"):
+        ownership.remove(out / "theirs" / "x")  # (not taken over by a removal, even empty)
+    (out / "theirs" / "x").write_text("mine")
+    with pytest.raises(ConfigError, match="this folder was not written by spmlkit"):
+        ownership.remove(out / "theirs" / "x")
+    assert (out / "theirs" / "x").read_text() == "mine" and ownership.foreign(out) == ["theirs"]
+
+
+def test_a_folder_removed_with_a_killed_writers_temporary_in_it(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "d" / "a.txt", "a")
+    (out / "d" / ".a.txt.spml-k1.tmp").write_text("half")
+    assert ownership.remove(out / "d") and not (out / "d").exists()
+
+
+def test_an_array_written_whole_then_mapped_for_writing_stays_spmlkits(tmp_path):
+    import numpy as np
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.save_npy(out / "a.npy", np.zeros(3))
+    m = ownership.open_memmap(out / "a.npy", mode="r+")
+    m[0] = 7
+    m.flush()
+    del m
+    m = ownership.open_memmap(out / "a.npy", mode="r+")  # still spmlkit's (listed as modified in place)
+    assert m.tolist() == [7, 0, 0]
+    del m
+    assert ownership.foreign(out) == []
+
+
+def test_foreign_reads_an_unregistered_folder_from_its_marker(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    (out / "b.txt").write_text("mine")
+    ownership._ROOTS.pop(str(out))
+    assert ownership.foreign(out) == ["b.txt"]
