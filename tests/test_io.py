@@ -404,6 +404,7 @@ def test_arrays_are_never_saved_pickled_and_torch_files_hold_the_object(tmp_path
 
 @pytest.mark.parametrize("msg", [
     "Object arrays cannot be loaded when allow_pickle=False",  # numpy >= 1.16.3
+    "Object arrays cannot be loaded",
     "cannot load a file with allow_pickle disabled",
     "This file contains pickled (object) data",
     "the array holds Python objects",
@@ -619,3 +620,96 @@ def test_a_blocking_lock_waits_for_its_holder_and_a_busy_message_names_it(tmp_pa
         io.FolderLock(tmp_path, busy="{folder} is busy ({holder})").acquire()
     assert str(e.value) == f"{tmp_path} is busy (pid {os.getpid()})"
     got[0].release()
+
+
+# ------------------------------------- issue 39: survivors of io's third mutation run (killed here)
+def test_an_error_with_a_number_but_no_text_keeps_its_message(tmp_path, monkeypatch):
+    import errno
+
+    def numbered(text):
+        e = OSError(text)
+        e.errno = errno.EIO  # a number, no strerror: the exception's own words are kept
+        return e
+
+    with pytest.raises(OSError) as err:
+        with io.atomic_path(tmp_path / "x.bin"):
+            raise numbered("the device went away")
+    assert (err.value.errno, err.value.strerror, err.value.filename) == (errno.EIO, "the device went away",
+                                                                          str(tmp_path / "x.bin"))
+
+    def fsync(fd):
+        raise numbered("the device went away")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError) as err:
+        io.append_jsonl(tmp_path / "m.jsonl", {"a": 1})
+    assert (err.value.strerror, err.value.filename) == ("the device went away", str(tmp_path / "m.jsonl"))
+
+
+def test_a_compressed_record_path_is_its_own_record(tmp_path):
+    assert io.json_record_path(tmp_path / "runs.json.gz") == tmp_path / "runs.json.gz"  # nothing there yet
+    (tmp_path / "bad.json.gz").write_bytes(b"not gzip")
+    with pytest.raises(DataFormatError) as e:
+        io.read_json(tmp_path / "bad.json.gz")
+    assert str(e.value).startswith(f"{tmp_path / 'bad.json.gz'}: not a readable gzip-compressed JSON file (")
+
+
+def test_numpy_errors_without_words_name_their_kind(tmp_path, monkeypatch):
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(EOFError()))
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "a.npy")
+    assert str(e.value) == f"{tmp_path / 'a.npy'}: not a readable numpy file (EOFError)"
+
+
+class _Archive:
+    """An ``np.load``-ed archive whose member raises what numpy raises."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __getitem__(self, key):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc, said", [
+    (ValueError("Object arrays cannot be loaded"), "holds Python objects (an object array); spmlkit never unpickles "
+                                                   "input files — save plain numeric arrays"),
+    (ValueError("cannot load with allow_pickle=False"), "holds Python objects (an object array); spmlkit never "
+                                                        "unpickles input files — save plain numeric arrays"),
+    (ValueError("cannot reshape array of size 3 into shape (2,)\nmore"), "cannot be read (cannot reshape array of "
+                                                                         "size 3 into shape (2,))"),
+    (ValueError(""), "cannot be read ()"),
+    (EOFError("truncated member"), "cannot be read (truncated member)"),
+])
+def test_npz_member_errors_word_for_word(tmp_path, exc, said):
+    with pytest.raises(DataFormatError) as e:
+        io.npz_array(_Archive(exc), "x", tmp_path / "z.npz")
+    assert str(e.value) == f"{tmp_path / 'z.npz'}: array 'x' {said}"
+
+
+def test_json_files_are_read_as_utf_8_whatever_the_locale(tmp_path):
+    """A server in the C locale (ASCII) reads spmlkit's and the user's JSON as UTF-8."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.json").write_bytes('{"name": "Pōhutukawa"}'.encode("utf-8"))
+    (tmp_path / "a.jsonl").write_bytes('{"name": "Pōhutukawa"}\n'.encode("utf-8"))
+    code = ("import sys; from spmlkit import io; "
+            "print(ascii(io.read_json(sys.argv[1])), ascii(io.read_jsonl(sys.argv[2])))")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.json"), str(tmp_path / "a.jsonl")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["{'name':", "'P\\u014dhutukawa'}", "[{'name':", "'P\\u014dhutukawa'}]"]
+
+
+def test_a_weights_only_refusal_without_a_global_names_the_opcode(tmp_path, monkeypatch):
+    import pickle
+
+    torch.save({"w": torch.zeros(1)}, tmp_path / "w.pt")
+    msg = ("Weights only load failed. ...\n\tWeightsUnpickler error: Unsupported operand 149\n\nCheck the "
+           "documentation of torch.load")
+    monkeypatch.setattr(torch, "load", lambda *a, **k: (_ for _ in ()).throw(pickle.UnpicklingError(msg)))
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "w.pt")
+    assert "plain values (Unsupported operand 149); " in str(e.value)
