@@ -1000,3 +1000,266 @@ def test_feature_cache_and_observation_refusals_say_what_to_do(tmp_path):
         Bundle(own.path).index("train")
     assert str(e.value) == (f"{own.path / 'train' / 'index.npy'}: row index has {n - 1} rows but the bundle's "
                             f"meta.json says {n}; re-run 'spml prepare'")
+
+
+# ---------------------------------------- issue 39: survivors of bundle.py's second mutation run
+def _mapped(a) -> bool:
+    """True when ``a`` (or an array it views) is memory-mapped."""
+    import mmap
+
+    while a is not None:
+        if isinstance(a, (np.memmap, mmap.mmap)):
+            return True
+        a = getattr(a, "base", None)
+    return False
+
+
+def test_big_matrices_are_memory_mapped_and_small_arrays_read_whole(tmp_path):
+    """Labels, observations, masks and features are memory-mapped (``mmap=False``: read
+    whole); the per-row arrays (index, places, areas) are read whole: a mapped file stays
+    open, and on Windows an open file cannot be replaced (``--overwrite``)."""
+    from tests.helpers.factories import make_presence_only_dataset
+
+    rng = np.random.default_rng(3)
+    Y = rng.random((40, 4)) < 0.5
+    Y[~Y.any(1), 0] = True
+    A = np.where(Y, rng.random((40, 4)), 0.0)
+    b = prepare_bundle(MultiLabelDataset("a", list("abcd"), {"train": Split(X=rng.normal(size=(40, 3)), Y=Y, areas=A,
+                                                                           xy=rng.normal(size=(40, 2)))}),
+                       tmp_path / "b", log=lambda m: None)
+    po = prepare_bundle(make_presence_only_dataset(n=30, n_background=10), tmp_path / "po", log=lambda m: None)
+    b.observations("train", "single_positive_all_negatives")  # drawn and cached: read from its files next
+    b.observations("train", "partial")  # (+1 and -1 listed: a values file)
+    mapped = {"labels": b.labels("val"), "obs": b.observations("train"), "mask": po.label_mask("test"),
+              "own": po.observations("val"), "other": b.observations("train", "single_positive_all_negatives")}
+    for name, M in mapped.items():
+        assert _mapped(M.indptr) and _mapped(M.indices), name
+    assert _mapped(b.observations("train", "partial").values)
+    whole = {"labels": b.labels("val", mmap=False), "obs": b.observations("train", mmap=False),
+             "mask": po.label_mask("test", mmap=False), "own": po.observations("val", mmap=False),
+             "other": b.observations("train", "single_positive_all_negatives", mmap=False)}
+    for name, M in whole.items():
+        assert not _mapped(M.indptr) and not _mapped(M.indices), name
+        assert np.array_equal(np.asarray(M), np.asarray(mapped[name])), name
+    assert not _mapped(b.observations("train", "partial", mmap=False).values)
+    for arr in (b.index("train"), b.xy("train"), b.areas("train")):
+        assert type(arr) is np.ndarray and not _mapped(arr)
+    assert not isinstance(b.features("train", mmap=False), np.memmap)
+
+
+def test_damaged_matrix_files_name_what_they_are(tmp_path):
+    from tests.helpers.factories import make_presence_only_dataset
+
+    po = prepare_bundle(make_presence_only_dataset(n=30, n_background=10), tmp_path / "po", log=lambda m: None)
+    full = prepare_bundle(make_toy_dataset(n=40), tmp_path / "full", log=lambda m: None)
+    cases = [(po, "test/mask.header.npy", np.ones((2, 4), np.int64), lambda b: b.label_mask("test"),
+              "expected a 1-D numeric label mask header"),
+             (po, "val/Z.indices.npy", np.ones((2, 2), np.int32), lambda b: b.observations("val"),
+              "expected a 1-D numeric observation matrix label indices"),
+             (po, "observed/observed.header.npy", np.ones((2, 4), np.int64), lambda b: b.observations("train"),
+              "expected a 1-D numeric observation matrix header"),
+             (full, "val/Y.indices.npy", np.ones((2, 2), np.int32), lambda b: b.labels("val"),
+              "expected a 1-D numeric label matrix label indices")]
+    for b, rel, arr, read, said in cases:
+        keep = (b.path / rel).read_bytes()
+        _replace(b.path, rel, arr)
+        with pytest.raises(CorruptFileError) as e:
+            read(Bundle(b.path))
+        assert str(e.value).startswith(f"{b.path / rel}: {said}"), str(e.value)
+        (b.path / rel).write_bytes(keep)
+        _replace(b.path, rel, np.load(b.path / rel))
+
+
+def test_dense_matrices_of_format_1_are_checked_for_shape_and_values(fresh):
+    b = Bundle(fresh)
+    n = b.size("test")
+    Y = np.asarray(b.labels("test"))
+    for part in ("header", "indptr", "indices", "values"):
+        (fresh / "test" / f"Y.{part}.npy").unlink(missing_ok=True)
+    for arr, said in ((Y[:-1], f"label matrix has {n - 1} rows but the bundle's meta.json says {n}"),
+                      (Y[:, :-1], "label matrix has 4 columns, expected 5")):
+        _replace(fresh, "test/Y.npy", arr)
+        with pytest.raises(CorruptFileError) as e:
+            Bundle(fresh).labels("test")
+        assert str(e.value).startswith(f"{fresh / 'test' / 'Y.npy'}: {said}")
+    Z = np.asarray(b.observations("train")).copy()
+    for part in ("header", "indptr", "indices", "values"):
+        (fresh / "observed" / f"single_positive.{part}.npy").unlink(missing_ok=True)
+    Z[2, 1] = 3
+    _replace(fresh, "observed/single_positive.npy", Z)
+    with pytest.raises(SpmlError) as e:
+        Bundle(fresh).observations("train")
+    assert str(fresh / "observed" / "single_positive.npy") in str(e.value) and "\n" not in str(e.value)
+
+
+def test_reader_checks_of_per_row_arrays_and_caches(fresh):
+    b = Bundle(fresh)
+    n = b.size("train")
+    for rel, arr, read, said in (
+            ("train/xy.npy", np.ones((n - 1, 2)), lambda b: b.xy("train"), f"has {n - 1} rows but"),
+            ("train/areas.npy", np.ones((n - 1, 5)), lambda b: b.areas("train"), f"has {n - 1} rows but"),
+            ("train/areas.npy", np.ones((n, 4)), lambda b: b.areas("train"), "instance-area matrix has 4 columns, "
+                                                                             "expected 5")):
+        _replace(fresh, rel, arr)
+        with pytest.raises(CorruptFileError) as e:
+            read(Bundle(fresh))
+        assert str(e.value).startswith(f"{fresh / rel}: ") and said in str(e.value), str(e.value)
+
+
+def test_feature_caches_of_the_wrong_length_and_missing_sets(tmp_path):
+    from spmlkit import ownership
+
+    rng = np.random.default_rng(0)
+    Y = rng.random((30, 3)) < 0.5
+    Y[~Y.any(1), 0] = True
+    b = prepare_bundle(MultiLabelDataset("imgs", list("abc"), {"train": Split(paths=[f"/i/{i}" for i in range(30)],
+                                                                              Y=Y)}), tmp_path / "i", log=lambda m: None)
+    with pytest.raises(SpmlError) as e:
+        b.features("train", "vit")
+    assert str(e.value) == f"feature set 'vit' not in {b.path}; available: none"
+    ownership.folder(b.path, "bundle")
+    for split in ("train", "val", "test"):
+        f = b.path / "features" / "r50" / f"{split}.npy"
+        ownership.save_npy(f, np.ones((b.size(split) + (split == "val"), 2), np.float32))
+        ownership.write_text(f.with_name(f.name + ".sha256"), hashlib.sha256(f.read_bytes()).hexdigest() + "\n")
+    with pytest.raises(CorruptFileError, match=f"feature matrix has {b.size('val') + 1} rows but"):
+        b.features("val")
+    assert isinstance(b.features("train"), np.memmap) and not isinstance(b.features("train", mmap=False), np.memmap)
+
+
+def test_finite_checks_cover_the_first_row_and_each_file(tmp_path):
+    import os
+
+    X = np.ones((5, 2), np.float32)
+    X[0, 0] = np.nan
+    np.save(tmp_path / "a.npy", X)
+    with pytest.raises(CorruptFileError, match="row 1, column 1 is nan"):
+        bmod._check_finite(tmp_path / "a.npy", X)
+    good = np.ones((5, 2), np.float32)
+    np.save(tmp_path / "g.npy", good)
+    np.save(tmp_path / "h.npy", X)
+    st = (tmp_path / "g.npy").stat()
+    os.utime(tmp_path / "h.npy", ns=(st.st_atime_ns, st.st_mtime_ns))  # the same size and time: another file
+    bmod._check_finite(tmp_path / "g.npy", good)
+    with pytest.raises(CorruptFileError, match="row 1, column 1 is nan"):
+        bmod._check_finite(tmp_path / "h.npy", X)
+
+
+def test_sparse_observations_are_checked_without_making_them_dense(monkeypatch):
+    """A wide label set (a million rows, 10,000 labels) must never be made dense to be checked."""
+    Z = SparseLabels.from_dense(np.array([[1, 0, 0], [0, 1, -1]], np.int8))
+
+    def no_dense(self, *a, **k):
+        raise AssertionError("made dense")
+
+    monkeypatch.setattr(SparseLabels, "__array__", no_dense)
+    for regime in ("single_positive", "full", "observed", None):
+        try:
+            bmod.check_observations(Z, "z", regime)
+        except CorruptFileError:
+            pass
+
+
+def test_the_first_bad_observation_is_named_and_own_data_has_no_background_by_default():
+    Z = np.array([[1, -1, 0], [0, 1, 2]], np.int8)
+    with pytest.raises(CorruptFileError, match="row 2, column 3 holds 2"):
+        bmod.check_observations(Z, "z")
+    empty = np.array([[1, 0], [0, 0]], np.int8)
+    with pytest.raises(CorruptFileError, match="1 example\\(s\\) without any observation .* declares 0 background"):
+        bmod.check_observations(empty, "z", "observed")
+
+
+def test_regime_aliases_read_the_stored_observations(fresh):
+    b = Bundle(fresh)
+    assert np.array_equal(np.asarray(b.observations("train", "1p")), np.asarray(b.observations("train")))
+    assert not list((fresh / "observed").glob("1p.*"))  # the stored draw, not a new cache under the alias
+    assert np.array_equal(np.asarray(b.selection_observations("val", "1p")),
+                          np.asarray(b.selection_observations("val", "single_positive")))
+    assert np.array_equal(np.asarray(b.observations()), np.asarray(b.observations("train")))  # the defaults
+    assert np.array_equal(np.asarray(b.selection_observations()), np.asarray(b.selection_observations("val")))
+    full = np.asarray(b.selection_observations("val", "observed"))  # a full bundle: val observed in full
+    assert np.array_equal(full, np.asarray(b.observations("val")))
+    assert np.array_equal(np.asarray(b.selection_observations("train", "single_positive_all_negatives")),
+                          np.asarray(b.observations("train", "single_positive_all_negatives")))
+
+
+def test_hiding_probabilities_at_their_limits_and_from_older_bundles(fresh):
+    b = Bundle(fresh)
+    Y = np.asarray(b.labels("train"))
+    none_hidden = np.asarray(b.observations("train", "partial", hide_prob=0.0))
+    assert np.array_equal(none_hidden, np.where(Y, 1, -1))
+    all_hidden = np.asarray(b.observations("train", "partial", hide_prob=1.0))
+    assert (all_hidden == 0).all()  # accepted: every label hidden
+    _edit_meta(fresh, hide_prob=_DROP)  # an older bundle: the documented default, 0.5
+    old = Bundle(fresh)
+    assert np.array_equal(np.asarray(old.observations("train", "partial")),
+                          np.asarray(old.observations("train", "partial", hide_prob=0.5)))
+    from spmlkit.labels import observe
+
+    want = observe(old.labels("val"), "partial", seed=np.random.SeedSequence(5).spawn(4)[3], hide_prob=0.5)
+    assert np.array_equal(np.asarray(old.selection_observations("val", "partial")), np.asarray(want))
+
+
+def test_selection_observations_use_the_bundles_hiding_probability_and_areas(tmp_path):
+    from spmlkit.labels import observe
+
+    rng = np.random.default_rng(2)
+    Y = rng.random((60, 4)) < 0.5
+    Y[~Y.any(1), 0] = True
+    A = np.where(Y, rng.random((60, 4)) * 100, 0.0)
+    b = prepare_bundle(MultiLabelDataset("a", list("abcd"), {"train": Split(X=rng.normal(size=(60, 3)), Y=Y, areas=A)}),
+                       tmp_path / "b", hide_prob=0.3, seed=9, log=lambda m: None)
+    stream = lambda: np.random.SeedSequence(9).spawn(4)[3]  # noqa: E731
+    want = observe(b.labels("val"), "partial", seed=stream(), hide_prob=0.3)
+    assert np.array_equal(np.asarray(b.selection_observations("val", "partial")), np.asarray(want))
+    largest = np.asarray(b.selection_observations("val", "single_positive_largest"))
+    assert (np.argmax(largest == 1, axis=1) == np.argmax(b.areas("val"), axis=1)).all()
+
+
+def test_summary_lists_every_split_with_full_labels_and_copes_without_notes(fresh):
+    _edit_meta(fresh, has_full_labels=False, full_label_splits=["val", "test"], notes=_DROP)
+    assert Bundle(fresh).summary().splitlines()[1:] == ["  observed labels only (no full labels); full labels in: "
+                                                        "val, test"]
+
+
+def test_own_observations_may_not_gain_an_empty_row(tmp_path):
+    rng = np.random.default_rng(0)
+    ds = MultiLabelDataset("own", list("abcd"), {"train": Split(X=rng.normal(size=(50, 3)),
+                                                               Z=single_positive(50, 4, rng))})
+    b = prepare_bundle(ds, tmp_path / "o", log=lambda m: None)
+    assert "background_rows" not in b.meta
+    Z = np.asarray(b.observations("train")).copy()
+    Z[3] = 0
+    from spmlkit.sparse_labels import as_sparse
+
+    S = as_sparse(Z)
+    parts = {"header": np.array([len(S), S.n_labels, S.fill, 1], np.int64), "indptr": S.indptr, "indices": S.indices}
+    if S.values is not None:
+        parts["values"] = S.values
+    for part in ("header", "indptr", "indices", "values"):
+        (b.path / "observed" / f"observed.{part}.npy").unlink(missing_ok=True)
+        b.meta["checksums"].pop(f"observed/observed.{part}.npy", None)
+    (b.path / "meta.json").write_text(json.dumps(b.meta))
+    for part, arr in parts.items():
+        _replace(b.path, f"observed/observed.{part}.npy", arr)
+    with pytest.raises(CorruptFileError, match="1 example\\(s\\) without any observation \\(first: row 4\\) but the "
+                                               "bundle declares 0 background"):
+        Bundle(b.path).observations("train")
+
+
+def test_image_paths_are_read_as_utf_8_whatever_the_locale(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    Y = rng.random((20, 2)) < 0.5
+    Y[~Y.any(1), 0] = True
+    paths = [f"/photos/pōhutukawa-{i}.jpg" for i in range(20)]
+    b = prepare_bundle(MultiLabelDataset("imgs", ["a", "b"], {"train": Split(paths=paths, Y=Y)}), tmp_path / "i",
+                       log=lambda m: None)
+    code = "import sys; from spmlkit.data import Bundle; print(ascii(Bundle(sys.argv[1]).paths('train')[0]))"
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"}
+    r = subprocess.run([sys.executable, "-c", code, str(b.path)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ascii(b.paths("train")[0]) and "\\u014d" in r.stdout
