@@ -247,6 +247,26 @@ _WHY.update({
     'LOCKWHAT': "FolderLock.what is stored for its callers and read nowhere",
     'FSYNC': "fsync flushes the file's data whichever way the descriptor was opened (Linux)",
     'CHUNK': "another block size: the same digest",
+    'GZLEVEL': "9 is gzip.compress's default level",
+    'NPDEFAULT': "False is np.load's default allow_pickle",
+    'STATNONE': "os.stat reads a falsy follow_symlinks (None) as False",
+    'SAMENONE': "None is as falsy as False",
+    'CACHEVALUE': "only whether the key is in the cache is read, never its value",
+    'CACHETAG': "the tag only keeps the finite-check keys apart from the checksum keys; any tag does",
+    'BLOCK': "another block size (or one row at a time): the same rows are checked",
+    'PARTIAL': "REGIMES['partial'].needs_positive is False: the condition is already false for 'partial' before the "
+               "name is compared",
+    'NAMESPLIT': "every matrix name has exactly one '/' (split/M, observed/M); with no '/' found the path is joined "
+                 "back whole: the same files",
+    'DENSEDTYPE': "the dense matrix's dtype was checked to be the one asked just above",
+    'HEADER': "the 4-number header is turned into ints at once: mapped or read, the same numbers",
+    'KINDX': "no numpy dtype kind is 'X'",
+    'UNREACH': "check_observations without a regime checks only the dtype and the values, which _matrix has checked "
+               "already (an int8 SparseLabels): its message, and the path it names, are never shown",
+    'HPBOUND': "labels.observe refuses a hide_prob above 1 with the same message",
+    'FULLOBS': "observe(Y, 'full') gives the same full observations",
+    'SPAWN': "SeedSequence.spawn(n)[3] is the child with spawn key (3,) for any n > 3",
+    'HASFULL': "Bundle() refuses a meta.json without has_full_labels: the default is never used",
     'ALNUM': "'X' is a letter, kept by isalnum() already: the same names",
 })
 
@@ -295,6 +315,67 @@ EQUIVALENT += (
             _WHY['LOCKWHAT'])
     + _each("io.py", "self.what = what", ["self.what = None"], _WHY['LOCKWHAT'])
     + _each("io.py", 'with open(tmp_path, "rb+") as fh:', ["with open(tmp_path, ) as fh:"], _WHY['FSYNC'])
+    + _each("io.py", 'return gzip.compress(dumps_json(obj).encode("utf-8"), compresslevel=9, mtime=0)',
+            ['return gzip.compress(dumps_json(obj).encode("utf-8"), mtime=0)'], _WHY['GZLEVEL'])
+    + _each("io.py", 'return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)',
+            ['return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, )'], _WHY['NPDEFAULT'])
+    + _each("io.py", "same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))",
+            ["same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=None))"], _WHY['STATNONE'])
+    + _each("io.py", "if os.path.samestat(os.fstat(self._fd), os.stat(self.path, follow_symlinks=False)):",
+            ["if os.path.samestat(os.fstat(self._fd), os.stat(self.path, follow_symlinks=None)):"], _WHY['STATNONE'])
+    + _each("io.py", "same = False", ["same = None"], _WHY['SAMENONE'])
+    + _each("data/bundle.py", "def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:",
+            ["def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65537) -> None:"], _WHY['BLOCK'])
+    + _each("data/bundle.py", "for s in range(0, X.shape[0], chunk_rows):", ["for s in range(0, X.shape[0], ):"],
+            _WHY['BLOCK'])
+    + _each("data/bundle.py", "_VERIFIED[key] = True", ["_VERIFIED[key] = None", "_VERIFIED[key] = False"],
+            _WHY['CACHEVALUE'])
+    + _each("data/bundle.py", 'key = ("finite", str(path.resolve()), st.st_size, st.st_mtime_ns)',
+            ['key = ("XXfiniteXX", str(path.resolve()), st.st_size, st.st_mtime_ns)',
+             'key = ("FINITE", str(path.resolve()), st.st_size, st.st_mtime_ns)'], _WHY['CACHETAG'])
+    + _each("data/bundle.py", 'if r is not None and r.needs_positive and regime != "partial" and (pos != 1).any():',
+            ['if r is not None and r.needs_positive and regime != "XXpartialXX" and (pos != 1).any():',
+             'if r is not None and r.needs_positive and regime != "PARTIAL" and (pos != 1).any():'], _WHY['PARTIAL'])
+    + _each("data/bundle.py", 'folder, _, stem = rel.rpartition("/")',
+            ['folder, _, stem = rel.partition("/")', 'folder, _, stem = rel.rpartition("XX/XX")'], _WHY['NAMESPLIT'])
+    + _each("data/bundle.py", 'return SparseLabels.from_dense(dense, dtype=dtype, source=str(base / f"{stem}.npy"))',
+            ['return SparseLabels.from_dense(dense, dtype=None, source=str(base / f"{stem}.npy"))',
+             'return SparseLabels.from_dense(dense, source=str(base / f"{stem}.npy"))'], _WHY['DENSEDTYPE'])
+    + _each("data/bundle.py", 'head = self._npy(f"{rel}.header.npy", False, ndim=1, what=f"{what} header")',
+            ['head = self._npy(f"{rel}.header.npy", None, ndim=1, what=f"{what} header")',
+             'head = self._npy(f"{rel}.header.npy", ndim=1, what=f"{what} header")',
+             'head = self._npy(f"{rel}.header.npy", True, ndim=1, what=f"{what} header")'], _WHY['HEADER'])
+    + _each("data/bundle.py", 'if head.dtype.kind not in "iu" or head.shape != (4,) or int(head[3]) not in _DTYPE_CODES:',
+            ['if head.dtype.kind not in "XXiuXX" or head.shape != (4,) or int(head[3]) not in _DTYPE_CODES:'],
+            _WHY['KINDX'])
+    + _each("data/bundle.py", 'if idx.dtype.kind not in "iu":', ['if idx.dtype.kind not in "XXiuXX":'], _WHY['KINDX'])
+    + _each("data/bundle.py", 'idx = self._npy(f"{split}/index.npy", False, rows=self.size(split), ndim=1, what="row index")',
+            ['idx = self._npy(f"{split}/index.npy", None, rows=self.size(split), ndim=1, what="row index")'],
+            _WHY['SAMENONE'])
+    + _each("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+            ['return self._npy(f"{split}/xy.npy", None, rows=self.size(split), cols=2, what="place (x, y) array")'],
+            _WHY['SAMENONE'])
+    + _each("data/bundle.py", 'return self._npy(f"{split}/areas.npy", False, rows=self.size(split), cols=self.n_labels,',
+            ['return self._npy(f"{split}/areas.npy", None, rows=self.size(split), cols=self.n_labels,'],
+            _WHY['SAMENONE'])
+    + _each("data/bundle.py", "arr = np.load(p, allow_pickle=False)", ["arr = np.load(p, allow_pickle=None)"],
+            _WHY['NOPICKLE'])
+    + _each("data/bundle.py", "arr = np.load(p, allow_pickle=False)", ["arr = np.load(p, )"], _WHY['NPDEFAULT'])
+    + _each("data/bundle.py", 'dtype=np.int8, mmap=mmap), self.path / split / "Z.*.npy")',
+            ['dtype=np.int8, mmap=mmap), None)', 'dtype=np.int8, mmap=mmap), self.path / split / "XXZ.*.npyXX")',
+             'dtype=np.int8, mmap=mmap), self.path / split / "z.*.npy")',
+             'dtype=np.int8, mmap=mmap), self.path / split / "Z.*.NPY")'], _WHY['UNREACH'])
+    + _each("data/bundle.py", "if not 0.0 <= float(hide_prob) <= 1.0:", ["if not 0.0 <= float(hide_prob) <= 2.0:"],
+            _WHY['HPBOUND'])
+    + _each("data/bundle.py", 'if name in ("full", OBSERVED_ONLY):',
+            ['if name in ("XXfullXX", OBSERVED_ONLY):', 'if name in ("FULL", OBSERVED_ONLY):'], _WHY['FULLOBS'])
+    + _each("data/bundle.py",
+            'stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw',
+            ['stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(5)[3]  # [0..2]: splits, test, training draw'],
+            _WHY['SPAWN'])
+    + _each("data/bundle.py", 'if not m.get("has_full_labels", True):',
+            ['if not m.get("has_full_labels", None):', 'if not m.get("has_full_labels", ):',
+             'if not m.get("has_full_labels", False):'], _WHY['HASFULL'])
     + _each("io.py", "def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:",
             ["def sha256_file(path: str | Path, chunk: int = 2 << 20) -> str:",
              "def sha256_file(path: str | Path, chunk: int = 1 << 21) -> str:"], _WHY['CHUNK'])
@@ -318,9 +399,12 @@ KILLED_SINCE: list[tuple[str, str, str, str]] = [
 ]
 
 
-def killed_since(key: str, diff: str) -> str | None:
-    """The test added after the measurement that kills this survivor (an empty ``after``
-    matches any change of the line)."""
+def killed_since(key: str, diff: str, mutant: str | None = None, planted: dict | None = None) -> str | None:
+    """The test added after the measurement that kills this survivor: found by ``--plant``
+    (``planted``: the module's ``killed_since`` record) or listed in :data:`KILLED_SINCE`
+    (an empty ``after`` matches any change of the line)."""
+    if planted and mutant in planted:
+        return planted[mutant]["test"]
     minus, plus = changed_lines(diff)
     for mod, before, after, test in KILLED_SINCE:
         if (mod == key or key.startswith(mod)) and before.strip() in minus and (not after or after.strip() in plus):
@@ -629,6 +713,88 @@ def measure(key: str, budget: float, max_children: int, keep: bool, log, from_wo
             shutil.rmtree(work, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- planting
+def _function_span(source: str, name: str) -> tuple[int, int] | None:
+    """Lines (1-based, inclusive) of function ``name`` (``Class.method`` for a method)."""
+    import ast
+
+    parts = name.split(".")
+    for node in ast.walk(ast.parse(source)):
+        if len(parts) == 2 and isinstance(node, ast.ClassDef) and node.name == parts[0]:
+            for f in node.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == parts[1]:
+                    return f.lineno, f.end_lineno
+        if len(parts) == 1 and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == parts[0]:
+            return node.lineno, node.end_lineno
+    return None
+
+
+def plant_source(source: str, mutant: str, diff: str) -> str | None:
+    """``source`` with the survivor's change applied inside its function (the lines its
+    diff removes replaced by the lines it adds), or None when they are not found."""
+    base = mutant.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]  # x_func or xǁClassǁmethod
+    name = (base[2:] if base.startswith("x_") else base[1:]).replace("ǁ", ".").strip(".")
+    minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    span = _function_span(source, name)
+    if span is None or not minus:
+        return None
+    unname = re.compile(r"^def [\w.]+\(")  # mutmut shows the def line with the plain (dotted) name
+    want = [unname.sub("def (", x.strip()) for x in minus]
+    lines = source.splitlines(keepends=True)
+    for i in range(span[0] - 1, span[1] - len(want) + 1):
+        if [unname.sub("def (", lines[i + k].strip()) for k in range(len(want))] == want:
+            indent = [re.match(r"\s*", lines[i + min(k, len(want) - 1)]).group(0) for k in range(len(plus))]
+            new = [ind + unname.sub(f"def {name.split('.')[-1]}(", p.strip()) + "\n" for ind, p in zip(indent, plus)]
+            return "".join(lines[:i] + new + lines[i + len(want):])
+    return None
+
+
+def plant(key: str, data: dict, log) -> dict:
+    """Plant each survivor of ``key``'s last measurement that is not listed as equivalent,
+    one at a time, in a temporary copy of the repository (the working tree is never
+    written), run the covering tests there (``-x``) and record the first test that fails:
+    ``{mutant: {"test", "commit", "date"}}`` for the killed ones."""
+    mod = data["modules"][key]
+    commit = git("rev-parse", "--short", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    work = Path(tempfile.mkdtemp(prefix="spml-plant-"))
+    out: dict = {}
+    try:
+        shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        shutil.copytree(REPO / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
+        env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SPML_NO_PROGRESS": "1"}
+        for s in mod["survivors"]:
+            if reason_for(key, s["diff"]):
+                continue
+            path = work / "src" / s["file"]
+            orig = path.read_text(encoding="utf-8")
+            planted = plant_source(orig, s["mutant"], s["diff"])
+            if planted is None:
+                log(f"  {s['mutant']}: not planted (its lines were not found: the source changed)")
+                continue
+            path.write_text(planted, encoding="utf-8")
+            try:
+                r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                                    *tests_for(key)], cwd=work, capture_output=True, text=True, timeout=600, env=env)
+                failed = [ln[len("FAILED "):].split(" - ")[0].split("[")[0] for ln in r.stdout.splitlines()
+                          if ln.startswith(("FAILED ", "ERROR "))]
+                verdict = failed[0] if failed else ("survives" if r.returncode == 0 else f"exit {r.returncode}")
+            except subprocess.TimeoutExpired:
+                verdict = "timeout"
+            finally:
+                path.write_text(orig, encoding="utf-8")
+            log(f"  {s['mutant']}: {verdict}")
+            if verdict != "survives":
+                out[s["mutant"]] = {"test": verdict, "commit": commit + (" + uncommitted changes" if dirty else ""),
+                                    "date": date}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 def fmt_score(s) -> str:
     return "–" if s is None else f"{100 * s:.1f}%"
@@ -691,11 +857,12 @@ def render(data: dict, command: str) -> str:
             lines.append("No surviving mutant.")
             continue
         explained = sum(1 for s in surv if s["reason"])
-        since = sum(1 for s in surv if not s["reason"] and killed_since(m["module"], s["diff"]))
+        planted = m.get("killed_since") or {}
+        since = sum(1 for s in surv if not s["reason"] and killed_since(m["module"], s["diff"], s["mutant"], planted))
         lines.append(f"Surviving mutants: {len(surv)} ({explained} equivalent, with the reason; {since} killed by a "
                      f"test added after this measurement; {len(surv) - explained - since} without a killing test).")
         for s in surv:
-            k = killed_since(m["module"], s["diff"])
+            k = killed_since(m["module"], s["diff"], s["mutant"], planted)
             why = (f"equivalent: {s['reason']}" if s["reason"] else
                    f"killed by `{k}`, added after this measurement (checked by planting the mutant)" if k else
                    "**needs a test** (or a reason it is equivalent)")
@@ -715,6 +882,10 @@ def main(argv=None) -> int:
     ap.add_argument("--render", action="store_true", help="only re-write mutation.md from mutation.json")
     ap.add_argument("--from-work", type=Path, help="report the finished mutmut run in this work folder (one "
                     "--module) instead of running mutmut again")
+    ap.add_argument("--plant", action="store_true", help="for each --module: plant every survivor of its last "
+                    "measurement that is not listed as equivalent, one at a time, in a temporary copy of the "
+                    "repository, run the covering tests and record the test that kills it (killed since the "
+                    "measurement)")
     ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     args = ap.parse_args(argv)
     keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
@@ -734,6 +905,18 @@ def main(argv=None) -> int:
     except Exception:  # noqa: BLE001 - not installed: only --render works
         if not args.render:
             raise SystemExit("mutation.py: mutmut is not installed; pip install -e '.[mutation]'")
+    if args.plant:
+        for key in keys:
+            if key not in data["modules"]:
+                raise SystemExit(f"mutation.py: {key} has no measurement to plant from")
+            t0 = time.time()
+            found = plant(key, data, log)
+            data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
+            data["modules"][key]["killed_since"] = found
+            log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
+            store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        args.out.write_text(render(data, data.get("command", command)))
+        return 0
     measured: dict = {}
     for key in keys:
         t0 = time.time()
