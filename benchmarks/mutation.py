@@ -816,10 +816,12 @@ def render(data: dict, command: str) -> str:
              "unrolled so that registered losses are mutated; see the script's docstring)",
              f"- target: >= {TARGET:.0%} of the mutants killed in each module; score = (killed + timeout) / "
              "(killed + timeout + survived + no tests + suspicious); the last score leaves out the survivors "
-             "listed as equivalent (programs no test can tell apart)", "",
+             "listed as equivalent (programs no test can tell apart); \"killed since\" counts the survivors a test "
+             "added after the measurement kills (`--plant`: each planted in a copy of the source and the covering "
+             "tests run), and \"score now\" counts them as killed", "",
              "| module | measured on commit | date | wall time | mutants | killed | timeout | survived | no tests "
-             "| not checked | score | equivalent | score without equivalents | target |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| not checked | score | equivalent | score without equivalents | killed since | score now | target |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for m in mods:
         c = m["counts"]
         n = sum(c.values())
@@ -828,12 +830,16 @@ def render(data: dict, command: str) -> str:
         detected = c.get("killed", 0) + c.get("timeout", 0)
         rest = detected + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0) - n_eq
         s_eq = detected / rest if rest else None
+        planted = m.get("killed_since") or {}
+        n_since = sum(1 for s in m["survivors"] if not reason_for(m["module"], s["diff"])
+                      and killed_since(m["module"], s["diff"], s["mutant"], planted))
+        s_now = (detected + n_since) / rest if rest else None
         commit = m["commit"] + (" + uncommitted changes" if m.get("dirty") else "")
         lines.append(f"| {m['module']} | {commit} | {m['date']} | {m['wall_s'] / 60:.1f} min"
                      f"{' (budget spent)' if m['stopped_by_budget'] else ''} | {n} | {c.get('killed', 0)} | "
                      f"{c.get('timeout', 0)} | {c.get('survived', 0)} | {c.get('no tests', 0)} | "
                      f"{c.get('not checked', 0)} | {fmt_score(m['score'])} | {n_eq} | {fmt_score(s_eq)} | "
-                     f"{'met' if ok else 'NOT met'} |")
+                     f"{n_since} | {fmt_score(s_now)} | {'met' if ok else 'NOT met'} |")
     for m in mods:
         lines += ["", f"## {m['module']}", "",
                   f"- command: `python benchmarks/mutation.py --module {m['module']}` (budget {m['budget_s']:.0f} s)",
