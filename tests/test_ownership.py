@@ -1052,3 +1052,154 @@ def test_foreign_reads_an_unregistered_folder_from_its_marker(tmp_path):
     (out / "b.txt").write_text("mine")
     ownership._ROOTS.pop(str(out))
     assert ownership.foreign(out) == ["b.txt"]
+
+
+# ------------------------------------ issue 39: survivors of ownership.py's first mutation run
+def _mode(p):
+    mask = os.umask(0)
+    os.umask(mask)
+    return os.stat(p).st_mode & 0o777, 0o666 & ~mask
+
+
+def test_names_with_spaces_and_the_permissions_of_files_made_in_place(tmp_path):
+    import numpy as np
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "my runs" / "log file.jsonl", {"a": 1})
+    ownership.new_file(out / "my runs" / "new file.bin")
+    m = ownership.open_memmap(out / "my runs" / "mapped file.npy", mode="w+", dtype=np.float32, shape=(2,))
+    assert m.dtype == np.float32
+    del m
+    for name in ("log file.jsonl", "new file.bin", "mapped file.npy"):
+        p = out / "my runs" / name
+        assert p.is_file() and not (out / "my").exists(), name
+        got, want = _mode(p)
+        assert got == want, name
+    ownership.rename(out / "my runs" / "new file.bin", out / "my runs" / "renamed file.bin")
+    assert (out / "my runs" / "renamed file.bin").is_file()
+    assert ownership.remove(out / "my runs" / "renamed file.bin") and not (out / "my runs" / "renamed file.bin").exists()
+    ownership.claim(out / "my runs" / "deep er", "run")
+    with ownership.build(out / "my runs" / "a bundle", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    ownership._ROOTS.pop(str(out / "my runs" / "a bundle"))
+    ownership.write_text(out / "my runs" / "a bundle" / "x.json", "{}")  # found again by its marker
+    assert ownership.foreign(out) == []
+
+
+def test_a_read_only_map_changes_nothing_in_the_manifest(tmp_path):
+    import numpy as np
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.save_npy(out / "a.npy", np.arange(3))
+    before = (out / ownership.MANIFEST).read_text()
+    assert ownership.open_memmap(out / "a.npy", mode="r").tolist() == [0, 1, 2]
+    assert (out / ownership.MANIFEST).read_text() == before
+
+
+def test_older_folders_adopt_no_links_and_no_files_with_other_names(tmp_path, user):
+    ownership.register_kind("legacy-links", "a legacy folder with links", is_ours=lambda p: (p / "a.txt").exists(),
+                            layout=("a.txt", "b.txt", "c.txt", "sub"))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "a.txt").write_text("a")
+    os.symlink(user / "notes.txt", old / "b.txt")
+    os.link(user / "notes.txt", old / "c.txt")
+    (old / "sub").mkdir()
+    (old / "sub" / "d.txt").write_text("d")
+    ownership.claim(old, "legacy-links")
+    assert ownership.foreign(old) == ["b.txt", "c.txt"]
+    assert sorted(manifest_lines(old)) == ["d sub", "f a.txt", "f sub/d.txt"]  # each listed once
+
+
+def test_an_older_folder_with_a_file_outside_its_layout_is_not_cleared(tmp_path):
+    ownership.register_kind("legacy-clear", "a legacy cleared folder", is_ours=lambda p: (p / "meta.json").exists(),
+                            layout=("meta.json",))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "meta.json").write_text("{}")
+    ownership.check_clearable(old, "legacy-clear")
+    (old / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="notes.txt was not written by spmlkit"):
+        ownership.check_clearable(old, "legacy-clear")
+
+
+def test_folder_passes_its_options_to_claim_and_registered_kinds_are_named(tmp_path, user):
+    with pytest.raises(ConfigError, match=f"^--dir {user / 'x'} lies inside"):
+        ownership.folder(user / "x", "run", inputs=[user], option="--dir")
+    ownership.register_kind("named-kind", "a named test folder", is_ours=lambda p: False)
+    with pytest.raises(ConfigError) as e:
+        ownership.claim(user, "named-kind")
+    assert str(e.value) == (f"refusing to write into {user}: it holds files that are not a named test folder written "
+                            "by spmlkit (no spmlkit marker); choose a new (or empty) folder with -o/--out")
+
+
+def test_single_output_file_messages_name_the_option_and_the_thing(tmp_path, user):
+    with pytest.raises(ConfigError) as e:
+        ownership.output_file(user / "x.csv", inputs=[user], option="--output")
+    assert str(e.value).startswith(f"--output {user / 'x.csv'} lies inside {user}")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(ConfigError) as e:
+        ownership.output_file(tmp_path / "d")
+    assert str(e.value) == f"-o/--out {tmp_path / 'd'} is a folder; expected the path of the file to write"
+
+
+def test_prune_keeps_spmlkits_files_and_anyone_elses_folders_quietly(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a" / "x.txt", "x")
+    ownership.mkdir(out / "e")
+    (out / "theirs" / "deeper").mkdir(parents=True)
+    ownership.prune(out)
+    assert (out / "a" / "x.txt").read_text() == "x" and (out / "theirs" / "deeper").is_dir()
+    assert not (out / "e").exists()
+    plain = tmp_path / "plain"
+    (plain / "sub").mkdir(parents=True)
+    ownership.prune(plain)  # not spmlkit's: nothing done, no error
+    assert (plain / "sub").is_dir()
+
+
+def test_files_other_libraries_write_deep_inside_are_listed_and_may_grow(tmp_path, user):
+    out = ownership.claim(tmp_path / "r", "run")
+    tb = ownership.folder(out / "runs" / "tb", "run")
+    (tb / "events.1").write_text("e")
+    os.symlink(user / "notes.txt", tb / "link")
+    ownership.record_new(tb)
+    assert manifest_lines(out) == ["d runs", "d runs/tb", "f runs/tb/events.1"]
+    with open(tb / "events.1", "a") as fh:
+        fh.write("more events")  # its library goes on writing
+    assert ownership.foreign(out) == ["runs/tb/link"]
+
+
+def test_renamed_files_keep_their_generation(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.part", "a")
+    ownership.rename(out / "a.part", out / "a.txt")
+    line = [ln for ln in (out / ownership.MANIFEST).read_text().splitlines() if ln.endswith(" a.txt")][-1]
+    gen = line.split(" ")[1].split(":")[2]
+    want = ownership._generation(str(out / "a.txt"), os.lstat(out / "a.txt"))
+    assert gen == ("-" if want is None else str(want))
+
+
+def test_stale_temporaries_counted_where_asked(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "s" / "d" / "f.txt", "f")
+    for p in (out / ".a.spml-1.tmp", out / ".b.spml-2.tmp", out / "s" / ".c.spml-3.tmp",
+              out / "s" / "d" / ".e.spml-4.tmp"):
+        p.write_text("half")
+    assert ownership.remove_stale_temporaries(out / "s", recursive=True) == 2  # a sub-folder, and below it
+    assert (out / ".a.spml-1.tmp").exists()
+    assert ownership.remove_stale_temporaries(out) == 2  # not below: none left there anyway
+    (out / "s" / ".g.spml-5.tmp").write_text("half")
+    assert ownership.remove_stale_temporaries(out) == 0 and (out / "s" / ".g.spml-5.tmp").exists()
+    assert ownership.remove_stale_temporaries(out / "missing") == 0
+    with pytest.raises(ownership.UnownedPathError) as e:
+        ownership.remove(tmp_path / "x")
+    assert str(e.value) == f"{tmp_path / 'x'}: not inside a folder this process claimed"
+
+
+def test_a_link_refusal_names_the_path_as_the_user_wrote_it(tmp_path, user, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = ownership.claim("rel", "run")
+    os.symlink(user, tmp_path / "rel" / "sub")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "sub" / "x.txt", "x")
+    assert str(e.value).startswith(f"{os.path.join('rel', 'sub')} is a symbolic link (to {user})")
