@@ -1203,3 +1203,122 @@ def test_a_link_refusal_names_the_path_as_the_user_wrote_it(tmp_path, user, monk
     with pytest.raises(ConfigError) as e:
         ownership.write_text(out / "sub" / "x.txt", "x")
     assert str(e.value).startswith(f"{os.path.join('rel', 'sub')} is a symbolic link (to {user})")
+
+
+def test_compressed_json_arrays_and_json_written_through_an_owned_folder(tmp_path):
+    import numpy as np
+
+    from spmlkit import io
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_json_gz(out / "runs.json.gz", {"runs": [np.float32(0.5)]})
+    ownership.write_json(out / "config.json", {"lr": np.float64(0.1)})
+    assert io.read_json(out / "runs.json.gz") == {"runs": [0.5]} and io.read_json(out / "config.json") == {"lr": 0.1}
+    with pytest.raises(ValueError):
+        ownership.save_npy(out / "o.npy", np.array([{"a": 1}], dtype=object))  # never pickled
+    assert sorted(manifest_lines(out)) == ["f config.json", "f runs.json.gz"]
+
+
+def test_a_touched_lock_file_stays_spmlkits_while_its_holder_writes_it(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.touch(out / "my lock")
+    got, want = _mode(out / "my lock")
+    assert got == want
+    fd = os.open(out / "my lock", os.O_WRONLY)
+    os.write(fd, b"pid 12345\n")  # its holder writes into it in place
+    os.close(fd)
+    ownership.touch(out / "my lock")
+    assert (out / "my lock").read_text() == "pid 12345\n" and ownership.foreign(out) == []
+
+
+def test_a_copied_folder_keeps_its_kind(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    shutil.copytree(out, tmp_path / "copy")
+    ownership.claim(tmp_path / "copy", "run")
+    assert ownership.folder_kind(tmp_path / "copy") == "run"
+
+
+def test_abandoned_builds_keep_what_is_not_spmlkits_and_all_are_seen(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    for i in range(6):
+        (tmp_path / f".note{i}").write_text("a dot file of the user's")
+    builds = []
+    for i in range(4):
+        d = tmp_path / f".B.dead{i}"
+        d.mkdir()
+        ownership._write_marker(str(d), "bundle")
+        (d / ownership.BUILD_OWNER).write_text(f"{dead}\nflock\n")
+        builds.append(d)
+    (builds[0] / "mine.txt").write_text("the user's, in a build folder")
+    ownership._remove_abandoned_builds(str(tmp_path / "B"))
+    assert [d.exists() for d in builds] == [True, False, False, False]
+    assert (builds[0] / "mine.txt").read_text() == "the user's, in a build folder"
+    assert ownership.foreign(builds[0]) == ["mine.txt"]  # kept, still marked: the user's file is not spmlkit's
+
+
+def test_builds_made_beside_their_target_registered_and_created(tmp_path, capsys):
+    out = tmp_path / "B"
+    with ownership.build(out, "tbuild") as tmp:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".B.")
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert ownership.created(out)
+    (out / "theirs.json").write_text("mine")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "theirs.json", "x")
+    assert str(e.value) == (f"{out / 'theirs.json'}: this file was not written by spmlkit (it is not listed in "
+                            f"{out / ownership.MANIFEST}); refusing to replace it — move it away or choose another -o")
+    with pytest.raises(RuntimeError, match="the build's own error"):  # a new folder: nothing to put back
+        with ownership.build(tmp_path / "N", "tbuild"):
+            raise RuntimeError("the build's own error")
+    assert not (tmp_path / "N").exists()
+    mine = tmp_path / "M"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError) as e:
+        with ownership.build(mine, "tbuild", replace=True) as tmp:
+            ownership.write_text(tmp / "meta.json", "{}")
+    assert str(e.value) == (f"{mine} appeared (or changed) while it was being built and is not a tbuild folder spmlkit "
+                            "wrote; nothing was replaced — choose another -o/--out")
+    bench = ownership.claim(tmp_path / "bench", "bench")
+    with ownership.build(bench / "voc", "tbuild") as tmp:  # directly inside an owned folder
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert manifest_lines(bench) == ["o voc"] and ownership.foreign(bench) == []
+    with ownership.build(bench / "src", "tbuild") as tmp:
+        ownership.write_text(tmp / "data.csv", "x")
+    with pytest.raises(ConfigError, match="which this command reads, lies inside it"):
+        with ownership.build(bench / "src", "tbuild", replace=True, inputs=[bench / "src" / "data.csv"]) as tmp:
+            ownership.write_text(tmp / "meta.json", "{}")
+    assert (bench / "src" / "data.csv").read_text() == "x"
+    assert capsys.readouterr().err == ""
+
+
+def test_a_marked_folder_of_an_older_spmlkit_without_manifest_is_replaced(tmp_path):
+    ownership.register_kind("legacy-marked", "a legacy marked build", layout=("meta.json", "train"))
+    old = tmp_path / "B"
+    (old / "train").mkdir(parents=True)
+    (old / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": "legacy-marked"}))
+    (old / "meta.json").write_text("{}")
+    (old / "train" / "X.npy").write_text("x")
+    with ownership.build(old, "legacy-marked", replace=True) as tmp:
+        ownership.write_text(tmp / "meta.json", '{"new": 1}')
+    assert (old / "meta.json").read_text() == '{"new": 1}' and not (old / "train").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["B"]
+
+
+def test_overwrite_refusals_count_the_rest(tmp_path):
+    b = ownership.claim(tmp_path / "b", "bench")
+    for name in ("u1", "u2"):
+        (b / name).write_text("mine")
+    with pytest.raises(ConfigError, match=r"u1 \(and 1 more\) was not written"):
+        ownership.check_clearable(b, "bench")
+    (b / "u2").unlink()
+    with pytest.raises(ConfigError) as e:
+        ownership.check_clearable(b, "bench")
+    assert f"{b / 'u1'} was not written by spmlkit" in str(e.value) and "more" not in str(e.value)
