@@ -267,6 +267,37 @@ _WHY.update({
     'FULLOBS': "observe(Y, 'full') gives the same full observations",
     'SPAWN': "SeedSequence.spawn(n)[3] is the child with spawn key (3,) for any n > 3",
     'HASFULL': "Bundle() refuses a meta.json without has_full_labels: the default is never used",
+    'CALLERSPASS': "every caller passes the argument: the default is never used",
+    'DENSE1': "a dense format-1 matrix is converted to sparse at once: mapped or read whole, the same matrix",
+    'SPLITSLASH': "on POSIX os.path.join(root, 'a/b') is root/a/b whether or not the relative name is split at '/'",
+    'TYPELETTER': "the type test is `entry.type in types`: a string holding the letter ('XXfXX') accepts the same types",
+    'EXCL': "the file is created with O_CREAT | O_EXCL, which fails on any existing name, a symbolic link included "
+            "(never followed): O_NOFOLLOW adds nothing there",
+    'RACE': "the name was found absent (or removed) just before: O_EXCL only matters if something appears in between, "
+            "a race no test can schedule",
+    'DUMMY': "the name of the placeholder below the folder is never used, only its folder",
+    'FILESVAL': "only whether a path is in _FILES is read, never the value stored",
+    'ADOPTOWN': "adoption runs only on a folder whose manifest was just made (empty): nothing is listed yet, so owns() "
+                "is False whatever its arguments",
+    'LINKTEXT': "readlink fails only when the link vanished between lstat and readlink: a race no test can schedule",
+    'SUPPRESSRACE': "the temporary was found by scandir just before: unlinking it fails only if it vanished in between",
+    'FALSYKW': "None is as falsy as False for this argument",
+    'DISCARDED': "discard() has removed the folder, its owner file included: the first unlink fails (suppressed) and "
+                 "the rest of the block is skipped",
+    'POSIXONLY': "the branch runs only where fcntl is missing (not POSIX); spmlkit is tested on POSIX",
+    'OWNERFILE': "the owner file holds a pid and 'flock' (a few ASCII bytes), found a regular file by lstat just "
+                 "before: any read size or encoding reads the same, and O_NOFOLLOW matters only in a race",
+    'STALEROOT': "leaves the registration of a folder that no longer exists: any later write there fails as it would "
+                 "unregistered (the path is never reused: a new build gets a new random name)",
+    'WARNRACE': "the warning is reachable only when a file appears in the old folder between the check under the lock "
+                "and its removal: a race no test can schedule",
+    'PARENTMADE': "ensure_parent made the parent folders before the build: nothing is left to create",
+    'RERAISED': "the exception is re-raised next: the value is never read",
+    'INPLACEDEFAULT': "inplace() is called only for a file owns() accepted: its inode is listed, the default never used",
+    'KINDNAME': "Kind.name is read nowhere",
+    'ROOTKIND': "the registered kind is only compared with the marker's; claim() reads the kind from the marker again",
+    'REGULARCHECKED': "the path was checked to be a regular file just before: the listed entry of its inode is a file "
+                      "(unless the inode number was reused, which the generation check catches)",
     'ALNUM': "'X' is a letter, kept by isalnum() already: the same names",
 })
 
@@ -376,6 +407,75 @@ EQUIVALENT += (
     + _each("data/bundle.py", 'if not m.get("has_full_labels", True):',
             ['if not m.get("has_full_labels", None):', 'if not m.get("has_full_labels", ):',
              'if not m.get("has_full_labels", False):'], _WHY['HASFULL'])
+    + _each("data/bundle.py", "def Bundle._matrix(self, rel: str, *, rows: int, what: str, dtype, mmap: bool = True) -> SparseLabels:",
+            ["def Bundle._matrix(self, rel: str, *, rows: int, what: str, dtype, mmap: bool = False) -> SparseLabels:"],
+            _WHY['CALLERSPASS'])
+    + _each("data/bundle.py", 'dense = self._npy(f"{rel}.npy", mmap, rows=rows, cols=L, what=what)',
+            ['dense = self._npy(f"{rel}.npy", None, rows=rows, cols=L, what=what)',
+             'dense = self._npy(f"{rel}.npy", rows=rows, cols=L, what=what)'], _WHY['DENSE1'])
+    + _each("ownership.py", "_walk_dirs(root, rel + \"/x\", create=True)", ['_walk_dirs(root, rel + "/X", create=True)'],
+            _WHY['DUMMY'])
+    + _each("ownership.py", 'root, rel = _locate(Path(folder_path) / "x")',
+            ['root, rel = _locate(Path(folder_path) / "XXxXX")', 'root, rel = _locate(Path(folder_path) / "X")'],
+            _WHY['DUMMY'])
+    + _each("ownership.py", 'return "?"', ['return "XX?XX"'], _WHY['LINKTEXT'])
+    + _each("ownership.py", "_FILES[_abs(p)] = None if st is None else (st.st_dev, st.st_ino)",
+            ["_FILES[_abs(p)] = None", "_FILES[_abs(p)] = None if (st is None) or True else (st.st_dev, st.st_ino)"],
+            _WHY['FILESVAL'])
+    + _each("ownership.py", 'if not root.owns(rel, st, "d"):',
+            ['if not root.owns(rel, st, ):', 'if not root.owns(rel, st, "XXdXX"):', 'if not root.owns(rel, st, "D"):',
+             'if not root.owns(None, st, "d"):', 'if not root.owns(rel, None, "d"):', 'if not root.owns(rel, st, None):',
+             'if not root.owns(st, "d"):', 'if not root.owns(rel, "d"):'], _WHY['ADOPTOWN'])
+    + _each("ownership.py", 'elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and not root.owns(rel, st, "f"):',
+            [f'elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and not root.owns({a}):' for a in
+             ('None, st, "f"', 'rel, None, "f"', 'rel, st, None', 'st, "f"', 'rel, "f"', 'rel, st, ', 'rel, st, "XXfXX"',
+              'rel, st, "F"')], _WHY['ADOPTOWN'])
+    + _each("ownership.py", "fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, \"O_NOFOLLOW\", 0), 0o666)",
+            ['fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL & getattr(os, "O_NOFOLLOW", 0), 0o666)'], _WHY['RACE'])
+    + _each("ownership.py", "os.unlink(os.path.join(d, BUILD_OWNER))", ["os.unlink(os.path.join(d, ))"], _WHY['DISCARDED'])
+    + _each("ownership.py", "os.rmdir(d)", ["os.rmdir(None)"], _WHY['DISCARDED'])
+    + _each("ownership.py", "shutil.rmtree(d, ignore_errors=True)",
+            ["shutil.rmtree(d, ignore_errors=None)", "shutil.rmtree(d, )", "shutil.rmtree(d, ignore_errors=False)"],
+            _WHY['RACE'])
+    + _each("ownership.py", "fcntl = None", ['fcntl = ""'], _WHY['POSIXONLY'])
+    + _each("ownership.py",
+            "if sd is None or not stat.S_ISDIR(sd.st_mode) or so is None or not stat.S_ISREG(so.st_mode):",
+            ["if sd is None and not stat.S_ISDIR(sd.st_mode) or so is None or not stat.S_ISREG(so.st_mode):"],
+            _WHY['RACE'])
+    + _each("ownership.py", 'with open(owner, encoding="ascii") as fh:',
+            ['with open(owner, encoding=None) as fh:', 'with open(owner, ) as fh:'], _WHY['OWNERFILE'])
+    + _each("ownership.py", "words = fh.read(64).split()", ["words = fh.read(None).split()", "words = fh.read(65).split()"],
+            _WHY['OWNERFILE'])
+    + _each("ownership.py", 'fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))',
+            ['fd = os.open(owner, os.O_RDONLY & getattr(os, "O_NOFOLLOW", 0))',
+             'fd = os.open(owner, os.O_RDONLY | getattr(None, "O_NOFOLLOW", 0))',
+             'fd = os.open(owner, os.O_RDONLY | getattr(os, "XXO_NOFOLLOWXX", 0))',
+             'fd = os.open(owner, os.O_RDONLY | getattr(os, "o_nofollow", 0))'], _WHY['OWNERFILE'])
+    + _each("ownership.py", "_ROOTS.pop(tmp_a, None)", ["_ROOTS.pop(None, None)", "_ROOTS.pop(tmp_a, )"], _WHY['STALEROOT'])
+    + _each("ownership.py", "_ROOTS.pop(old, None)", ["_ROOTS.pop(None, None)"], _WHY['STALEROOT'])
+    + _each("ownership.py", "if not discard(old):", ["if discard(old):"], _WHY['WARNRACE'])
+    + _each("ownership.py",
+            'print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", file=sys.stderr)',
+            ['print(None, file=sys.stderr)',
+             'print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", file=None)',
+             'print(file=sys.stderr)',
+             'print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", )'], _WHY['WARNRACE'])
+    + _each("ownership.py", "proot, pr = _walk_dirs(preg[0], prel, create=True)",
+            ["proot, pr = _walk_dirs(preg[0], prel, create=None)", "proot, pr = _walk_dirs(preg[0], prel, create=False)"],
+            _WHY['PARENTMADE'])
+    + _each("ownership.py", "old = None", ['old = ""'], _WHY['RERAISED'])
+    + _each("ownership.py", "if e is None or e.inodes.get((st.st_dev, st.st_ino), (None, ()))[1] is not None:",
+            ["if e is None or e.inodes.get((st.st_dev, st.st_ino), None)[1] is not None:",
+             "if e is None or e.inodes.get((st.st_dev, st.st_ino), )[1] is not None:"], _WHY['INPLACEDEFAULT'])
+    + _each("ownership.py", "k = Kind(name, what, is_ours, tuple(layout))", ["k = Kind(None, what, is_ours, tuple(layout))"],
+            _WHY['KINDNAME'])
+    + _each("ownership.py", "_ROOTS[a] = _Root(a, kind, True)", ["_ROOTS[a] = _Root(a, None, True)"], _WHY['ROOTKIND'])
+    + _each("ownership.py", "_ROOTS[p] = _Root(p, kind, True)", ["_ROOTS[p] = _Root(p, None, True)"], _WHY['ROOTKIND'])
+    + _each("ownership.py", 'if st is None or not stat.S_ISREG(st.st_mode) or not rs.owns(rel_s, st, "f"):',
+            ['if st is None or not stat.S_ISREG(st.st_mode) or not rs.owns(rel_s, st, ):'], _WHY['REGULARCHECKED'])
+    + _each("ownership.py", 'if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, "f"):',
+            ['if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, ):'],
+            _WHY['REGULARCHECKED'])
     + _each("io.py", "def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:",
             ["def sha256_file(path: str | Path, chunk: int = 2 << 20) -> str:",
              "def sha256_file(path: str | Path, chunk: int = 1 << 21) -> str:"], _WHY['CHUNK'])
@@ -654,6 +754,16 @@ def _generic_reason(minus: list[str], plus: list[str]) -> str | None:
         return _WHY['FLAGDEFAULT']
     if any(a.replace(f'"{c}"', f'"{c.upper()}"') == b for c in ("utf-8", "ascii", "utf-8-sig")):
         return _WHY['CODEC']
+    if re.sub(r"(\w)=False([,)])", r"\1=None\2", a) == b or re.sub(r"topdown=False", "topdown=None", a) == b:
+        return _WHY['FALSYKW']
+    if a.replace('.split("/")', '.split("XX/XX")') == b:
+        return _WHY['SPLITSLASH']
+    if "owns(" in a and any(a.replace(f'"{t}")', f'"XX{t}XX")') == b for t in ("f", "d", "o", "fdo")):
+        return _WHY['TYPELETTER']
+    if "os.O_CREAT | os.O_EXCL" in a and "O_NOFOLLOW" in a:
+        for v in ('getattr(None, "O_NOFOLLOW", 0)', 'getattr(os, "XXO_NOFOLLOWXX", 0)', 'getattr(os, "o_nofollow", 0)'):
+            if b.replace(v, 'getattr(os, "O_NOFOLLOW", 0)') == a:
+                return _WHY['EXCL']
     return None
 
 

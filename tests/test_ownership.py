@@ -1322,3 +1322,21 @@ def test_overwrite_refusals_count_the_rest(tmp_path):
     with pytest.raises(ConfigError) as e:
         ownership.check_clearable(b, "bench")
     assert f"{b / 'u1'} was not written by spmlkit" in str(e.value) and "more" not in str(e.value)
+
+
+def test_removing_an_abandoned_build_touches_nothing_in_the_current_folder(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ownership.BUILD_OWNER).write_text("the user's file of that name")
+    monkeypatch.chdir(work)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    d = tmp_path / ".B.dead"
+    d.mkdir()
+    ownership._write_marker(str(d), "bundle")
+    (d / ownership.BUILD_OWNER).write_text(f"{dead}\nflock\n")
+    ownership._remove_abandoned_builds(str(tmp_path / "B"))
+    assert not d.exists() and (work / ownership.BUILD_OWNER).read_text() == "the user's file of that name"
