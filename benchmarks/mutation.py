@@ -860,7 +860,7 @@ def plant_source(source: str, mutant: str, diff: str) -> str | None:
     return None
 
 
-def plant(key: str, data: dict, log) -> dict:
+def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
     """Plant each survivor of ``key``'s last measurement that is not listed as equivalent,
     one at a time, in a temporary copy of the repository (the working tree is never
     written), run the covering tests there (``-x``) and record the first test that fails:
@@ -876,9 +876,13 @@ def plant(key: str, data: dict, log) -> dict:
         shutil.copytree(REPO / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SPML_NO_PROGRESS": "1"}
+        t0 = time.time()
         for s in mod["survivors"]:
             if reason_for(key, s["diff"]):
                 continue
+            if time.time() - t0 > budget:
+                log(f"  time budget {budget:.0f} s spent: the other survivors are not planted")
+                break
             path = work / "src" / s["file"]
             orig = path.read_text(encoding="utf-8")
             planted = plant_source(orig, s["mutant"], s["diff"])
@@ -1026,7 +1030,7 @@ def main(argv=None) -> int:
             if key not in data["modules"]:
                 raise SystemExit(f"mutation.py: {key} has no measurement to plant from")
             t0 = time.time()
-            found = plant(key, data, log)
+            found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"))
             data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
             data["modules"][key]["killed_since"] = found
             log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
