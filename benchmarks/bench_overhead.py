@@ -39,7 +39,8 @@ def main() -> None:
 
     from spmlkit.config import TrainConfig
     from spmlkit.data import load_dataset, prepare_bundle
-    from spmlkit.experiments.bench import BenchSpec, machine_info, run_bench
+    from spmlkit.experiments.bench import BenchSpec, run_bench
+    from spmlkit.experiments.machine import machine_info
     from spmlkit.training.linear import train_linear
 
     tmp = Path(tempfile.mkdtemp(prefix="spml-overhead-"))

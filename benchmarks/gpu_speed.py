@@ -44,6 +44,17 @@ way keeps the sections it finished; a last section compares with the targets):
    whole grid, nothing estimated.  Target: the whole grid (both batch sizes) ≤ 2 min on
    an H100.  ``--grid-modes stacked`` leaves out the one-at-a-time comparison (12 times
    the work; benchmarks/gpu/first_run.py does, to fit a short lease).
+5. ``sinr`` (not in the default ``--sections``: about 5 min on one H100) — SINR scale
+   (Cole et al., ICML 2023: 35.5 million presence-only records of 47,375 species),
+   synthetic: ``--sinr-rows`` records (default 35,500,000) with one Zipf-distributed
+   species each, D = 4 location features (sin/cos of longitude and latitude, SINR's
+   input encoding), an MLP head of 256 hidden units, ``an`` (the full per-row loss over
+   every species: SINR's cost per record), batch 2,048, one epoch, observations stored
+   sparse (one int32 a record; a dense N × L array would be 1.7 TB).  spmlkit
+   (:func:`~spmlkit.training.linear.train_linear`: features and labels on the device,
+   each batch's dense block built there) beside a bare loop of the same model, optimizer
+   and batch that builds each batch's targets by scatter; seconds per epoch, the ratio
+   (target ≤ 1.3, issue 32) and the peak GPU memory of each.
 4. ``map`` — mAP of 40,137 × 80 scores on the device
    (:func:`spmlkit.metrics.average_precision_torch`) vs the NumPy version on the host.
 
@@ -68,6 +79,7 @@ GRID_LRS = (1e-2, 1e-3, 1e-4, 1e-5)
 GRID_BATCHES = (8, 16)
 GRID_SEEDS = (0, 1, 2)
 COCO = dict(train=65665, val=16416, test=40137, dim=2048, labels=80, positives=2.9)
+SINR = dict(rows=35_500_000, labels=47_375, dim=4, hidden=256, batch=2048, val=10_000, test=10_000, zipf=1.1)
 
 
 def backbone(*, image_size: int, seed: int = 0):
@@ -340,6 +352,94 @@ def map_section(device, args, rows_out):
           flush=True)
 
 
+def sinr_arrays(rows: int, labels: int, seed: int = 0):
+    """Synthetic SINR-scale data: location features (sin/cos of a uniform longitude and
+    latitude), one Zipf-distributed species per training record (the label index, int32),
+    and small validation/test splits whose full labels are the record's species plus the
+    next-ranked species with probability 1/2 (sparse)."""
+    from spmlkit.sparse_labels import SparseLabels
+
+    rng = np.random.default_rng(seed)
+
+    def features(n):
+        lon, lat = rng.uniform(-np.pi, np.pi, n), rng.uniform(-np.pi / 2, np.pi / 2, n)
+        return np.stack([np.sin(lon), np.cos(lon), np.sin(lat), np.cos(lat)], axis=1).astype(np.float32)
+
+    def species(n):
+        s = rng.zipf(SINR["zipf"], size=n) - 1
+        return np.where(s < labels, s, rng.integers(0, labels, size=n)).astype(np.int64)
+
+    X = features(rows)
+    Z = SparseLabels.single(species(rows), labels)
+    held = []
+    for n in (SINR["val"], SINR["test"]):
+        first = species(n)
+        second = np.where(rng.random(n) < 0.5, (first + 1) % labels, -1)
+        rows_ = np.concatenate([np.arange(n), np.flatnonzero(second >= 0)])
+        cols = np.concatenate([first, second[second >= 0]])
+        held.append((features(n), SparseLabels.from_coo(rows_, cols, shape=(n, labels), dtype=bool)))
+    return X, Z, held
+
+
+def sinr_section(device, args, rows_out):
+    from spmlkit.config import TrainConfig
+    from spmlkit.data.memory import ArrayBundle
+    from spmlkit.training.linear import train_linear
+
+    n, L, B = args.sinr_rows, SINR["labels"] if not SMOKE else 300, SINR["batch"] if not SMOKE else 64
+    X, Z, ((Xv, Yv), (Xt, Yt)) = sinr_arrays(n, L)
+    bundle = ArrayBundle(X, Z, X_val=Xv, Y_val=Yv, X_test=Xt, Y_test=Yt, name="sinr-synthetic")
+    cfg = TrainConfig(method="an", epochs=1, batch_size=B, head="mlp", hidden=SINR["hidden"], lr=1e-3,
+                      device=str(device), standardize=False, patience=None)
+    marks = {}
+
+    def on_epoch(*a, **k):  # the first epoch (with its validation pass) has ended
+        _sync(device)
+        marks.setdefault("epoch_end", time.perf_counter())
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    _sync(device)
+    t0 = time.perf_counter()
+    train_linear(bundle, cfg, lrs=[1e-3], seeds=[0], on_epoch=on_epoch)
+    _sync(device)
+    whole = time.perf_counter() - t0
+    ours = marks.get("epoch_end", t0 + whole) - t0
+    ours_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+
+    # the bare loop: the same model (Linear 4 -> 256, ReLU, Linear 256 -> L), Adam, BCE on
+    # each batch's targets built by scatter from one label per record, data on the device
+    del bundle
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(X.shape[1], SINR["hidden"]), nn.ReLU(), nn.Linear(SINR["hidden"], L)).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=device.type == "cuda")
+    Xd = torch.from_numpy(X).to(device)
+    labels = torch.from_numpy(Z.indices.astype(np.int64)).to(device)
+    gen = torch.Generator(device=device).manual_seed(0)
+    _sync(device)
+    t0 = time.perf_counter()
+    perm = torch.randperm(n, device=device, generator=gen)
+    for s in range(0, n, B):
+        idx = perm[s:s + B]
+        logits = model(Xd[idx])
+        target = torch.zeros_like(logits)
+        target[torch.arange(len(idx), device=device), labels[idx]] = 1.0
+        loss = nn.functional.binary_cross_entropy_with_logits(logits, target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    _sync(device)
+    bare = time.perf_counter() - t0
+    bare_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    rows_out.append({"rows": n, "labels": L, "batch": B, "ours_epoch": ours, "ours_whole": whole, "bare_epoch": bare,
+                     "ratio": ours / bare, "ours_peak": ours_peak, "bare_peak": bare_peak})
+    print(f"sinr {n:,} x {L:,}: spmlkit epoch (+ validation) {ours:.1f} s (whole call {whole:.1f} s), bare loop "
+          f"{bare:.1f} s, ratio {ours / bare:.2f}", flush=True)
+
+
 # ---------------------------------------------------------------------------- report
 TARGET_GRID_S = 120.0  # the whole COCO-sized AN grid (both batch sizes, 25 epochs) on one H100
 TARGET_FT_RATIO = 1.15  # bare PyTorch images/s ÷ spmlkit's, fine-tuning
@@ -419,12 +519,25 @@ def write_report(out: Path, args, res, wall: float, *, argv, smoke: bool = False
         L += [f"## mAP of {r['rows']:,} × {r['labels']}", "",
               f"On the device {r['device_s'] * 1e3:.2f} ms; NumPy on the host {r['host_s'] * 1e3:.1f} ms; "
               f"max per-class AP difference {r['max_diff']:.1e}.", ""]
+    if res["sinr"]:
+        r = res["sinr"][0]
+
+        def gib(v):
+            return "—" if v is None else f"{v / 2 ** 30:.1f} GiB"
+
+        L += [f"## SINR scale (synthetic: {r['rows']:,} records × {r['labels']:,} species, D = 4, MLP 256, `an`, "
+              f"batch {r['batch']}, one epoch)", "",
+              "| | seconds per epoch | peak GPU memory |", "|---|---:|---:|",
+              f"| spmlkit `train_linear` (epoch + validation) | {r['ours_epoch']:.1f} | {gib(r['ours_peak'])} |",
+              f"| bare loop (per-batch targets by scatter) | {r['bare_epoch']:.1f} | {gib(r['bare_peak'])} |", "",
+              f"Ratio spmlkit ÷ bare: {r['ratio']:.2f} (target ≤ 1.3); spmlkit's whole call (set-up, the "
+              f"epoch, validation, test) {r['ours_whole']:.1f} s.", ""]
     L += targets_lines(res)
     write_text(out, "\n".join(L))
     print(f"wrote {out}", flush=True)
 
 
-SECTIONS = ("map", "finetune", "features", "grid")
+SECTIONS = ("map", "finetune", "features", "grid", "sinr")
 
 
 def main(argv=None) -> int:
@@ -442,6 +555,8 @@ def main(argv=None) -> int:
                    help="epochs E of the longer grid run (>= 2; with a 1-epoch run: per-epoch and fixed costs)")
     p.add_argument("--grid-modes", default="stacked,single",
                    help="stacked (the 12 members of a batch size as one model) and/or single (one at a time)")
+    p.add_argument("--sinr-rows", type=int, default=SINR["rows"],
+                   help=f"records of the sinr section (default {SINR['rows']:,}, SINR's)")
     p.add_argument("--workers", type=int, default=8, help="image-loading worker processes (default 8)")
     p.add_argument("--device", default="cuda", help="a CUDA device (default cuda)")
     p.add_argument("--out", type=Path, default=None, help=f"the report (default {RESULTS.relative_to(REPO)})")
@@ -465,7 +580,7 @@ def main(argv=None) -> int:
         p.error("--grid-modes: expected stacked and/or single")
     import tempfile
 
-    res = {"finetune": [], "features": [], "grid": [], "map": []}
+    res = {"finetune": [], "features": [], "grid": [], "map": [], "sinr": []}
     if args.smoke_cpu:
         global SMOKE
         SMOKE = True
@@ -475,6 +590,7 @@ def main(argv=None) -> int:
         args.sizes, args.batches = [64], [2]
         args.steps = args.warmup = args.repeats = 1
         args.grid_epochs, args.workers = 2, min(args.workers, 1)
+        args.sinr_rows = min(args.sinr_rows, 4096)
         device = torch.device("cpu")
     else:
         if not torch.cuda.is_available():
@@ -510,6 +626,8 @@ def main(argv=None) -> int:
                 features_section(device, args, res["features"], bundle)
             elif section == "grid":
                 grid_section(device, args, res["grid"])
+            elif section == "sinr":
+                sinr_section(device, args, res["sinr"])
             report()
     for line in targets_lines(res)[2:]:
         print(line, flush=True)

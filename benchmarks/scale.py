@@ -3,7 +3,10 @@
 For each size, synthetic single positives (one Zipf-distributed label per training row,
 D = 64 float32 features: the label's prototype plus noise; 5,000 fully labelled test
 rows with 1-4 labels each) are written as one ``.npz`` with the labels in CSR form, then
-every stage runs as its own process, timed, with its peak resident memory (``wait4``):
+every stage runs as its own process, timed, with its peak resident memory (``wait4``; the
+data are written by a process of their own too, so that this driver stays small: Linux
+carries the parent's resident high-water mark into a child's ``ru_maxrss`` at ``exec``,
+which floored every later stage's peak at the driver's):
 
 * ``prepare``  — ``spml prepare data.npz -o B`` (20 % of the training rows for validation);
 * ``floor``    — the bare loop: the prepared arrays loaded (features whole, **one int64
@@ -26,6 +29,7 @@ resident memory and killing it above the cap).
     python benchmarks/scale.py                        # the table: benchmarks/results/scale.md
     python benchmarks/scale.py --sizes 100000x1000    # one size (the quick check)
     python benchmarks/scale.py floor BUNDLE           # the bare loop alone (what the table runs)
+    python benchmarks/scale.py data PATH N L          # the synthetic set alone
 """
 from __future__ import annotations
 
@@ -178,7 +182,9 @@ def run_size(n: int, L: int, work: Path, cap_bytes: int, log=print, auto_max_ent
     data, bundle, run = work / "data.npz", work / "bundle", work / "run"
     row = {"N": n, "L": L}
     t0 = time.perf_counter()
-    make_data(data, n, L)
+    r = _peak_rss_run([sys.executable, __file__, "data", str(data), str(n), str(L)], cap_bytes)
+    if r["rc"] != 0:
+        raise SystemExit(f"scale.py: writing the {n:,} x {L:,} data failed:\n{r['output'][-2000:]}")
     row["data_seconds"] = time.perf_counter() - t0
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     stages = [("prepare", _spml("prepare", data, "-o", bundle, "--seed", "0")),
@@ -198,6 +204,7 @@ def run_size(n: int, L: int, work: Path, cap_bytes: int, log=print, auto_max_ent
         log(f"  {n:,} x {L:,}: {name} ...")
         r = _peak_rss_run(cmd, cap_bytes, env=env)
         row[name] = {k: r[k] for k in ("seconds", "peak_gib", "rc", "killed")}
+        row[name]["load"] = os.getloadavg()[0]  # the machine's 1-minute load as the stage ended
         if r["rc"] != 0:
             row[name]["error"] = (r["output"].strip().splitlines() or ["?"])[-1][:300]
             log(f"    failed: {row[name]['error']}")
@@ -263,6 +270,14 @@ def render(rows: list[dict], argv: list[str], wall: float) -> str:
             maps = f"{r['an_result']['test_map']:.2f} / {floors[0]['test_map']:.2f}"
         lines.append(f"| {r['N']:,} x {r['L']:,} | " + " | ".join(cell(r, k) for k in (
             "prepare", "floor", "train an", "evaluate", "predict", "train auto")) + f" | {mem} | {ep} | {maps} |")
+    lines += ["", f"The machine's 1-minute load average as each stage ended ({os.cpu_count()} cores; other jobs ran "
+              "beside this one, so the time ratios are of a shared machine — the floor runs before and after "
+              "`train an` to bracket the load):", ""]
+    for r in rows:
+        loads = [f"{k} {r[k]['load']:.1f}" for k in ("prepare", "floor", "train an", "floor again", "evaluate",
+                                                        "predict", "train auto") if "load" in (r.get(k) or {})]
+        if loads:
+            lines.append(f"- {r['N']:,} x {r['L']:,}: " + ", ".join(loads))
     lines += ["", "`train auto`: members kept and dropped (the reason `auto` gives), test mAP:", ""]
     for r in rows:
         notes = r.get("auto_notes")
@@ -277,6 +292,9 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["floor"]:
         print(json.dumps(floor(argv[1])))
+        return 0
+    if argv[:1] == ["data"]:
+        make_data(Path(argv[1]), int(argv[2]), int(argv[3]))
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", nargs="+", default=SIZES, help="NxL sizes (default: the table's)")

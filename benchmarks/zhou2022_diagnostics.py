@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from spmlkit.cli import main as spml
-from spmlkit.experiments.bench import machine_info
+from spmlkit.experiments.machine import machine_info
 from spmlkit.experiments.diagnostics import format_summary
 from spmlkit.io import write_text
 

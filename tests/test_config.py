@@ -26,10 +26,10 @@ def test_frozen_hashable_and_params_normalised():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("lr", float("nan"), "lr (--lr) must be a finite number > 0, got nan"),
+    ("lr", float("nan"), "lr must be a finite number, got nan"),
     ("seed", -1, "seed (--seed) must be a whole number in [0, 4294967295], got -1"),
-    ("epochs", "3", "epochs must be int, got '3'"),  # e.g. a quoted number in a YAML file
-    ("standardize", 1, "standardize must be bool, got 1"),
+    ("epochs", "3", "epochs must be a whole number, got '3'"),  # e.g. a quoted number in a YAML file
+    ("standardize", 1, "standardize must be true or false or None, got 1"),
     ("selection", "best", "selection must be one of "),
     ("head", "transformer", "head must be one of "),  # (the registered heads, then "or decoder ...")
     ("hide_prob", 1.5, "hide_prob must be in [0, 1], got 1.5"),
@@ -81,3 +81,13 @@ def test_file_errors_are_one_line(tmp_path):
     (tmp_path / "list.yaml").write_text("- an\n- wan\n")
     with pytest.raises(ConfigError, match="expected a mapping of options"):
         TrainConfig.from_file(tmp_path / "list.yaml")
+
+
+def test_param_values_are_parsed_as_numbers_booleans_or_none():
+    from spmlkit.config import parse_param_value, parse_params
+
+    assert [parse_param_value(t) for t in ("3", "0.5", "1e-3", "True", "none", "NULL", "float16")] == [
+        3, 0.5, 1e-3, True, None, None, "float16"]
+    assert parse_params(["k=2", "k=3", "storage=dense"]) == {"k": 3, "storage": "dense"}  # a later name wins
+    with pytest.raises(ConfigError, match="--param 'gamma': expected name=value"):
+        parse_params(["gamma"])

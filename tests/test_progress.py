@@ -1,9 +1,7 @@
 """Progress reporting (spmlkit.progress): plain lines with the elapsed time and an estimate
-of the time left when stderr is not a terminal, nothing with SPML_NO_PROGRESS=1, and the
-optimizer-step listeners of long epochs."""
+of the time left when stderr is not a terminal, nothing with SPML_NO_PROGRESS=1 (a run's
+progress inside long epochs is a loop callback: tests/training/test_callbacks.py)."""
 import time
-
-import pytest
 
 from spmlkit import progress as P
 
@@ -51,15 +49,3 @@ def test_advance_to_moves_a_tqdm_bar_forward_only():
     P.advance_to(bar, 4)
     P.advance_to(bar, 2)
     assert bar.n == 4
-
-
-def test_step_listeners_hear_steps_inside_their_block_only():
-    heard = []
-    P.step_done("learner", 1, 1)  # nobody listens: nothing happens
-    with P.on_steps(lambda learner, epoch, step: heard.append((learner, epoch, step))):
-        P.step_done("learner", 2, 7)
-    P.step_done("learner", 3, 1)
-    assert heard == [("learner", 2, 7)] and P._STEP_LISTENERS == []
-    with pytest.raises(RuntimeError), P.on_steps(heard.append):
-        raise RuntimeError  # an error inside the block still removes the listener
-    assert P._STEP_LISTENERS == []

@@ -74,24 +74,48 @@ MAX_SEED = 2**32 - 1  # every generator seeded from it (torch, numpy, Python) ac
 
 def _check_types(cfg) -> None:
     """Numbers must be numbers (a YAML config may hold strings): one clear error instead of
-    a TypeError deep inside training."""
-    for f in dataclasses.fields(cfg):
-        v = getattr(cfg, f.name)
-        if v is None or f.name == "params":
-            continue
-        want = str(f.type)
-        if want.startswith("bool"):
-            ok = isinstance(v, bool)
-        elif want.startswith("int"):
-            ok = isinstance(v, int) and not isinstance(v, bool)
-        elif want.startswith("float"):
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-        elif want.startswith("str"):
-            ok = isinstance(v, str)
-        else:
-            ok = True
-        if not ok:
-            raise ConfigError(f"{f.name} must be {want.replace(' | None', '')}, got {v!r}")
+    a TypeError deep inside training.  The fields' types are their constraints, checked by
+    the one checker of hyper-parameters (:func:`spmlkit.params.check_params`)."""
+    from .params import check_params, constraints_from_signature
+
+    values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "params"}
+    check_params(values, constraints_from_signature(type(cfg), list(values), text=str))
+
+
+def parse_param_value(text: str):
+    """Parse a ``--param key=value`` value: int, float, bool, None or string.
+
+    >>> [parse_param_value(t) for t in ("3", "0.5", "true", "none", "float16")]
+    [3, 0.5, True, None, 'float16']
+    """
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_params(pairs, *, option: str = "--param") -> dict:
+    """``["name=value", ...]`` (the ``--param`` options of ``spml train`` and the analyses)
+    -> ``{name: parsed value}`` (:func:`parse_param_value`); a later name wins.  The
+    values are checked where they are used (:func:`spmlkit.params.check_params`).
+
+    >>> parse_params(["k=2.5", "storage=float16", "adam=none"])
+    {'k': 2.5, 'storage': 'float16', 'adam': None}
+    """
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise ConfigError(f"{option} {p!r}: expected name=value")
+        name, value = p.split("=", 1)
+        out[name.strip()] = parse_param_value(value)
+    return out
 
 
 def _freeze_params(params) -> tuple:

@@ -2,13 +2,11 @@
 seconds otherwise (a log file, CI, ``nohup``) with the elapsed time and an estimate of
 the time left, nothing with ``SPML_NO_PROGRESS=1``.
 
-Training loops report finished optimizer steps through :func:`step_done`; a caller that
-wants progress inside long epochs (fine-tuning: one epoch can take minutes) listens with
-:func:`on_steps`.  Nothing listens by default, and a step costs one list check then.
+A training run's progress is a callback of the loop
+(:class:`spmlkit.training.callbacks.ProgressBar`), inside long epochs too.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -108,24 +106,3 @@ def progress(total: int, desc: str, unit: str = "epoch", *, disable: bool | None
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, smoothing=0.05)
-
-
-# ----------------------------------------------------------------- optimizer steps
-_STEP_LISTENERS: list = []
-
-
-def step_done(learner, epoch: int, step: int) -> None:
-    """Called by the training loop after each optimizer step (``step`` counts from 1 in
-    ``epoch``); tells the listeners of :func:`on_steps`."""
-    for listener in _STEP_LISTENERS:
-        listener(learner, epoch, step)
-
-
-@contextlib.contextmanager
-def on_steps(listener):
-    """``listener(learner, epoch, step)`` hears every optimizer step inside the block."""
-    _STEP_LISTENERS.append(listener)
-    try:
-        yield
-    finally:
-        _STEP_LISTENERS.remove(listener)

@@ -1,6 +1,6 @@
 """``spml bench`` (spmlkit.cli.bench): its options, and bad input refused in one line before
-anything is written.  The grid itself is tested in tests/experiments/test_bench.py and
-tests/experiments/test_executors.py."""
+anything is written.  The grid itself is tested in tests/experiments/bench/test_runner.py and
+tests/experiments/bench/test_executors.py."""
 import pytest
 
 from tests.helpers.cli import one_line_error, run_cli

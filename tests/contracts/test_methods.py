@@ -62,7 +62,7 @@ def test_one_step_per_member_loss_finite_gradients(name):
     assert loss.shape == (G,) and torch.isfinite(loss).all()
     loss.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
-    method.after_backward(batch)
+    method.after_optimizer_step(batch)
     logs = method.on_epoch_end(2, lambda: torch.sigmoid(model(X.expand(G, -1, -1))).detach())
     assert isinstance(logs, dict)
 

@@ -36,7 +36,7 @@ ALLOWED = [
     ("data/formats/tabular.py", "``np.savez(f, X=X"),  # (docstring)
     ("catalogue.py", "tmp.write_text(text"),  # ownership.write_output_file's temporary file
     ("cli/__init__.py", "os.open(os.devnull"),  # stdout of a closed pipe goes to /dev/null
-    ("experiments/executors.py", "tempfile.TemporaryFile()"),  # a nameless sink for a C++ client's stderr
+    ("experiments/bench/executors.py", "tempfile.TemporaryFile()"),  # a nameless sink for a C++ client's stderr
     ("data/formats/tabular.py", "np.savez with keys"),  # (text of a message)
     ("data/formats/tabular.py", "written by np.savez"),
     ("features/extract.py", "``np.lib.format.open_memmap``"),  # (docstring)

@@ -329,7 +329,7 @@ def test_the_trap_fails_a_run_whose_component_forgets_the_device(toy_bundle, tmp
             super().setup(ctx)
             self.counts = torch.zeros(ctx.n_members, ctx.n_labels)  # no device=: lands on the default device
 
-        def after_backward(self, batch):
+        def after_optimizer_step(self, batch):
             self.counts += (batch.observed == 1).sum(1)
 
         def state_dict(self):
@@ -368,7 +368,7 @@ def test_evaluate_and_predict_take_the_device(tmp_path, capsys, toy_bundle):
 
 
 def test_bench_header_names_the_device():
-    from spmlkit.experiments.bench import machine_info
+    from spmlkit.experiments.machine import machine_info
 
     assert "; device cpu (" in machine_info(device="cpu")
 

@@ -34,14 +34,36 @@ def test_worked_example_trains(toy_bundle, tmp_path):
         sys.path.insert(0, {str(REPO)!r})
         from tests.helpers.device_trap import device_trap
 
+        from spmlkit.errors import ConfigError
+        from spmlkit.methods import build_method
+
         b = Bundle({str(toy_bundle.path)!r})
-        cfg = TrainConfig(method="an-prior", epochs=3, batch_size=16, device="cpu")
+        cfg = TrainConfig(method="an-mean-weights", epochs=3, batch_size=16, device="cpu")
+        members = dict(lrs=[1e-2, 1e-3], seeds=[0, 1])
+
+        class Killed(Exception):
+            pass
+
+        def kill(info):  # killed in epoch 2, after its metrics, before its checkpoint
+            if info["epoch"] == 2:
+                raise Killed
+
         with device_trap():
-            train_linear(b, cfg.replace(epochs=1), lrs=[1e-2, 1e-3], seeds=[0, 1], run_dir={str(tmp_path / "run")!r})
-            res = train_linear(b, cfg, lrs=[1e-2, 1e-3], seeds=[0, 1], run_dir={str(tmp_path / "run")!r})
-        an = train_linear(b, cfg.replace(method="an"), lrs=[1e-2, 1e-3], seeds=[0, 1])
+            try:
+                train_linear(b, cfg, run_dir={str(tmp_path / "run")!r}, on_epoch=kill, **members)
+            except Killed:
+                pass
+            res = train_linear(b, cfg, run_dir={str(tmp_path / "run")!r}, **members)
+        whole = train_linear(b, cfg, **members)
+        an = train_linear(b, cfg.replace(method="an"), **members)
         assert all(math.isfinite(r.test_map) for r in res)
+        assert [r.val_history for r in res] == [r.val_history for r in whole]  # the state came back on resume
         assert any(abs(r.test_map - a.test_map) > 1e-6 for r, a in zip(res, an))
+        try:
+            build_method("an-mean-weights", floor=2.0)
+            raise AssertionError("floor=2 accepted")
+        except ConfigError as e:
+            assert "floor must be a finite number in [0, 1], got 2.0" in str(e), e
         print("ok", [round(r.test_map, 2) for r in res])
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

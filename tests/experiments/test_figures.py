@@ -1,6 +1,6 @@
 """The figures of a bench folder (spmlkit.experiments.figures): which figures its runs
 allow, PNG files, and runs.json read back schema-checked.  Figures from a real bench are
-drawn in tests/experiments/test_bench.py."""
+drawn in tests/experiments/bench/test_runner.py."""
 import json
 import math
 

@@ -1,6 +1,8 @@
 """The method contract (spmlkit.methods.base): a Method is a loss, a regime, components
 with named hooks and regularisers; build_method is the one place that maps a name to
 parts.  Every registered method is held to it in tests/contracts/test_methods.py."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +10,8 @@ import torch
 from spmlkit.errors import ConfigError, UnknownNameError
 from spmlkit.losses import get_loss
 from spmlkit.methods import METHODS, build_method, describe_methods
-from spmlkit.methods.base import Component, Method, parse_params, parse_param_value, register_method
+from spmlkit.methods.base import Component, FinetuneNeeds, Method, register_method, resolve_k
+from spmlkit.params import Interval, Options
 from tests.helpers.factories import batch_of, train_context
 
 
@@ -31,8 +34,8 @@ class _Recorder(Component):
     def modify_loss(self, loss, batch, logits, observed):
         return 10 * loss
 
-    def after_backward(self, batch):
-        self.heard.append(("after_backward", tuple(batch.index.shape)))
+    def after_optimizer_step(self, batch):
+        self.heard.append(("after_optimizer_step", tuple(batch.index.shape)))
 
     def on_epoch_end(self, epoch, predict_train):
         return {"mean_p": predict_train().mean().item()}
@@ -55,10 +58,10 @@ def test_hooks_reach_the_components_in_order():
     loss = m.compute_loss(logits, batch)
     an = get_loss("an")(logits, batch.observed).mean(dim=(1, 2))
     assert torch.allclose(loss, 10 * an + 1)  # the component's modification, then the regulariser
-    m.after_backward(batch)
+    m.after_optimizer_step(batch)
     assert m.on_epoch_end(1, lambda: torch.full((2, 2, 2), 0.25)) == {"mean_p": 0.25}
-    assert rec.heard == [("setup", 2), ("start", 1), ("after_backward", (2, 2))]
-    assert m.state_dict() == {"0:_Recorder": {"heard": 3}} and m.component(_Recorder) is rec
+    assert rec.heard == [("setup", 2), ("start", 1), ("after_optimizer_step", (2, 2))]
+    assert m.state_dict() == {"_Recorder": {"heard": 3}} and m.component(_Recorder) is rec
     assert m.supports_members and m.supports_compaction and not m.uses_background
     m.select_members([1])
     assert rec.kept == [1] and (m.ctx.n_members, m.ctx.base_lrs, m.ctx.seeds) == (1, (1e-3,), (5,))
@@ -96,12 +99,118 @@ def test_build_method_is_the_one_place_that_maps_a_name_to_parts():
         build_method(name)
 
 
-def test_param_values_are_parsed_as_numbers_booleans_or_none():
-    assert [parse_param_value(t) for t in ("3", "0.5", "1e-3", "True", "none", "NULL", "float16")] == [
-        3, 0.5, 1e-3, True, None, None, "float16"]
-    assert parse_params(["k=2", "k=3", "storage=dense"]) == {"k": 3, "storage": "dense"}  # a later name wins
-    with pytest.raises(ConfigError, match="--param 'gamma': expected name=value"):
-        parse_params(["gamma"])
+class _Counter(Component):
+    state_key = "counter"  # declared: stable whatever the class is called or where it stands
+
+    def __init__(self):
+        self.n = 0
+
+    def state_dict(self):
+        return {"n": self.n}
+
+    def load_state_dict(self, state):
+        self.n = state["n"]
+
+    def member_state(self, g):
+        return {"n": self.n + g}
+
+    def load_member_state(self, g, state):
+        self.n = state["n"] - g
+
+
+def test_component_state_is_keyed_by_state_key_never_by_position():
+    a, b = _Counter(), _Recorder()
+    assert (_Counter.state_key, _Recorder.state_key, Component.state_key) == ("counter", "_Recorder", "Component")
+    a.n = 7
+    saved = Method("m", "an", components=[a, b]).state_dict()
+    assert saved == {"counter": {"n": 7}, "_Recorder": {"heard": 0}}
+    other = _Counter()
+    Method("m", "an", components=[_Recorder(), other]).load_state_dict(saved)  # the other order reads it
+    assert other.n == 7
+    again = _Counter()
+    Method("m", "an", components=[again]).load_member_state(1, {"counter": {"n": 9}})
+    assert again.n == 8
+
+
+def test_checkpoints_with_positional_keys_still_load_and_a_foreign_key_is_refused():
+    """Checkpoints written before state keys hold ``"<position>:<class name>"``."""
+    c = _Counter()
+    m = Method("m", "an", components=[_Recorder(), c])
+    m.load_state_dict({"0:_Recorder": {}, "1:_Counter": {"n": 4}})
+    assert c.n == 4
+    for bad in ({"0:_Counter": {"n": 1}}, {"labelestimator": {}}, {"5:_Counter": {}}):
+        with pytest.raises(ValueError, match="has no component with state key"):
+            m.load_state_dict(bad)
+
+
+def test_two_components_with_one_state_key_are_refused():
+    with pytest.raises(ConfigError, match="two components share the state_key 'counter'"):
+        Method("m", "an", components=[_Counter(), _Counter()])
+
+
+def test_the_old_hook_name_still_works_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="after_optimizer_step"):
+        class Old(Component):
+            def __init__(self):
+                self.steps = 0
+
+            def after_backward(self, batch):
+                self.steps += 1
+
+    old = Old()
+    m = Method("m", "an", components=[old])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the trainer's call does not warn: the class was told once
+        m.after_optimizer_step(None)
+    with pytest.warns(DeprecationWarning, match="after_optimizer_step"):
+        m.after_backward(None)  # the old name on a method
+    assert old.steps == 2
+
+
+def test_data_dependent_loss_parameters_are_resolved_at_setup():
+    m = Method("epr-like", "epr", loss_params={"k": None, "lam": 1.0}, params={"k": None, "lam": 1.0},
+               resolve=resolve_k("epr-like"))
+    Z = torch.tensor([[1, 0, 0], [0, 1, 0]], dtype=torch.int8)
+    m.setup(train_context(Z, expected_positives=1.5))
+    assert m.loss_params["k"] == 1.5 and m.params["k"] == 1.5
+    m.setup(train_context(Z, expected_positives=2.5))  # set up again on other data: resolved again from what was given
+    assert m.loss_params["k"] == 2.5
+    with pytest.raises(ConfigError, match="needs k, the expected number of positives"):
+        Method("x", "epr", resolve=resolve_k("x")).setup(train_context(Z))
+
+
+def test_hyper_parameters_are_checked_against_their_declared_constraints_before_the_factory_runs():
+    name = "test-base-constrained"
+    built = []
+
+    @register_method(name, reference="a test", family="tests", in_default_bench=False,
+                     constraints={"mode": [Options("a", "b")], "rate": [Interval(float, 0, 1)]})
+    def _build(rate: float = 0.5, mode: str = "a", steps: int = 3, soft: bool = True, k: float | None = None) -> Method:
+        """A test method."""
+        built.append(1)
+        return Method(name, "an")
+
+    try:
+        for bad, message in (({"rate": 1.5}, r"rate must be a finite number in \[0, 1\], got 1.5"),
+                             ({"mode": "c"}, "mode must be one of 'a', 'b', got 'c'"),
+                             ({"steps": 2.5}, "steps must be a whole number, got 2.5"),
+                             ({"soft": 1}, "soft must be true or false, got 1"),
+                             ({"k": "abc"}, "k must be a finite number or None, got 'abc'"),
+                             ({"k": float("inf")}, "k must be a finite number or None, got inf")):
+            with pytest.raises(ConfigError, match=f"method '{name}': " + message):
+                build_method(name, **bad)
+        assert not built  # refused before the factory ran
+        build_method(name, rate=1, mode="b", steps=2, soft=False, k=None)
+        assert METHODS[name].constraints["steps"] == [int]
+    finally:
+        METHODS.remove(name)
+
+
+def test_fine_tuning_needs_are_one_declared_object():
+    assert Method.finetune == FinetuneNeeds() and FinetuneNeeds().views == ("train",)
+    lac = build_method("lac")
+    assert lac.finetune.views == ("weak", "strong") and lac.finetune.embeddings
+    assert lac.finetune.defaults["head"] == "decoder"
 
 
 # ------------------------------------------------ per-entry state declarations (issue 32)

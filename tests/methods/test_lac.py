@@ -75,7 +75,7 @@ def test_loss_terms_by_stage_and_queue_filled_after_the_step():
     total1 = m.compute_loss(logits, batch, model)
     plc = m._plc(logits, batch, model)
     assert total1.item() == pytest.approx(an.sum(-1).mean().item() + plc.item(), abs=1e-6)  # stage 1: AN + PLC
-    m.after_backward(batch)
+    m.after_optimizer_step(batch)
     assert m.state.queue.count == 0  # nothing queued in stage 1
     m.on_epoch_start(2)
     batch.extras.pop("strong_logits")
@@ -84,7 +84,7 @@ def test_loss_terms_by_stage_and_queue_filled_after_the_step():
     lac = m._lac(logits, batch, model)
     n_valid = int(((obs[0] == 1) | ((obs[0] == 0) & (torch.sigmoid(logits[0]) >= 0.9))).sum())
     assert lac.shape == (1,) and lac.item() != 0.0
-    m.after_backward(batch)
+    m.after_optimizer_step(batch)
     assert m.state.queue.count == min(8, n_valid)  # the valid entries were queued after the step
 
 

@@ -35,14 +35,14 @@ def make_estimator(Z, *, lrs=(1e-2,), seeds=None, **kw):
 
 
 def step(est, index, grad):
-    """One training step as the trainer does it: batch_inputs -> backward -> after_backward."""
+    """One training step as the trainer does it: batch_inputs -> backward -> after_optimizer_step."""
     index = torch.as_tensor(index)
     G, B = index.shape
     batch = Batch(inputs=None, index=index, observed=torch.zeros(G, B, est.ctx.n_labels, dtype=torch.int8))
     rows = est.batch_inputs(batch, torch.zeros(G, B, est.ctx.n_labels))["estimator_logits"]
     assert rows.is_leaf and rows.requires_grad and rows.shape == (G, B, est.ctx.n_labels)
     (rows * grad).sum().backward()
-    est.after_backward(batch)
+    est.after_optimizer_step(batch)
     return rows.detach()
 
 
@@ -154,7 +154,7 @@ def test_dense_adam_mode_follows_torch_adam_on_the_whole_table(storage, distinct
             ref[g].grad = full
             opts[g].step()
         ((rows - target) ** 2 * 0.005).sum().backward()
-        est.after_backward(None)
+        est.after_optimizer_step(None)
     for g in range(2):
         assert np.allclose(est.table(g), ref[g].detach().numpy(), atol=tol)
 
@@ -272,8 +272,8 @@ def test_stacked_members_equal_separate_runs(toy_bundle):
     for r, alone in members_and_separate_runs(toy_bundle, cfg, [1e-2, 1e-3, 1e-2], [0, 0, 1], keep_state=True):
         assert alone.val_history == pytest.approx(r.val_history, abs=1e-4)
         assert alone.test_map == pytest.approx(r.test_map, abs=1e-4)
-        a = alone.state["method"]["0:LabelEstimator"]["logits"]
-        b = r.state["method"]["0:LabelEstimator"]["logits"]
+        a = alone.state["method"]["LabelEstimator"]["logits"]
+        b = r.state["method"]["LabelEstimator"]["logits"]
         assert torch.allclose(a, b, atol=1e-5)
 
 

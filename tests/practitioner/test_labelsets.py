@@ -194,3 +194,21 @@ def test_label_set_warning_thresholds():
     assert "60% of the sets are empty" in label_set_warning(empty)       # no k: only the empty check
     empty[:1] = True
     assert label_set_warning(empty) is None                              # 50% empty: not "more than half"
+
+
+def test_the_model_label_rule_is_one_choice_for_spml_train_and_the_estimator():
+    """``model_label_rule``: chosen on full validation labels (with k's provenance), else the
+    default rule; a planted bug that skipped the validation choice would keep 'expected_k'."""
+    from spmlkit.practitioner.labelsets import choose_rule, default_rule, model_label_rule
+
+    rng = np.random.default_rng(0)
+    Y = rng.random((60, 4)) < 0.3
+    Y[~Y.any(1), 0] = True
+    P = np.clip(Y * 0.7 + rng.random(Y.shape) * 0.3, 0, 1)  # well separated: a threshold rule wins
+    assert model_label_rule(k=1.5, k_source="given") == default_rule(k=1.5, k_source="given")
+    Z = np.where(Y, 1, 0)
+    assert model_label_rule(Z=Z, P=P, where="validation") == default_rule(Z=Z, P=P, where="validation")
+    chosen = model_label_rule(k=1.5, k_source="given", Y_val=Y, P_val=P, seed=3)
+    expected, _ = choose_rule(Y, P, k=1.5, seed=3)
+    assert chosen["rule"] == expected["rule"] != "expected_k"
+    assert chosen["k_source"] == "given" and chosen["k_estimate"] == 1.5 and chosen["choice"] == expected["choice"]

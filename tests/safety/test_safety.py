@@ -352,7 +352,7 @@ def test_file_size_limit_is_one_line(yeast, tmp_path):
 def test_validation_without_positives_is_refused(toy_bundle, tmp_path):
     from spmlkit.config import TrainConfig
     from spmlkit.errors import ConfigError
-    from spmlkit.training.linear import make_evaluator
+    from spmlkit.training.prepare import make_evaluator
 
     Y = np.zeros((5, 3), bool)
     with pytest.raises(ConfigError, match="no positive label"):

@@ -20,7 +20,7 @@ class _Table(Component):
         super().setup(ctx)
         self.table = torch.rand(ctx.n_members, ctx.n_train, ctx.n_labels, generator=torch.Generator().manual_seed(9))
 
-    def after_backward(self, batch):
+    def after_optimizer_step(self, batch):
         for g in range(batch.index.shape[0]):
             self.table[g, batch.index[g]] += 1.0
 
@@ -95,7 +95,7 @@ def test_linear_init_hands_over_head_weights_and_member_state(bundle):
     assert torch.equal(head.weight[0], W1) and torch.equal(head.bias[0], b1)  # exactly the best linear head
     # the component's state is the one kept with the best linear epoch, not a fresh one
     table = method.component(_Table).table[0]
-    assert torch.equal(table, init.state["method"]["0:_Table"]["table"])
+    assert torch.equal(table, init.state["method"]["_Table"]["table"])
     assert table.min() >= 1.0  # every row was visited at least once in phase 1 (a fresh table is in [0, 1))
     # before any fine-tuning step the image model reproduces the linear model (cached features =
     # backbone in eval mode on the resized image)

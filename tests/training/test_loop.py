@@ -10,7 +10,6 @@ import torch
 from spmlkit.errors import CorruptFileError
 from spmlkit.methods import build_method
 from spmlkit.metrics import mean_average_precision_members
-from spmlkit.progress import on_steps
 from spmlkit.training.loop import fit, train_epoch
 from tests.helpers.factories import ToyLearner, train_context
 
@@ -41,8 +40,7 @@ def _evaluate(Y_val):
 def test_one_epoch_returns_the_loss_sum_per_member_and_the_steps():
     learner, method, _ = _learner_and_method()
     steps = []
-    with on_steps(lambda lrn, epoch, step: steps.append((epoch, step))):
-        loss_sum, n_steps = train_epoch(learner, method, 1)
+    loss_sum, n_steps = train_epoch(learner, method, 1, on_step=lambda epoch, step: steps.append((epoch, step)))
     assert n_steps == 6 and steps == [(1, s) for s in range(1, 7)]  # 24 rows in batches of 4
     assert loss_sum.shape == (2,) and torch.isfinite(loss_sum).all() and not loss_sum.requires_grad
 
@@ -88,3 +86,33 @@ def test_a_checkpoint_of_another_run_is_one_clear_error(tmp_path):
     other, m, _ = _learner_and_method(G=3)
     with pytest.raises(CorruptFileError, match=r"last.pt: does not fit this run \("):
         fit(other, m, epochs=2, evaluate=_evaluate(Y_val), run_dir=tmp_path)
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("method", ["role", "em-apl"])
+def test_a_checkpoint_written_before_state_keys_resumes_to_the_same_end(tmp_path, toy_bundle, method):
+    """tests/training/fixtures: killed runs of spmlkit 75e1ce7, whose checkpoints key component
+    state by position ("0:LabelEstimator"); today's code resumes them and ends where that
+    version's uninterrupted run ended (and where today's ends)."""
+    import shutil
+
+    from spmlkit.config import TrainConfig
+    from spmlkit.training.checkpoint import load_run_checkpoint
+    from spmlkit.training.run import train
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("last.pt", "last.pt.sha256", "metrics.jsonl"):
+        shutil.copy(FIXTURES / f"{method}.{name}", run / name)
+    assert all(":" in k for k in load_run_checkpoint(run / "last.pt")["method"])  # the old keys
+    config = TrainConfig(method=method, epochs=4, batch_size=16)
+    members = dict(lrs=[1e-2, 1e-3], seeds=[0, 1])
+    resumed = train(toy_bundle, config, run_dir=run, **members)
+    fresh = train(toy_bundle, config, run_dir=tmp_path / "fresh", **members)
+    expected = json.loads((FIXTURES / f"{method}.expected.json").read_text())
+    for r, f, e in zip(resumed, fresh, expected):
+        assert r.val_history == f.val_history == e["val_history"]
+        assert r.test_map == f.test_map == e["test_map"] and r.best_epoch == e["best_epoch"]
+    assert list(load_run_checkpoint(run / "last.pt")["method"]) == [build_method(method).components[0].state_key]

@@ -13,13 +13,12 @@ def test_one_entry_point_chooses_the_trainer(toy_bundle):
     from spmlkit.errors import ConfigError
     from spmlkit.methods import build_method
     from spmlkit.training.linear import train_linear
-    from spmlkit.training.run import planned_epochs, train, trainer_kind
+    from spmlkit.training.run import TRAINERS, train, trainer_for
 
     auto = TrainConfig(method="auto", epochs=2, batch_size=16, params={"lrs": "0.01"})
-    assert trainer_kind(auto, build_method("auto")) == "recipe"
-    assert trainer_kind(TrainConfig(method="an", setting="finetune"), build_method("an")) == "finetune"
-    assert trainer_kind(TrainConfig(method="an"), build_method("an")) == "linear"
-    assert planned_epochs(auto, build_method("auto", lrs="0.01")) == 2 * len(build_method("auto").candidates)
+    assert trainer_for(auto, build_method("auto")) is TRAINERS["recipe"]
+    assert trainer_for(TrainConfig(method="an", setting="finetune"), build_method("an")).kind == "finetune"
+    assert trainer_for(TrainConfig(method="an"), build_method("an")).kind == "linear"
     with pytest.raises(ConfigError, match="recipe"):
         train_linear(toy_bundle, auto)
     (r,) = train(toy_bundle, auto)
@@ -28,14 +27,13 @@ def test_one_entry_point_chooses_the_trainer(toy_bundle):
 
 def test_progress_plan():
     from spmlkit.methods import build_method
-    from spmlkit.training.run import planned_epochs, progress_plan
+    from spmlkit.training.run import progress_plan
 
     cfg = TrainConfig(method="an", epochs=7)
     assert progress_plan(cfg, build_method("an"), 100) == (7, 1, 7, "epoch")
     auto = build_method("auto")
     plan = progress_plan(TrainConfig(method="auto", epochs=3), auto, 100)
-    assert (plan.per_member, plan.total) == (3, 3 * len(auto.candidates)) == (3, planned_epochs(
-        TrainConfig(method="auto", epochs=3), auto))
+    assert (plan.per_member, plan.total) == (3, 3 * len(auto.candidates))
     ft = progress_plan(TrainConfig(method="an", setting="finetune", finetune_epochs=4, batch_size=8), build_method("an"),
                        100)
     assert ft == (4, 13, 52, "step")  # ceil(100 / 8) optimizer steps per epoch

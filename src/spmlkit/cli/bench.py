@@ -22,8 +22,8 @@ from .common import (
 def run(args) -> int:
     import shlex
 
-    from ..experiments.bench import BenchSpec, check_device_options, with_method_params
-    from ..experiments.executors import check_engine_options, make_executor, parse_shard, run_bench_with, run_shard
+    from ..experiments.bench import (BenchSpec, check_device_options, check_engine_options, make_executor, run_bench,
+                                     with_method_params)
 
     check_engine_options(shard=args.shard, jobs=args.jobs, executor=args.executor, address=args.address,
                          table_only=args.table_only, device=args.device, share_gpus=args.share_gpus)
@@ -58,16 +58,15 @@ def run(args) -> int:
 
         tracking = BenchTracking(log_to, Path(args.out), command or "spml bench")
         on_group = tracking.on_group
+    executor = make_executor(executor=args.executor, address=args.address, jobs=args.jobs, threads=args.threads,
+                             table_only=args.table_only, shard=args.shard, share_gpus=args.share_gpus)
     if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
-        s = run_shard(spec, args.out, parse_shard(args.shard), threads=args.threads)
+        s = run_bench(spec, args.out, executor=executor, threads=args.threads, figures=False)
         print(f"shard {args.shard}: trained {s['trained']} of its {s['groups_in_shard']} group(s); "
               f"{s['finished']} of {s['groups_total']} finished in {args.out}")
         return 0
-    executor = make_executor(executor=args.executor, address=args.address, jobs=args.jobs, threads=args.threads,
-                             table_only=args.table_only)
-    summary = run_bench_with(spec, args.out, executor, share_gpus=args.share_gpus, command=command,
-                             figures=not args.no_figures, jobs=args.jobs or 1, threads=args.threads,
-                             on_group=on_group)
+    summary = run_bench(spec, args.out, executor=executor, command=command, figures=not args.no_figures,
+                        jobs=args.jobs or 1, threads=args.threads, on_group=on_group)
     if tracking is not None:
         from ..experiments.tables import summary_metrics
         from ..io import json_record_path, read_json

@@ -75,12 +75,6 @@ def _unit_float(text):
 
 
 # ----------------------------------------------------------------------- helpers
-def _progress(total: int, desc: str, unit: str = "epoch"):
-    from ..progress import progress
-
-    return progress(total, desc, unit)
-
-
 def _add_device_option(p, what: str = "the run") -> None:
     """--device, the same on every command (spmlkit.device; docs/gpu.md)."""
     p.add_argument("--device", help=f"where {what} computes: auto (default: CUDA when available, else the CPU), "

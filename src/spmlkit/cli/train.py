@@ -15,7 +15,6 @@ from .common import (
     _nonneg_int,
     _pos_float,
     _pos_int,
-    _progress,
     _seed,
 )
 
@@ -42,7 +41,7 @@ def _train_config(args):
     if args.no_standardize:
         base["standardize"] = False
     params = dict(base.get("params") or {})
-    from ..methods import parse_params
+    from ..config import parse_params
 
     params.update(parse_params(args.param))
     if getattr(args, "pseudo_scores", None):  # vlpl / gpr: user-supplied pseudo-label scores
@@ -67,11 +66,17 @@ def _method_named(args) -> bool:
 
 
 def run(args) -> int:
+    import contextlib
+
     from ..data import Bundle
     from ..device import validate_config
     from ..practitioner.report import run_summary_lines
-    from ..practitioner.run import default_method, default_run_folder, read_run_result, run_training
+    from ..practitioner.run import (FinishedNote, default_method, default_run_folder, read_run_result, run_training,
+                                    training_notes)
     from ..training import distributed
+    from ..training.callbacks import ProgressBar
+    from ..training.prepare import build_run_method
+    from ..training.run import progress_plan
 
     config = _train_config(args)
     log_to = _log_to(args)  # a missing tracking library is refused before anything is written
@@ -80,85 +85,28 @@ def run(args) -> int:
     dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
     try:
         bundle = Bundle(args.bundle)
+        notes = []
         if not _method_named(args):  # the default: auto where it applies (default_method says why not)
             name, why = default_method(config, bundle)
             config = config.replace(method=name)
-            if why and dctx.is_main:
-                print(f"note: {why}", file=sys.stderr)
+            notes += [why] if why else []
         out = Path(args.out) if args.out else default_run_folder(args.bundle, config)
-        from ..training.prepare import build_run_method
-
         method = build_run_method(config)  # built once: the trainer sets this one up
-        if method.candidates and args.lr is not None and dctx.is_main:
-            print(f"note: {config.method} tries each member at its own learning rates "
-                  f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
-                  "--lr is not used", file=sys.stderr)
-        ignored = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
-                   if v and getattr(args, opt[2:].replace("-", "_"), None)]
-        if config.setting != "finetune" and ignored and dctx.is_main:
-            print(f"note: {' and '.join(ignored)} apply to fine-tuning (--setting finetune); the linear setting "
-                  f"trains a head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}",
-                  file=sys.stderr)
-        import contextlib
+        given = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
+                 if v and getattr(args, opt[2:].replace("-", "_"), None)]
+        notes += training_notes(config, method, lr_given=args.lr is not None, finetune_options=given)
+        for note in notes if dctx.is_main else ():
+            print(f"note: {note}", file=sys.stderr)
 
-        from ..progress import advance_to, on_steps
-        from ..training.run import progress_plan
+        progress = ProgressBar(progress_plan(config, method, bundle.size("train")), f"{config.method} on {bundle.name}")
+        callbacks = [progress, FinishedNote()]
+        if log_to:
+            from ..practitioner.loggers import RunTracking
 
-        plan = progress_plan(config, method, bundle.size("train"))
-        per_member, steps, unit = plan.per_member, plan.steps, plan.unit
-        bar = _progress(plan.total, f"{config.method} on {bundle.name}", unit) if dctx.is_main else None
-
-        tracked = []  # the run's loggers (--log-to), opened once the run folder is a run's
-
-        def track():
-            if log_to and dctx.is_main and not tracked:
-                from ..practitioner.loggers import open_loggers
-
-                lg = open_loggers(log_to, name=f"{out.name} ({config.method} on {bundle.name})",
-                                  tensorboard_dir=out / "tensorboard", tags={"spmlkit.kind": "run"})
-                lg.params({"config": config.to_dict(), "method_params": dict(method.params),
-                           "bundle": str(bundle.path), "bundle_name": bundle.name})
-                tracked.append(lg)
-            return tracked[0] if tracked else None
-
-        def on_epoch(info):  # on every rank in a distributed run; rank 0 has the bar
-            lg = track()
-            if lg is not None:
-                from ..practitioner.loggers import epoch_scalars
-
-                lg.scalars(*epoch_scalars(info))
-            if bar is not None:
-                r = info["rows"][0]
-                extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
-                if extra or unit != "epoch":  # (else the position is the epoch)
-                    extra["epoch"] = f"{info['epoch']}/{per_member}"
-                bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
-                # the position, not a count: a resumed run goes on from its epoch
-                advance_to(bar, (info.get("member_index", 0) * per_member + info["epoch"]) * steps)
-
-        def on_finished(folder):  # rank 0 only
-            if bar is not None:
-                bar.close()
-            print(f"run {folder} already finished with this configuration: not retraining (--no-resume trains "
-                  "again)")
-
-        def on_step(learner, epoch, step):  # fine-tuning: a line every few seconds inside an epoch
-            if bar is not None and getattr(learner, "image_size", None) is not None:  # (not LinearInit's phase)
-                advance_to(bar, (epoch - 1) * steps + step)
-
-        listening = on_steps(on_step) if config.setting == "finetune" else contextlib.nullcontext()
-        try:
-            with listening:
-                run_training(bundle, config, out, resume=not args.no_resume, on_epoch=on_epoch, method=method,
-                             device=device, on_finished=on_finished,
-                             log=lambda m: print(m, file=sys.stderr, flush=True))
-        finally:
-            if bar is not None:
-                bar.close()
-        if dctx.is_main and log_to:
-            from ..practitioner.loggers import log_finished_run
-
-            log_finished_run(track(), out)
+            callbacks.append(RunTracking(log_to, config=config, method=method, bundle=bundle, run_dir=out))
+        with contextlib.closing(progress):
+            run_training(bundle, config, out, resume=not args.no_resume, callbacks=callbacks, method=method,
+                         device=device, log=lambda m: print(m, file=sys.stderr, flush=True))
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")

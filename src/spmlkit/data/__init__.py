@@ -1,16 +1,11 @@
 """Data: formats, built-in datasets, splits and prepared bundles."""
 from __future__ import annotations
 
-from pathlib import Path
 
-import numpy as np
-
-from ..errors import DataFormatError
 from .bundle import Bundle, prepare_bundle, split_indices
 from .dataset import MultiLabelDataset, Split
 from .formats.base import FILE_FORMATS, detect_format, register_format
-from .registry import (DATASETS, find_mulan_folder, load_dataset, load_mulan_folder, register_dataset,
-                       unknown_dataset_error)
+from .registry import DATASETS, load_dataset, load_mulan_folder, load_source, register_dataset
 
 __all__ = ["Bundle", "prepare_bundle", "split_indices", "MultiLabelDataset", "Split", "DATASETS", "load_dataset",
            "load_mulan_folder", "register_dataset", "load_any", "FORMATS", "FILE_FORMATS", "register_format",
@@ -19,7 +14,6 @@ __all__ = ["Bundle", "prepare_bundle", "split_indices", "MultiLabelDataset", "Sp
 #: the file formats (:mod:`spmlkit.data.formats.base`): a registry; a format registers itself
 #: with :func:`register_format` (detection and loader), ``spml prepare --format NAME`` uses it
 FORMATS = FILE_FORMATS
-_detect_format = detect_format  # (the former name, used by spmlkit.data.observed)
 
 
 def load_any(source: str, *, data_root=None, format: str | None = None, test: str | None = None,
@@ -47,8 +41,8 @@ def load_any(source: str, *, data_root=None, format: str | None = None, test: st
     layout (see :func:`spmlkit.data.observed.read_validation_file`); it becomes the
     ``val`` split, so no validation data is held out of the training file.
     """
-    ds = _load_any(source, data_root=data_root, format=format, test=test, labels_xml=labels_xml, images=images,
-                   test_images=test_images, observed=observed, name=name, log=log, **table_options)
+    ds = load_source(source, data_root=data_root, format=format, test=test, labels_xml=labels_xml, images=images,
+                     test_images=test_images, observed=observed, name=name, log=log, **table_options)
     if observed is None:  # the caller did not say: one positive per row is single-positive data
         ds = single_positive_as_observed(ds, source, log=log)
     if val_file is not None:  # (a fully labelled file by definition: read as full labels)
@@ -114,35 +108,3 @@ def single_positive_as_observed(ds: MultiLabelDataset, source: str, *, log=None)
     out = dataclasses.replace(ds, splits=splits, notes=[*ds.notes, "labels read as observed single positives "
                                                         "(every training row had exactly one positive)"])
     return out
-
-
-def _load_any(source: str, *, data_root=None, format: str | None = None, test: str | None = None,
-              labels_xml: str | None = None, images: str | None = None, test_images: str | None = None,
-              observed: bool | None = False, name: str | None = None, log=None,
-              **table_options) -> MultiLabelDataset:
-    if format is None and source in DATASETS:
-        return load_dataset(source, data_root=data_root)
-    path = Path(source)
-    if not path.exists():
-        if format is None:
-            folder = find_mulan_folder(source, data_root)
-            if folder is not None:  # any Mulan folder <data root>/NAME/ is found by its name
-                return load_mulan_folder(folder, name=name or source, stem=source)
-        if format is None and "/" not in source and "." not in source:
-            raise unknown_dataset_error(source, data_root)
-        raise DataFormatError(path, "file or folder not found")
-    # presence-only options name their format (a records CSV is otherwise read as a table)
-    fmt = format or ("presence-only" if {"region", "background", "rasters"} & set(table_options)
-                     else detect_format(path))
-    only = sorted({"categorical", "view", "val_blocks"} & set(table_options))
-    if only and fmt != "presence-only":  # (options of the presence-only format: refused, never a TypeError)
-        from ..errors import ConfigError
-
-        opts = " and ".join("--" + o.replace("_", "-") for o in only)
-        raise ConfigError(f"{source}: {opts} appl{'ies' if len(only) == 1 else 'y'} to presence-only data (species "
-                          "records with --region / --background), not to a table of features and labels")
-    spec = FILE_FORMATS.lookup(fmt)
-    if not spec.observed_auto:
-        observed = bool(observed)
-    return spec.load(path, test=test, name=name, observed=observed, labels_xml=labels_xml, images=images,
-                     test_images=test_images, log=log, **table_options)

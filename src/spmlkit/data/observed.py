@@ -15,6 +15,8 @@ import numpy as np
 
 from ..errors import DataFormatError
 from .dataset import MultiLabelDataset, Split
+from .formats.base import detect_format
+from .registry import load_source
 
 
 def read_validation_file(path: str | Path, train: MultiLabelDataset, *, format: str | None = None,
@@ -29,19 +31,17 @@ def read_validation_file(path: str | Path, train: MultiLabelDataset, *, format: 
     formats may order their label columns differently (they are matched by name) but
     must have the same labels.
     """
-    from . import _detect_format, _load_any
-
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "validation file not found")
-    fmt = format or _detect_format(path)
+    fmt = format or detect_format(path)
     opts = dict(table_options)
     if fmt in ("csv", "tsv"):
         if opts.get("label_column") is not None:
             opts["label_set_column"] = opts.pop("label_column")
         if opts.get("label_set_column") is not None:
             opts["label_names"] = list(train.label_names)
-    ds = _load_any(str(path), format=fmt, labels_xml=labels_xml, images=images, observed=False, **opts)
+    ds = load_source(str(path), format=fmt, labels_xml=labels_xml, images=images, observed=False, **opts)
     split = ds.splits["train"]
     if split.Y is None:
         raise DataFormatError(path, "the validation file must have full labels")

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import ConfigError, DataFormatError, SpmlError, UnknownNameError
 from ..registry import Registry
 from .dataset import MultiLabelDataset, Split
+from .formats.base import FILE_FORMATS, detect_format
 
 
 @dataclass(frozen=True)
@@ -402,3 +403,38 @@ def load_voc2007(data_root=None) -> MultiLabelDataset:
     where = ", ".join(map(str, roots)) or "nowhere (no --data-root given and SPMLKIT_DATA unset)"
     raise ConfigError(f"dataset 'voc2007' is not built in; looked for voc2007/VOCdevkit/VOC2007/ImageSets/Main "
                       f"under {where}. Pass --data-root <folder> or set SPMLKIT_DATA.")
+
+
+def load_source(source: str, *, data_root=None, format: str | None = None, test: str | None = None,
+                labels_xml: str | None = None, images: str | None = None, test_images: str | None = None,
+                observed: bool | None = False, name: str | None = None, log=None,
+                **table_options) -> MultiLabelDataset:
+    """One source as a dataset: a registered dataset name, a Mulan folder under the data
+    root found by its name, or a file/folder read by its format (``format``, else
+    detected); :func:`spmlkit.data.load_any` adds the validation file and the warnings."""
+    if format is None and source in DATASETS:
+        return load_dataset(source, data_root=data_root)
+    path = Path(source)
+    if not path.exists():
+        if format is None:
+            folder = find_mulan_folder(source, data_root)
+            if folder is not None:  # any Mulan folder <data root>/NAME/ is found by its name
+                return load_mulan_folder(folder, name=name or source, stem=source)
+        if format is None and "/" not in source and "." not in source:
+            raise unknown_dataset_error(source, data_root)
+        raise DataFormatError(path, "file or folder not found")
+    # presence-only options name their format (a records CSV is otherwise read as a table)
+    fmt = format or ("presence-only" if {"region", "background", "rasters"} & set(table_options)
+                     else detect_format(path))
+    only = sorted({"categorical", "view", "val_blocks"} & set(table_options))
+    if only and fmt != "presence-only":  # (options of the presence-only format: refused, never a TypeError)
+        from ..errors import ConfigError
+
+        opts = " and ".join("--" + o.replace("_", "-") for o in only)
+        raise ConfigError(f"{source}: {opts} appl{'ies' if len(only) == 1 else 'y'} to presence-only data (species "
+                          "records with --region / --background), not to a table of features and labels")
+    spec = FILE_FORMATS.lookup(fmt)
+    if not spec.observed_auto:
+        observed = bool(observed)
+    return spec.load(path, test=test, name=name, observed=observed, labels_xml=labels_xml, images=images,
+                     test_images=test_images, log=log, **table_options)

@@ -26,11 +26,14 @@ import numpy as np
 
 from ..data.bundle import Bundle
 from ..errors import SpmlError
+from ..methods.apl import AsymmetricPseudoLabeler
 from ..ownership import atomic_path, write_json
 from ..metrics import (class_ap_change, mean_average_precision, pseudo_label_precision,
                        pseudo_label_precision_by_epoch, share_above_diagonal, unobserved_wasserstein)
 
-APL_STATE_SUFFIX = ":AsymmetricPseudoLabeler"
+#: the state key of APL's component (:attr:`spmlkit.methods.base.Component.state_key`); checkpoints
+#: written before state keys hold it as ``"<position>:AsymmetricPseudoLabeler"``
+APL_STATE_KEY = AsymmetricPseudoLabeler.state_key
 
 
 # ------------------------------------------------------------------------ figures
@@ -119,7 +122,7 @@ class RunInfo:
 def find_apl_state(method_state: dict) -> dict | None:
     """The APL component's state inside a method's ``state_dict`` (None without APL)."""
     for key, value in (method_state or {}).items():
-        if key.endswith(APL_STATE_SUFFIX) and isinstance(value, dict) and "kind" in value:
+        if key.rpartition(":")[2] == APL_STATE_KEY and isinstance(value, dict) and "kind" in value:
             return value
     return None
 

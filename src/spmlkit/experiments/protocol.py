@@ -15,7 +15,7 @@ import numpy as np
 
 from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS, TrainConfig  # the grid constants live in torch-free config
 from ..data.bundle import Bundle
-from ..training.linear import RunResult
+from ..training.result import RunResult
 
 
 def run_grid(bundle: Bundle, base: TrainConfig, *, lrs=DEFAULT_LRS, batch_sizes=DEFAULT_BATCH_SIZES,

@@ -30,6 +30,9 @@ from ..ownership import write_json_gz, write_text
 from ..labels import REGIMES, get_regime, regime_sort_key
 from .protocol import Selection, select_best
 
+#: the regime whose rows compete for bold/underline (Cole Table 1: "best single positive method")
+CONTEST_REGIME = "single_positive"
+
 RUN_BEGIN, RUN_END = "<!-- run -->", "<!-- /run -->"
 CSV_FIELDS = ("dataset", "method", "params", "regime", "hide_prob", "train_fraction", "setting", "lr", "batch_size",
               "seed", "best_epoch", "epochs_run", "val_score", "selection", "test_map", "train_map", "n_train",
@@ -162,7 +165,7 @@ def render_main_table(sel: dict, datasets: list[str], methods: list[str], regime
                       value: str = "test", contest: bool = True, fraction: float = 1.0, hide=None) -> str:
     """The Cole Table 1 grid (``value="test"``) or Table 2 (``value="train"``) as Markdown."""
     rows = ordered_rows(methods, regimes)
-    contest_rows = [m for m in rows if regimes[m] == "single_positive"] or rows
+    contest_rows = [m for m in rows if regimes[m] == CONTEST_REGIME] or rows
     marks = {}
     if contest:
         for d in datasets:
@@ -340,7 +343,6 @@ def grid_invocations(invocations: list[dict], grid: str) -> list[dict]:
 def write_outputs(runner, groups, ctx: dict) -> dict:
     """(Re)build every table of ``runner``'s bench from its finished groups (the figures
     are drawn by the caller, :mod:`.figures`, from what this writes)."""
-    from .. import ownership
     from .machine import machine_info
 
     ownership.folder(runner.out, "bench")  # (a bench's folder: claimed by run(), checked here for library callers)

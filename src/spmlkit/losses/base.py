@@ -27,13 +27,13 @@ package are imported automatically, so adding a loss is: its module, its test fi
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError, did_you_mean
+from ..params import check_params, constraints_from_signature
 from ..registry import Registry
 
 
@@ -45,16 +45,18 @@ class LossSpec:
     inputs: tuple[str, ...]  # keyword-only tensors a method must supply (no default)
     reference: str = ""
     summary: str = ""
+    #: hyper-parameter -> constraints (:mod:`spmlkit.params`): the types of the signature,
+    #: with the ranges and choices the registration declares
+    constraints: dict = field(default_factory=dict)
 
     def __call__(self, logits: torch.Tensor, observed: torch.Tensor, **kwargs) -> torch.Tensor:
         return self.fn(logits, observed, **kwargs)
 
     def check_params(self, params: dict) -> dict:
-        unknown = set(params) - set(self.hyperparameters)
-        if unknown:
-            raise ConfigError(f"loss {self.name!r} has no hyper-parameter(s) {sorted(unknown)}"
-                              f"{did_you_mean(sorted(unknown)[0], self.hyperparameters)}; "
-                              f"it takes {sorted(self.hyperparameters) or 'none'}")
+        """The loss's hyper-parameters: its defaults, overridden by ``params`` once they are
+        checked (:func:`spmlkit.params.check_params`: unknown names, types, ranges)."""
+        check_params(params, self.constraints or {k: ["any"] for k in self.hyperparameters},
+                     owner=f"loss {self.name!r}")
         return {**self.hyperparameters, **params}
 
 
@@ -62,16 +64,19 @@ LOSSES: Registry = Registry("loss", package=__package__)
 _INPUT_NAMES = {"estimator_logits", "pseudo_targets", "soft_targets", "targets"}
 
 
-def register_loss(name: str, *, reference: str = "", inputs: tuple[str, ...] = ()):
+def register_loss(name: str, *, reference: str = "", inputs: tuple[str, ...] = (), constraints: dict | None = None):
     """Register ``fn`` under ``name``.  Keyword-only parameters with defaults are its
-    hyper-parameters; ``inputs`` lists keyword-only tensors that a method supplies."""
+    hyper-parameters (their annotations say their types; ``constraints`` adds ranges and
+    choices, :mod:`spmlkit.params`); ``inputs`` lists keyword-only tensors that a method
+    supplies."""
 
     def deco(fn):
         sig = inspect.signature(fn)
         hp = {p.name: p.default for p in sig.parameters.values()
               if p.kind is p.KEYWORD_ONLY and p.name not in inputs}
         summary = (inspect.getdoc(fn) or "").split("\n", 1)[0]
-        LOSSES.add(name, LossSpec(name, fn, hp, tuple(inputs), reference, summary), owner=fn)
+        checks = constraints_from_signature(fn, hp, constraints)
+        LOSSES.add(name, LossSpec(name, fn, hp, tuple(inputs), reference, summary, checks), owner=fn)
         return fn
 
     return deco

@@ -14,7 +14,9 @@ Hooks (all optional; called in this order)
 ``batch_inputs(batch, logits)``     -> dict of extra keyword inputs for the loss, and/or
                                     a replacement ``observed`` tensor (key ``"observed"``)
 ``modify_loss(loss, batch, logits, observed)``  -> post-processed per-entry loss
-``after_backward(batch)``           e.g. ROLE's estimator step (after the model's step)
+``after_optimizer_step(batch)``     after the model's optimizer step, e.g. ROLE's estimator
+                                    step (the hook was called ``after_backward`` before: that
+                                    name still works, with a :class:`DeprecationWarning`)
 ``on_epoch_end(epoch, predict_train)``  ``predict_train()`` returns (G, N, L) probabilities
                                     of the model on the whole training set (computed on demand)
 ``state_dict()`` / ``load_state_dict(state)``  everything needed to resume
@@ -28,6 +30,19 @@ Hooks (all optional; called in this order)
 Every tensor carries a leading member axis ``G`` (models trained together; 1 for a
 single run), so state such as the ROLE table is ``(G, N, L)``.
 
+A component's state is saved under its :attr:`Component.state_key` (a class attribute,
+the class name unless the class declares one, as Lightning's ``Callback.state_key``),
+never under its position: reordering a method's components keeps its checkpoints
+readable.  Checkpoints written before state keys (``"0:LabelEstimator"``: position and
+class name) are read by :meth:`Method.load_state_dict` as the component at that position
+with that class name; a key that names no component of the method is refused.
+
+Hyper-parameters: a factory's keyword arguments, with the constraints their types say
+and those the registration declares (:func:`register_method`'s ``constraints``, checked
+by :func:`spmlkit.params.check_params` before the factory runs).  A value that depends
+on the data (WAN's γ = 1/(L−1), EPR's and ROLE's k) is completed when the method is set
+up: ``Method(..., resolve=...)`` (:func:`resolve_k`).
+
 Distributed runs (:mod:`spmlkit.training.distributed`): the loss and every hook see the
 **global** batch (all ranks' rows, aligned with the all-gathered logits;
 ``batch.inputs`` is ``None`` and ``batch.local`` is the rank's own batch), computed
@@ -39,15 +54,20 @@ The one place that maps a name to parts is :func:`build_method`.
 from __future__ import annotations
 
 import inspect
+import re
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import torch
 
-from ..errors import ConfigError, did_you_mean
-from ..labels import expected_positives  # noqa: F401  (k, Cole Eq. A1: defined once, re-exported here)
+from ..errors import ConfigError
 from ..losses import LossSpec, get_loss, reduce_mean
+from ..params import check_params, constraints_from_signature
 from ..registry import Registry
+
+if TYPE_CHECKING:  # (annotations only)
+    from ..sparse_labels import SparseLabels
 
 
 #: name of the components' scratch folder inside a run folder (removed when the run finishes;
@@ -124,14 +144,36 @@ class Batch:
 
 
 class Component:
-    """Base class of training-time machinery with state.  Every hook is a no-op."""
+    """Base class of training-time machinery with state.  Every hook is a no-op.
 
+    **Per-entry state** (issue 32): state with one entry per training example and label
+    (ROLE's estimator, APL's pseudo-labels, Large-Loss corrections: ``(G, N, L)``) is where
+    a component will declare its size and storage, so that a run can plan or refuse it
+    before it allocates anything.  The declaration belongs here, on the component class,
+    beside :attr:`supports_members` and :attr:`state_key`; none is made yet.
+    """
+
+    #: The key of this component's state in checkpoints and results
+    #: (``result.state["method"][state_key]``): stable, never a position.  The class name
+    #: unless the class declares its own; two components of one method need two keys.
+    state_key: str = "Component"
     #: True when the component handles G > 1 members (grid training in one model).
     supports_members: bool = True
     #: True when :meth:`select_members` shrinks every member-axis state (so early-stopped
     #: members can leave the stack).  Off by default: a component with per-member state
     #: must implement it before it can be compacted.
     supports_compaction: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "state_key" not in cls.__dict__:
+            cls.state_key = cls.__name__
+        if "after_backward" in cls.__dict__ and "after_optimizer_step" not in cls.__dict__:
+            warnings.warn(f"{cls.__qualname__}.after_backward: the hook is called after_optimizer_step now (it runs "
+                          "after the optimizer step); the old name still works for now", DeprecationWarning,
+                          stacklevel=2)
+            cls.after_optimizer_step = cls.__dict__["after_backward"]
+
 
     #: Per-entry state (issue 32).  Observations are stored sparse, O(N + L); state that a
     #: component keeps for every (member, example, label) entry — ROLE's label table,
@@ -161,8 +203,13 @@ class Component:
                     observed: torch.Tensor) -> torch.Tensor:
         return loss
 
+    def after_optimizer_step(self, batch: Batch) -> None:
+        """After the model's optimizer step of ``batch`` (e.g. ROLE's estimator step)."""
+
     def after_backward(self, batch: Batch) -> None:
-        pass
+        """Deprecated name of :meth:`after_optimizer_step` (which it calls)."""
+        warnings.warn("Component.after_backward is called after_optimizer_step now", DeprecationWarning, stacklevel=2)
+        self.after_optimizer_step(batch)
 
     def on_epoch_end(self, epoch: int, predict_train: Callable[[], torch.Tensor]) -> dict:
         return {}
@@ -209,11 +256,33 @@ class MemberStreams:
             g.set_state(s.cpu())
 
 
+@dataclass(frozen=True)
+class FinetuneNeeds:
+    """What a method needs from the fine-tuning trainer (:mod:`spmlkit.training.finetune`),
+    declared in one object (:attr:`Method.finetune`).
+
+    ``views``: the image views the trainer supplies: ``("train",)`` one augmented view as
+    ``batch.inputs``; ``("weak", "strong")`` (LAC) the weak view as inputs and the strong
+    one in ``batch.extras["strong"]``.  ``embeddings``: :meth:`Method.forward` needs the
+    label-wise embeddings of the decoder head.  ``defaults``: TrainConfig fields this
+    method's paper uses when fine-tuning (e.g. LAC: decoder head, AdamW one-cycle, EMA
+    0.9997); the user's explicit options override them."""
+
+    views: tuple = ("train",)
+    embeddings: bool = False
+    defaults: Mapping = field(default_factory=dict)
+
+
 class Method:
     """A named training recipe: loss + regime + regularisers + components.
 
     ``compute_loss(logits, batch, model)`` returns the per-member loss ``(G,)``; the
     trainer sums it (members are independent) and back-propagates.
+
+    ``resolve(ctx, loss_params) -> dict``: loss parameters completed from the training
+    context when the method is set up (a value that depends on the data, e.g. k from
+    ``ctx.expected_positives``, :func:`resolve_k`); they replace ``loss_params`` and are
+    recorded in ``params`` for reports.
     """
 
     #: Differentiable outputs that :meth:`forward` leaves in ``batch.extras`` and the loss
@@ -221,17 +290,10 @@ class Method:
     #: and embeddings).  A distributed step gathers them over ranks like the logits, so
     #: the loss sees the whole global batch.
     global_extras: dict = {}
-    #: Image views the fine-tuning trainer supplies: ``("train",)`` one augmented view as
-    #: ``batch.inputs``; ``("weak", "strong")`` (LAC) the weak view as inputs and the strong
-    #: one in ``batch.extras["strong"]``.
-    views: tuple = ("train",)
-    #: True when :meth:`forward` needs the label-wise embeddings of the decoder head.
-    needs_embeddings: bool = False
-    #: TrainConfig fields this method's paper uses when fine-tuning (e.g. LAC: decoder head,
-    #: AdamW one-cycle, EMA 0.9997); the user's explicit options override them.
-    finetune_defaults: dict = {}
+    #: what the fine-tuning trainer must supply (views, embeddings) and the paper's recipe
+    finetune: FinetuneNeeds = FinetuneNeeds()
     #: A **recipe** (e.g. ``auto``, :mod:`spmlkit.methods.recipe`): the registered methods
-    #: it is trained as.  Non-empty: the linear trainer hands the run to
+    #: it is trained as.  Non-empty: :func:`spmlkit.training.run.train` hands the run to
     #: :func:`spmlkit.training.recipe.train_recipe`, which trains these and combines them;
     #: the recipe's own loss and hooks are never used.
     candidates: tuple = ()
@@ -239,16 +301,23 @@ class Method:
     def __init__(self, name: str, loss: str | LossSpec, *, loss_params: dict | None = None,
                  regime: str = "single_positive", components: list[Component] | tuple = (),
                  regularizers: list[Regularizer] | tuple = (), reduction: Callable = reduce_mean,
-                 params: dict | None = None, setting: str = "any"):
+                 params: dict | None = None, setting: str = "any",
+                 resolve: Callable[[TrainContext, dict], dict] | None = None):
         self.name = name
         self.loss = get_loss(loss) if isinstance(loss, str) else loss
         self.loss_params = self.loss.check_params(dict(loss_params or {}))
         self.regime = regime
         self.components = list(components)
+        keys = [c.state_key for c in self.components]
+        if len(set(keys)) != len(keys):
+            raise ConfigError(f"method {name!r}: two components share the state_key "
+                              f"{next(k for k in keys if keys.count(k) > 1)!r}; give each its own")
         self.regularizers = list(regularizers)
         self.reduction = reduction
         self.params = dict(params or {})  # the resolved hyper-parameters, for reports
         self.setting = setting  # "any" | "linear" | "finetune"
+        self._resolve = resolve
+        self._given = dict(self.loss_params)  # as constructed: setup may run again on other data
 
     # ----------------------------------------------------------------- hooks
     @property
@@ -279,6 +348,14 @@ class Method:
         return total
 
     def setup(self, ctx: TrainContext) -> None:
+        if self._resolve is not None:  # data-dependent loss parameters (WAN's gamma, k)
+            resolved = self._resolve(ctx, dict(self._given))
+            self.loss_params = self.loss.check_params(resolved)
+            for key, value in resolved.items():
+                if key in self.params:
+                    self.params[key] = value
+
+
         check_state_budget(self, ctx)
         self.ctx = ctx
         for c in self.components:
@@ -328,9 +405,14 @@ class Method:
             total = total + reg(logits, batch, model)
         return total
 
-    def after_backward(self, batch: Batch) -> None:
+    def after_optimizer_step(self, batch: Batch) -> None:
         for c in self.components:
-            c.after_backward(batch)
+            c.after_optimizer_step(batch)
+
+    def after_backward(self, batch: Batch) -> None:
+        """Deprecated name of :meth:`after_optimizer_step` (which it calls)."""
+        warnings.warn("Method.after_backward is called after_optimizer_step now", DeprecationWarning, stacklevel=2)
+        self.after_optimizer_step(batch)
 
     def on_epoch_end(self, epoch: int, predict_train: Callable[[], torch.Tensor]) -> dict:
         logs: dict = {}
@@ -338,29 +420,73 @@ class Method:
             logs.update(c.on_epoch_end(epoch, predict_train) or {})
         return logs
 
+    # ----------------------------------------------------------------- state
     def state_dict(self) -> dict:
-        return {f"{i}:{type(c).__name__}": c.state_dict() for i, c in enumerate(self.components)}
+        return {c.state_key: c.state_dict() for c in self.components}
 
     def load_state_dict(self, state: dict) -> None:
-        for i, c in enumerate(self.components):
-            key = f"{i}:{type(c).__name__}"
-            if key in state:
-                c.load_state_dict(state[key])
+        for key, value in self._by_component(state).items():
+            self._component_of(key).load_state_dict(value)
 
     def member_state(self, g: int) -> dict:
-        return {f"{i}:{type(c).__name__}": c.member_state(g) for i, c in enumerate(self.components)}
+        return {c.state_key: c.member_state(g) for c in self.components}
 
     def load_member_state(self, g: int, state: dict) -> None:
-        for i, c in enumerate(self.components):
-            key = f"{i}:{type(c).__name__}"
-            if state.get(key):
-                c.load_member_state(g, state[key])
+        for key, value in self._by_component(state).items():
+            if value:
+                self._component_of(key).load_member_state(g, value)
+
+    def _component_of(self, key: str) -> Component:
+        return next(c for c in self.components if c.state_key == key)
+
+    def _by_component(self, state: dict) -> dict:
+        """``state`` keyed by the components' :attr:`~Component.state_key`: a key written
+        before state keys existed (``"0:LabelEstimator"``, position and class name) is read
+        as the component at that position when it has that class name.  A key that names
+        no component of this method raises :class:`ValueError` (the trainer reports the
+        checkpoint as not fitting the run, in one line)."""
+        out = {}
+        keys = {c.state_key for c in self.components}
+        for key, value in state.items():
+            old = re.fullmatch(r"(\d+):(\w+)", key)
+            if old is not None and key not in keys:
+                i, cls = int(old[1]), old[2]
+                if i < len(self.components) and type(self.components[i]).__name__ == cls:
+                    key = self.components[i].state_key
+            if key not in keys:
+                raise ValueError(f"method {self.name!r} has no component with state key {key!r} "
+                                 f"(its components: {sorted(keys) or 'none'})")
+            out[key] = value
+        return out
 
     def component(self, cls: type) -> Component | None:
         return next((c for c in self.components if isinstance(c, cls)), None)
 
     def __repr__(self) -> str:
         return f"Method({self.name!r}, loss={self.loss.name!r}, regime={self.regime!r}, params={self.params})"
+
+
+def resolve_k(method_name: str) -> Callable[[TrainContext, dict], dict]:
+    """A ``resolve`` for :class:`Method`: k (Cole et al. §5.3) from the factory argument,
+    else ``ctx.expected_positives`` (the full training labels, Cole Eq. A1, or
+    ``TrainConfig.expected_positives``), else a one-line error saying how to give it."""
+
+    def resolve(ctx: TrainContext, params: dict) -> dict:
+        k = params.get("k")
+        if k is None:
+            k = ctx.expected_positives
+        if k is None:
+            raise ConfigError(
+                f"method {method_name!r} needs k, the expected number of positives per example (Cole et al. §5.3); "
+                "this training set has no full labels to compute it from. Give it as TrainConfig(expected_positives=...) "
+                "or SPMLClassifier(expected_positives=...) in Python, or --k on the command line; an estimate from a "
+                "few fully labelled examples: spmlkit.practitioner.estimate_k / spml estimate-k")
+        k = float(k)
+        if not 0.0 < k <= ctx.n_labels:
+            raise ConfigError(f"method {method_name!r}: k must be in (0, L={ctx.n_labels}], got {k}")
+        return {**params, "k": k}
+
+    return resolve
 
 
 def state_budget_bytes(device: torch.device | str = "cpu") -> int:
@@ -416,26 +542,39 @@ class MethodSpec:
     #: in ``spml bench``'s default method list (False: benchmarked only when named with
     #: --methods, so that default tables stay as committed when methods are added)
     in_default_bench: bool = True
+    #: hyper-parameter -> constraints (:mod:`spmlkit.params`): the factory's types, with the
+    #: ranges and choices the registration declares
+    constraints: dict = field(default_factory=dict)
+
+    def check_params(self, params: dict) -> dict:
+        """``params`` checked against :attr:`constraints` (unknown names and bad values
+        are one-line :class:`ConfigError` errors, :func:`spmlkit.params.check_params`)."""
+        return check_params(params, self.constraints, owner=f"method {self.name!r}")
 
 
 METHODS: Registry = Registry("method", package=__package__)
 
 
 def register_method(name: str, *, regime: str = "single_positive", reference: str = "", setting: str = "any",
-                    family: str = "", in_default_bench: bool = True):
+                    family: str = "", in_default_bench: bool = True, constraints: dict | None = None):
     """Register a factory ``f(**hyperparameters) -> Method`` under ``name``.
 
     The factory's keyword arguments (with the papers' defaults) are the method's
     hyper-parameters; a default of ``None`` may mean "derive from the data" (e.g. WAN's
-    γ = 1/(L−1)), which the factory documents."""
+    γ = 1/(L−1)), which the factory documents.  Their annotations say their types;
+    ``constraints`` adds what a type cannot say, as scikit-learn's
+    ``_parameter_constraints``: ``{"storage": [Options("float32", "float16")], "k":
+    [Interval(float, 0, None, closed="neither"), None]}`` (:mod:`spmlkit.params`).
+    :func:`build_method` checks the values before the factory runs."""
 
     def deco(factory):
         sig = inspect.signature(factory)
         hp = {p.name: p.default for p in sig.parameters.values()
               if p.default is not inspect.Parameter.empty and not p.name.startswith("_")}
         summary = (inspect.getdoc(factory) or "").split("\n", 1)[0]
+        checks = constraints_from_signature(factory, hp, constraints)
         METHODS.add(name, MethodSpec(name, factory, hp, regime, reference, summary, setting,
-                                     family or factory.__module__, in_default_bench), owner=factory)
+                                     family or factory.__module__, in_default_bench, checks), owner=factory)
         return factory
 
     return deco
@@ -443,27 +582,6 @@ def register_method(name: str, *, regime: str = "single_positive", reference: st
 
 def get_method_spec(name: str) -> MethodSpec:
     return METHODS.lookup(name)
-
-
-def _check_param_types(spec: MethodSpec, params: dict) -> None:
-    """A hyper-parameter whose default (or annotation) is a number must be given a finite
-    number: ``--param gamma=abc`` is one clear error, not a TypeError inside the loss."""
-    import math
-
-    sig = inspect.signature(spec.factory)
-    for key, value in params.items():
-        p = sig.parameters.get(key)
-        ann = str(p.annotation) if p is not None and p.annotation is not inspect.Parameter.empty else ""
-        default = spec.hyperparameters.get(key)
-        numeric = (isinstance(default, (int, float)) and not isinstance(default, bool)) or (
-            default is None and ann and "str" not in ann and ("float" in ann or "int" in ann))
-        if numeric and value is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigError(f"method {spec.name!r}: hyper-parameter {key}={value!r} is not a number")
-            if not math.isfinite(value):
-                raise ConfigError(f"method {spec.name!r}: hyper-parameter {key}={value!r} must be finite")
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise ConfigError(f"method {spec.name!r}: hyper-parameter {key}={value!r} must be true or false")
 
 
 def build_method(name: str, **params) -> Method:
@@ -474,12 +592,7 @@ def build_method(name: str, **params) -> Method:
     ('an', 'single_positive')
     """
     spec = get_method_spec(name)
-    unknown = set(params) - set(spec.hyperparameters)
-    if unknown:
-        raise ConfigError(f"method {name!r} has no hyper-parameter(s) {sorted(unknown)}"
-                          f"{did_you_mean(sorted(unknown)[0], spec.hyperparameters)}; "
-                          f"it takes {sorted(spec.hyperparameters) or 'none'}")
-    _check_param_types(spec, params)
+    spec.check_params(params)
     method = spec.factory(**params)
     method.name = name
     method.regime = spec.regime
@@ -496,34 +609,3 @@ def describe_methods() -> list[dict]:
     return [{"name": s.name, "regime": s.regime, "setting": s.setting, "family": s.family, "reference": s.reference,
              "summary": s.summary, "hyperparameters": dict(s.hyperparameters)}
             for s in sorted(METHODS.values(), key=lambda s: (s.family, s.name))]
-
-
-def parse_param_value(text: str):
-    """Parse a ``--param key=value`` value: int, float, bool, None or string."""
-    low = text.strip().lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_params(pairs, *, option: str = "--param") -> dict:
-    """``["name=value", ...]`` (the ``--param`` options of ``spml train`` and the analyses)
-    -> ``{name: parsed value}`` (:func:`parse_param_value`); a later name wins.
-
-    >>> parse_params(["k=2.5", "storage=float16", "adam=none"])
-    {'k': 2.5, 'storage': 'float16', 'adam': None}
-    """
-    out = {}
-    for p in pairs or []:
-        if "=" not in p:
-            raise ConfigError(f"{option} {p!r}: expected name=value")
-        name, value = p.split("=", 1)
-        out[name.strip()] = parse_param_value(value)
-    return out

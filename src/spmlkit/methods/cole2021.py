@@ -17,60 +17,15 @@ method         regime       loss and defaults (reasons in the loss modules)
 ``an-ls-asym`` is named after the paper's own description ("assume negative with
 asymmetric label smoothing") and keeps ``an-ls`` for Table 1's symmetric row.
 
-Data-dependent defaults (WAN's γ, EPR's k) are resolved in :meth:`DataDependentMethod.setup`
-from the :class:`~.base.TrainContext` and written back into ``method.params`` so that
-reports show the value used.
+Data-dependent defaults (WAN's γ, EPR's k) are resolved when the method is set up
+(``Method(..., resolve=...)``, :mod:`.base`) from the :class:`~.base.TrainContext` and
+written back into ``method.params`` so that reports show the value used.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from ..errors import ConfigError
 from ..losses.weak_negatives import default_gamma
-from .base import Method, TrainContext, register_method
-
-
-class DataDependentMethod(Method):
-    """A :class:`Method` whose loss parameters are completed from the training context.
-
-    ``resolve(ctx, loss_params) -> dict`` returns the loss parameters to use (e.g. k
-    from ``ctx.expected_positives``); they replace ``loss_params`` and are recorded in
-    ``params`` for reports."""
-
-    def __init__(self, *args, resolve: Callable[[TrainContext, dict], dict], **kwargs):
-        super().__init__(*args, **kwargs)
-        self._resolve = resolve
-        self._given = dict(self.loss_params)  # as constructed: setup may run again on other data
-
-    def setup(self, ctx: TrainContext) -> None:
-        resolved = self._resolve(ctx, dict(self._given))
-        self.loss_params = self.loss.check_params(resolved)
-        for key, value in resolved.items():
-            if key in self.params:
-                self.params[key] = value
-        super().setup(ctx)
-
-
-def resolve_k(method_name: str) -> Callable[[TrainContext, dict], dict]:
-    """k from the factory argument, else ``ctx.expected_positives`` (set by ``train_linear``
-    from the full training labels or ``TrainConfig.expected_positives``), else an error."""
-
-    def resolve(ctx: TrainContext, params: dict) -> dict:
-        k = params.get("k")
-        if k is None:
-            k = ctx.expected_positives
-        if k is None:
-            raise ConfigError(
-                f"method {method_name!r} needs k, the expected number of positives per example (Cole et al. §5.3); "
-                "this training set has no full labels to compute it from. Give it as TrainConfig(expected_positives=...) "
-                "or SPMLClassifier(expected_positives=...) in Python, or --k on the command line; an estimate from a "
-                "few fully labelled examples: spmlkit.practitioner.estimate_k / spml estimate-k")
-        k = float(k)
-        if not 0.0 < k <= ctx.n_labels:
-            raise ConfigError(f"method {method_name!r}: k must be in (0, L={ctx.n_labels}], got {k}")
-        return {**params, "k": k}
-
-    return resolve
+from ..params import Interval
+from .base import Method, TrainContext, register_method, resolve_k
 
 
 @register_method("bce-ls", regime="full", reference="Cole et al. 2021, Table 1 (BCE-LS)", family="cole2021")
@@ -100,13 +55,14 @@ def build_wan(gamma: float | None = None) -> Method:
         g = params.get("gamma")
         return {**params, "gamma": default_gamma(ctx.n_labels) if g is None else float(g)}
 
-    return DataDependentMethod("wan", "wan", loss_params={"gamma": gamma}, resolve=resolve)
+    return Method("wan", "wan", loss_params={"gamma": gamma}, resolve=resolve)
 
 
-@register_method("epr", regime="single_positive", reference="Cole et al. 2021, §5.3, Eq. 10", family="cole2021")
+@register_method("epr", regime="single_positive", reference="Cole et al. 2021, §5.3, Eq. 10", family="cole2021",
+                 constraints={"k": [Interval(float, 0, None, closed="neither"), None]})
 def build_epr(k: float | None = None, lam: float = 1.0) -> Method:
     """Expected positive regularisation (Cole §5.3); k=None takes k from the training data (Eq. A1)."""
-    return DataDependentMethod("epr", "epr", loss_params={"k": k, "lam": lam}, resolve=resolve_k("epr"))
+    return Method("epr", "epr", loss_params={"k": k, "lam": lam}, resolve=resolve_k("epr"))
 
 
 @register_method("pr", regime="single_positive", reference="Cole et al. 2021, appendix A", family="cole2021")

@@ -86,8 +86,12 @@ import torch
 from .. import ownership
 from ..errors import ConfigError, SpmlError
 from ..io import load_numpy
+from ..params import Options, check_params
 
 STORAGES = ("float32", "float16", "memmap", "factorised")
+#: the one check of a storage name (:mod:`spmlkit.params`): ROLE's registration, its
+#: estimator and :func:`make_store` / :func:`storage_bytes` all use it
+STORAGE = [Options(*STORAGES)]
 ADAM_MODES = ("rowwise", "dense")
 CHUNK_ROWS = 65536
 
@@ -840,6 +844,7 @@ def make_store(storage: str, n_members: int, n_rows: int, n_labels: int, *, lrs,
                device="cpu") -> _Store:
     """A store of ``storage``; ``device`` holds the float32/float16/factorised arrays (the
     ``memmap`` storage is on the host by nature and ignores it)."""
+    check_params({"storage": storage}, {"storage": STORAGE}, owner="ROLE's label estimator")
     kw = dict(lrs=lrs, adam=adam, betas=betas, eps=eps)
     if storage == "float32":
         return DenseStore(n_members, n_rows, n_labels, device=device, **kw)
@@ -847,20 +852,17 @@ def make_store(storage: str, n_members: int, n_rows: int, n_labels: int, *, lrs,
         return DenseStore(n_members, n_rows, n_labels, half=True, seeds=seeds, device=device, **kw)
     if storage == "memmap":
         return MemmapStore(n_members, n_rows, n_labels, directory=directory, **kw)
-    if storage == "factorised":
-        return FactorisedStore(n_members, n_rows, n_labels, rank=rank, device=device, **kw)
-    raise ConfigError(f"unknown ROLE estimator storage {storage!r}; expected one of {', '.join(STORAGES)}")
+    return FactorisedStore(n_members, n_rows, n_labels, rank=rank, device=device, **kw)
 
 
 def storage_bytes(storage: str, n_rows: int, n_labels: int, *, rank: int = 64, n_members: int = 1) -> int:
     """Bytes of a storage's arrays (table or factors, Adam moments, step counts) by formula;
     ``_Store.nbytes`` measures the allocated arrays (tested equal)."""
+    check_params({"storage": storage}, {"storage": STORAGE}, owner="ROLE's label estimator")
     G, N, L = n_members, n_rows, n_labels
     if storage in ("float32", "memmap"):
         return G * (12 * N * L + 4 * N)
     if storage == "float16":
         return G * (6 * N * L + 4 * N)
-    if storage == "factorised":
-        r = min(rank, L)
-        return G * (12 * (N * r + r * L + L) + 4 * N + 4)
-    raise ConfigError(f"unknown ROLE estimator storage {storage!r}; expected one of {', '.join(STORAGES)}")
+    r = min(rank, L)  # factorised
+    return G * (12 * (N * r + r * L + L) + 4 * N + 4)

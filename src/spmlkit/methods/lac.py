@@ -35,7 +35,8 @@ import torch
 from ..errors import ConfigError
 from ..losses import get_loss
 from ..losses.lac import LAC_FORMS, label_aware_contrastive
-from .base import Batch, Component, Method, TrainContext, register_method
+from ..params import Interval, Options, check_params
+from .base import Batch, Component, FinetuneNeeds, Method, TrainContext, register_method
 
 
 def reduce_sum_labels(loss: torch.Tensor) -> torch.Tensor:
@@ -100,14 +101,15 @@ class LabelAwareConsistency(Component):
     """LAC's state: the training stage (by epoch), its threshold δ, and the memory queue."""
 
     supports_members = False
+    #: the values Xie et al.'s stages allow (spmlkit.params; also declared with the registration)
+    _parameter_constraints = {"threshold_stage1": [Interval(float, 0.5, 1.0)],
+                              "threshold_stage2": [Interval(float, 0.5, 1.0)],
+                              "queue_size": [Interval(int, 0)], "stage1_epochs": [Interval(int, 0), None]}
 
     def __init__(self, *, threshold_stage1: float, threshold_stage2: float, queue_size: int,
                  stage1_epochs: int | None):
-        for name, t in (("threshold_stage1", threshold_stage1), ("threshold_stage2", threshold_stage2)):
-            if not 0.5 <= t <= 1.0:
-                raise ConfigError(f"lac: {name} must be in [0.5, 1], got {t}")
-        if stage1_epochs is not None and stage1_epochs < 0:
-            raise ConfigError(f"lac: stage1_epochs must be >= 0, got {stage1_epochs}")
+        check_params(dict(threshold_stage1=threshold_stage1, threshold_stage2=threshold_stage2, queue_size=queue_size,
+                          stage1_epochs=stage1_epochs), self._parameter_constraints, owner="method 'lac'")
         self.thresholds = (float(threshold_stage1), float(threshold_stage2))
         self.stage1_epochs = stage1_epochs
         self.queue = MemoryQueue(queue_size)
@@ -127,7 +129,7 @@ class LabelAwareConsistency(Component):
     def on_epoch_start(self, epoch: int) -> None:
         self.stage = 1 if epoch <= self.stage1_epochs else 2
 
-    def after_backward(self, batch: Batch) -> None:
+    def after_optimizer_step(self, batch: Batch) -> None:
         push = batch.extras.pop("lac_push", None)
         if push is not None:
             self.queue.push(*push)
@@ -147,17 +149,16 @@ class LabelAwareConsistency(Component):
 class LACMethod(Method):
     """AN + PLC (+ LAC in stage 2) on two views; see the module docstring."""
 
-    views = ("weak", "strong")  # the image views the trainer must supply (inputs, extras["strong"])
+    # two image views (inputs, extras["strong"]), the decoder's label-wise embeddings, Xie et al.'s recipe
+    finetune = FinetuneNeeds(views=("weak", "strong"), embeddings=True,
+                             defaults={"head": "decoder", "optimizer": "adamw-onecycle", "ema_decay": 0.9997})
     global_extras = {"strong_logits": -2, "z": 0}  # (1, b, L) and (b, L, 2, p): gathered in distributed steps
-    needs_embeddings = True
-    finetune_defaults = {"head": "decoder", "optimizer": "adamw-onecycle", "ema_decay": 0.9997}
 
     def __init__(self, *, lambda_plc: float, lambda_lac: float, temperature: float, lac_form: str,
                  state: LabelAwareConsistency):
         super().__init__("lac", "an", components=[state], regularizers=[self._plc, self._lac],
                          reduction=reduce_sum_labels, setting="finetune")
-        if lac_form not in LAC_FORMS:
-            raise ConfigError(f"lac: lac_form must be one of {', '.join(LAC_FORMS)}, got {lac_form!r}")
+        check_params({"lac_form": lac_form}, {"lac_form": [Options(*LAC_FORMS)]}, owner="method 'lac'")
         self.state = state
         self.lambda_plc, self.lambda_lac = float(lambda_plc), float(lambda_lac)
         self.temperature, self.lac_form = float(temperature), lac_form
@@ -201,7 +202,8 @@ class LACMethod(Method):
 
 
 @register_method("lac", regime="single_positive", reference="Xie, Xiao & Huang, NeurIPS 2022", setting="finetune",
-                 family="xie2022")
+                 family="xie2022",
+                 constraints={**LabelAwareConsistency._parameter_constraints, "lac_form": [Options(*LAC_FORMS)]})
 def build_lac(threshold_stage1: float = 0.6, threshold_stage2: float = 0.9, lambda_plc: float = 1.0,
               lambda_lac: float = 1.0, temperature: float = 0.5, queue_size: int = 512,
               stage1_epochs: int | None = None, lac_form: str = "paper") -> Method:

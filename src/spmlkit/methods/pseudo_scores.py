@@ -38,9 +38,8 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from .base import Batch, Component, Method, TrainContext, register_method
+from .base import Batch, Component, Method, TrainContext, register_method, resolve_k
 from .chen2024 import gr_schedule
-from .cole2021 import DataDependentMethod, resolve_k
 
 FAMILY = "vision-language"
 VLPL_REF = "Xing et al. 2023, VLPL (arXiv:2310.15985)"
@@ -176,7 +175,7 @@ def build_gpr(pseudo_scores: str | None = None, threshold: float = 0.5, top_k: i
     def resolve(ctx: TrainContext, params: dict) -> dict:
         return base_resolve(ctx, params) if params.get("reg") else params
 
-    return DataDependentMethod(
+    return Method(
         "gpr", "gpr", loss_params={"q2": q2, "q3": q3, "lam1": lam1, "lam2": lam2, "rho": rho, "reg": reg, "k": k},
         resolve=resolve,
         components=[gr_schedule(w0, w_max, b0, b_max, mu0, sigma0, mu_max, sigma_max),

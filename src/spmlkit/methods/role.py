@@ -10,7 +10,7 @@ grid member ``(G, N, L)``), with ``ŷ_n = σ(φ_n)`` ("g is a look-up", §6.1).
   a separate run with that seed starts);
 * each batch, :meth:`LabelEstimator.batch_inputs` hands the loss the batch rows as a
   float32 leaf tensor ``estimator_logits`` ``(G, B, L)``; after the backward pass
-  :meth:`LabelEstimator.after_backward` updates **only those rows** with Adam at
+  :meth:`LabelEstimator.after_optimizer_step` (after the model's optimizer step) updates **only those rows** with Adam at
   ``lr_mult × lr`` of the member (``lr_mult = 10``, §6.1).  By default (``adam="dense"``)
   this reproduces the optimiser of the paper's experiments — Adam on φ as one dense
   parameter, where every row keeps moving on its momentum between visits (about 32·lr
@@ -31,7 +31,7 @@ the ``φ`` found during linear training)::
 
     est = LabelEstimator(init_logits=table)        # (N, L) or (G, N, L) logits
     # or, from a finished linear run kept with keep_state=True:
-    table = LabelEstimator.logits_from_state(result.state["method"]["0:LabelEstimator"])
+    table = LabelEstimator.logits_from_state(result.state["method"][LabelEstimator.state_key])
 """
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from .base import Batch, Component, Method, TrainContext, register_method
-from .cole2021 import DataDependentMethod, resolve_k
-from .label_store import ADAM_MODES, STORAGES, _chunks_from_state, make_store, storage_bytes
+from ..params import Interval, Options, check_params
+from .base import Batch, Component, Method, TrainContext, register_method, resolve_k
+from .label_store import ADAM_MODES, STORAGE, _chunks_from_state, make_store, storage_bytes
 
 
 class LabelEstimator(Component):
@@ -67,19 +67,18 @@ class LabelEstimator(Component):
     """
 
     supports_members = True
+    #: what the estimator's options may be (spmlkit.params); ``role``'s registration declares them too
+    _parameter_constraints = {"lr_mult": [Interval(float, 0, None, closed="neither")], "storage": STORAGE,
+                              "rank": [Interval(int, 1)], "adam": [Options(*ADAM_MODES)]}
 
     def __init__(self, *, lr_mult: float = 10.0, storage: str = "float32", rank: int = 64, directory=None,
                  adam: str = "dense", init_logits=None, betas=(0.9, 0.999), eps: float = 1e-8):
-        if storage not in STORAGES:
-            raise ConfigError(f"unknown ROLE estimator storage {storage!r}; expected one of {', '.join(STORAGES)}")
-        if not lr_mult > 0:
-            raise ConfigError(f"lr_mult must be > 0, got {lr_mult}")
+        check_params(dict(lr_mult=lr_mult, storage=storage, rank=rank, adam=adam), self._parameter_constraints,
+                     owner="ROLE's label estimator")
         self.lr_mult = float(lr_mult)
         self.storage = storage
         self.rank = int(rank)
         self.directory = directory
-        if adam not in ADAM_MODES:
-            raise ConfigError(f"unknown estimator adam mode {adam!r}; expected one of {', '.join(ADAM_MODES)}")
         self.adam = adam
         self.init_logits = init_logits
         self.betas = tuple(betas)
@@ -139,7 +138,7 @@ class LabelEstimator(Component):
         self._pending = (index, rows)
         return {"estimator_logits": rows}
 
-    def after_backward(self, batch: Batch) -> None:
+    def after_optimizer_step(self, batch: Batch) -> None:
         pending, self._pending = self._pending, None
         if pending is None:
             return
@@ -215,7 +214,8 @@ class LabelEstimator(Component):
 
 
 @register_method("role", regime="single_positive", reference="Cole et al. 2021, §5.4, Eq. 11; §6.1",
-                 family="cole2021")
+                 family="cole2021", constraints={**LabelEstimator._parameter_constraints,
+                                                 "k": [Interval(float, 0, None, closed="neither"), None]})
 def build_role(k: float | None = None, lam: float = 1.0, lr_mult: float = 10.0, storage: str = "float32",
                rank: int = 64, directory: str | None = None, adam: str = "dense") -> Method:
     """Regularised online label estimation (Cole §5.4): classifier and per-example label estimator trained jointly.
@@ -226,5 +226,4 @@ def build_role(k: float | None = None, lam: float = 1.0, lr_mult: float = 10.0, 
     ``adam`` how its rows are optimised (``dense`` = the paper's Adam trajectory, computed lazily
     on batch rows; ``rowwise`` = each row's own Adam)."""
     est = LabelEstimator(lr_mult=lr_mult, storage=storage, rank=rank, directory=directory, adam=adam)
-    return DataDependentMethod("role", "role", loss_params={"k": k, "lam": lam}, components=[est],
-                               resolve=resolve_k("role"))
+    return Method("role", "role", loss_params={"k": k, "lam": lam}, components=[est], resolve=resolve_k("role"))

@@ -274,8 +274,9 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         ``(M, L)`` 0/1 over the same classes); used instead of a held-out part of ``y``.
         """
         from ..data.memory import ArrayBundle
-        from .labelsets import RULES, choose_rule, default_rule, estimate_k, tune_label_thresholds
+        from .labelsets import RULES, estimate_k, model_label_rule
         from .saved import SavedModel
+        from ..training.callbacks import PrintEpochs
         from ..training.run import train
 
         if self.threshold_rule not in (*RULES, "auto"):
@@ -334,9 +335,10 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         if config.expected_positives is None and k is not None:
             config = config.replace(expected_positives=k)
         data = ArrayBundle(X_tr, Z_tr, label_names=[str(c) for c in classes], name="SPMLClassifier", **val)
-        (res,) = train(data, config, keep_state=True, on_epoch=self._progress(
-            config, config.selection if config.selection != "auto" else
-            ("map" if Y_val is not None else "observed_map" if val else "(none)")))
+        selection = config.selection if config.selection != "auto" else (
+            "map" if Y_val is not None else "observed_map" if val else "(none)")
+        verbose = [PrintEpochs(f"{type(self).__name__} {config.method}", config.epochs, selection)] if self.verbose else []
+        (res,) = train(data, config, keep_state=True, callbacks=verbose)
         st = res.state
         names = getattr(self, "feature_names_in_", None)  # a DataFrame's columns: 'spml predict' matches by name
         if enc is not None:
@@ -347,36 +349,19 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         model = SavedModel.from_training_state(
             st, label_names=[str(c) for c in classes], config=config.to_dict(), method=config.method,
             params=res.params, input=described)
-        # the default rule (labelsets.default_rule): expected-k with k known, else estimated from
-        # held-out observations (or, with nothing held out, from the training rows)
+        # the default rule (labelsets.model_label_rule): chosen on full validation labels; else expected-k with k
+        # known, else estimated from held-out observations (or, with nothing held out, from the training rows)
         from scipy.special import expit
 
-        if k is not None:
-            base = default_rule(k=k, k_source=k_source)
-        elif "Z_val" in val:
-            base = default_rule(Z=val["Z_val"], P=expit(st["val_logits"].astype(np.float64)))
-        else:
-            base = default_rule(Z=Z_tr, P=model.predict_proba(X_tr),
-                                where="training (nothing held out: the ranking is optimistic)")
-        rule = base["rule"] if self.threshold_rule == "auto" else self.threshold_rule
-        if rule == "expected_k" and base.get("k_estimate") is None:
-            raise ConfigError("threshold_rule='expected_k' needs expected_positives, validation_data with full "
-                              "labels, or observed positives in y to estimate k from")
-        spec = {"rule": rule, "threshold": float(self.threshold), "min_labels": int(self.min_labels)}
-        if rule == "top_k":
-            spec["k"] = int(self.top_k) if self.threshold_rule != "auto" else int(base["k"])
-        elif base.get("k_estimate") is not None:
-            spec["k"] = float(base["k_estimate"])
-        spec.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
-        if Y_val is not None:
-            P_val = expit(st["val_logits"].astype(np.float64))
-            if self.threshold_rule == "auto":
-                spec, _ = choose_rule(Y_val, P_val, k=k, seed=self.seed, fallback=float(self.threshold))
-                spec.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
-            else:
-                tuning = tune_label_thresholds(Y_val, P_val, fallback=float(self.threshold))
-                spec["thresholds"] = tuning.thresholds.tolist()
-                spec["tuning"] = {k_: v for k_, v in tuning.to_dict().items() if k_ != "thresholds"}
+        auto = self.threshold_rule == "auto"
+        P_val = expit(st["val_logits"].astype(np.float64)) if Y_val is not None else None
+        rows = ({} if k is not None else
+                {"Z": val["Z_val"], "P": expit(st["val_logits"].astype(np.float64))} if "Z_val" in val else
+                {"Z": Z_tr, "P": model.predict_proba(X_tr),
+                 "where": "training (nothing held out: the ranking is optimistic)"})
+        chosen = model_label_rule(k=k, k_source=k_source, **rows, Y_val=Y_val if auto else None, P_val=P_val,
+                                  seed=self.seed, fallback=float(self.threshold))
+        spec = chosen if auto and Y_val is not None else self._user_rule(chosen, Y_val, P_val)
         params = self.get_params(deep=False)
         if params.get("classes") is not None:  # JSON-friendly in model.json
             params["classes"] = np.asarray(params["classes"]).tolist()
@@ -396,24 +381,27 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         self.expected_positives_ = k
         return self
 
-    def _progress(self, config, selection: str):
-        """``on_epoch`` callback of ``verbose=True``: one line per epoch on stderr."""
-        if not self.verbose:
-            return None
-        import sys
+    def _user_rule(self, base: dict, Y_val, P_val) -> dict:
+        """The label-set rule of the estimator's options (``threshold_rule``, ``threshold``,
+        ``top_k``, ``min_labels``) around the default ``base`` (its k); per-label thresholds
+        tuned on full validation labels when there are some."""
+        from .labelsets import tune_label_thresholds
 
-        def on_epoch(info):
-            if not info.get("is_main", True):
-                return
-            r = info["rows"][0]
-            val = r.get("val_score")
-            val = "—" if val is None or np.isnan(val) else f"{val:.2f}"
-            who = f"{config.method} member {info['member']}" if info.get("member") else config.method  # a recipe's
-            print(f"{type(self).__name__} {who}: epoch {info['epoch']}/{config.epochs}, training loss "
-                  f"{r['train_loss']:.4f}, validation {selection} {val} ({info['seconds']:.2f} s)",
-                  file=sys.stderr, flush=True)
-
-        return on_epoch
+        rule = base["rule"] if self.threshold_rule == "auto" else self.threshold_rule
+        if rule == "expected_k" and base.get("k_estimate") is None:
+            raise ConfigError("threshold_rule='expected_k' needs expected_positives, validation_data with full "
+                              "labels, or observed positives in y to estimate k from")
+        spec = {"rule": rule, "threshold": float(self.threshold), "min_labels": int(self.min_labels)}
+        if rule == "top_k":
+            spec["k"] = int(self.top_k) if self.threshold_rule != "auto" else int(base["k"])
+        elif base.get("k_estimate") is not None:
+            spec["k"] = float(base["k_estimate"])
+        spec.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
+        if Y_val is not None:
+            tuning = tune_label_thresholds(Y_val, P_val, fallback=float(self.threshold))
+            spec["thresholds"] = tuning.thresholds.tolist()
+            spec["tuning"] = {k_: v for k_, v in tuning.to_dict().items() if k_ != "thresholds"}
+        return spec
 
     def _fit_encoding(self, X):
         """``(encoding, encoded X)`` of the raw table ``X`` with the ``categorical`` columns."""

@@ -529,3 +529,30 @@ def observed_set_scores(Z, S) -> dict:
            "empty_sets": 100.0 * float((~S.any(axis=1)).mean()) if len(S) else 0.0,
            "n_observed_positives": int(pos.sum()), "n_observed_negatives": int(neg.sum())}
     return out
+
+
+def model_label_rule(*, k: float | None = None, k_source: str | None = None, Z=None, P=None,
+                     where: str = "held-out", Y_val=None, P_val=None, seed: int = 0,
+                     fallback: float = DEFAULT_THRESHOLD) -> dict:
+    """The label-set rule a trained model gets by default: the one choice ``spml train``
+    (:mod:`spmlkit.practitioner.run`) and :class:`~spmlkit.practitioner.SPMLClassifier`
+    make.
+
+    With a fully labelled validation set (``Y_val``, the model's probabilities ``P_val``
+    on it): the rule :func:`choose_rule` picks there (``seed`` its folds, ``fallback``
+    its threshold), carrying the expected number of labels and where it came from.
+    Otherwise :func:`default_rule`: expected-k with ``k`` known (``k_source`` says
+    from where), else k estimated from observations ``Z`` and probabilities ``P`` of the
+    rows ``where`` describes, else the top label.
+
+    >>> model_label_rule(k=2.0, k_source="given")["rule"]
+    'expected_k'
+    >>> model_label_rule()["rule"]
+    'top_k'
+    """
+    base = default_rule(k=k, k_source=k_source, Z=Z, P=P, where=where)
+    if Y_val is None:
+        return base
+    rule, _ = choose_rule(Y_val, P_val, k=k, seed=seed, fallback=fallback)
+    rule.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
+    return rule

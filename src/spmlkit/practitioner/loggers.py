@@ -46,6 +46,7 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError, did_you_mean
+from ..training.callbacks import Callback
 
 #: names accepted by --log-to
 BACKENDS = ("tensorboard", "mlflow")
@@ -384,6 +385,36 @@ def epoch_scalars(info: dict) -> tuple[dict, int]:
     member = info.get("member")
     prefix = f"{member.split(' ')[0]}/" if member else ""
     return {f"{prefix}train_loss": r.get("train_loss"), f"{prefix}val_score": r.get("val_score")}, int(info["epoch"])
+
+
+class RunTracking(Callback):
+    """``spml train --log-to``: a training loop callback that tracks one run in ``names``'s
+    loggers (:func:`parse_log_to`).  They open when the first epoch ends (once the folder
+    is a run's; on the main rank) with the run's parameters (the resolved configuration,
+    the method's resolved hyper-parameters, the bundle); each epoch logs its scalars
+    (:func:`epoch_scalars`); when the run folder is complete (also a run found finished),
+    the final metrics and its files (:func:`log_finished_run`)."""
+
+    def __init__(self, names: list[str], *, config, method, bundle, run_dir: str | Path):
+        self.names, self.config, self.method, self.bundle = list(names), config, method, bundle
+        self.run_dir = Path(run_dir)
+        self.loggers: RunLoggers | None = None
+
+    def _open(self) -> RunLoggers:
+        if self.loggers is None:
+            self.loggers = open_loggers(self.names, name=f"{self.run_dir.name} ({self.config.method} on "
+                                                         f"{self.bundle.name})",
+                                        tensorboard_dir=self.run_dir / "tensorboard", tags={"spmlkit.kind": "run"})
+            self.loggers.params({"config": self.config.to_dict(), "method_params": dict(self.method.params),
+                                 "bundle": str(self.bundle.path), "bundle_name": self.bundle.name})
+        return self.loggers
+
+    def on_epoch_end(self, fit, info: dict) -> None:
+        if info.get("is_main", True):
+            self._open().scalars(*epoch_scalars(info))
+
+    def on_run_end(self, run_dir) -> None:
+        log_finished_run(self._open(), Path(run_dir))
 
 
 def log_finished_run(loggers: RunLoggers, run_dir: Path) -> None:

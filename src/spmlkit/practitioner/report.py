@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from .evaluation import OBSERVED_NOTE, evaluate_label_sets
+from .evaluation import OBSERVED_NOTE, SetTally as _SetTally, evaluate_label_sets
 from ..io import read_jsonl
 from ..ownership import atomic_path, write_text
 
@@ -32,57 +32,6 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
 
     return [{"rule": desc, "default": i == 0, **evaluate_label_sets(label_sets(P, rule=rule, **opts), Y=Y, Z=Z)}
             for i, (rule, opts, desc) in enumerate(_quality_rules(spec))]
-
-
-class _SetTally:
-    """The counts behind :func:`spmlkit.practitioner.evaluation.evaluate_label_sets`,
-    accumulated over row blocks (issue 32): totals per label and one number per row, never
-    an ``N × L`` array; :meth:`result` gives the same dict."""
-
-    def __init__(self, n_labels: int, observed: bool):
-        self.observed = observed
-        self.tpc = np.zeros(n_labels, dtype=np.int64)
-        self.truec = np.zeros(n_labels, dtype=np.int64)
-        self.predc = np.zeros(n_labels, dtype=np.int64)
-        self.f1i: list = []
-        self.sizes: list = []
-        self.pos_hits = self.neg_hits = self.n_pos = self.n_neg = 0
-
-    def add(self, S: np.ndarray, truth: np.ndarray) -> None:
-        S = np.asarray(S, dtype=bool)
-        self.sizes.append(S.sum(axis=1))
-        self.predc += S.sum(axis=0)
-        if self.observed:
-            pos, neg = truth == 1, truth == -1
-            self.pos_hits += int((S & pos).sum())
-            self.neg_hits += int((S & neg).sum())
-            self.n_pos += int(pos.sum())
-            self.n_neg += int(neg.sum())
-            return
-        Y = np.asarray(truth, dtype=bool)
-        both = Y & S
-        self.tpc += both.sum(axis=0)
-        self.truec += Y.sum(axis=0)
-        self.f1i.append(2 * both.sum(axis=1) / np.maximum(Y.sum(axis=1) + S.sum(axis=1), 1))
-
-    def result(self) -> dict:
-        size = np.concatenate(self.sizes) if self.sizes else np.zeros(0, dtype=np.int64)
-        empty = 100.0 * float((size == 0).mean()) if len(size) else 0.0
-        mean_size = float(size.mean()) if len(size) else 0.0
-        if self.observed:
-            return {"observed_recall": 100.0 * float(self.pos_hits) / max(self.n_pos, 1),
-                    "observed_negative_rate": (100.0 * float(self.neg_hits) / self.n_neg) if self.n_neg else None,
-                    "mean_predicted_labels": mean_size, "empty_sets": empty,
-                    "n_observed_positives": self.n_pos, "n_observed_negatives": self.n_neg, "labels": "observed"}
-        tp = int(self.tpc.sum())
-        fp, fn = int(self.predc.sum()) - tp, int(self.truec.sum()) - tp
-        micro_p, micro_r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
-        f1c = 2 * self.tpc / np.maximum(self.truec + self.predc, 1)
-        f1i = np.concatenate(self.f1i) if self.f1i else np.zeros(0)
-        return {"micro_precision": 100 * micro_p, "micro_recall": 100 * micro_r,
-                "micro_f1": 100 * (2 * micro_p * micro_r / max(micro_p + micro_r, 1e-12)),
-                "macro_f1": 100 * float(f1c.mean()), "example_f1": 100 * float(f1i.mean()),
-                "mean_predicted_labels": mean_size, "empty_sets": empty, "labels": "full"}
 
 
 def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict) -> list[dict]:

@@ -36,7 +36,9 @@ from ..ownership import write_json
 from ..methods.base import SCRATCH_DIR
 from .saved import SavedModel, save_model
 from ..training import distributed
-from ..training.linear import RunResult
+from ..training.callbacks import Callback
+from ..training.checkpoint import is_run_folder  # noqa: F401  (the run kind is declared with it)
+from ..training.result import RunResult
 from ..training.run import train
 
 
@@ -188,25 +190,35 @@ def default_method(config: TrainConfig, bundle) -> tuple[str, str | None]:
     return "auto", None
 
 
+def training_notes(config: TrainConfig, method, *, lr_given: bool = False, finetune_options=()) -> list[str]:
+    """Notes for the user of ``spml train``: options given that the run does not use.
+    ``lr_given``: ``--lr`` was given (a recipe tries its own learning rates);
+    ``finetune_options``: the fine-tuning options given (``--compile``, ``--freeze-bn``),
+    which the linear setting does not use."""
+    notes = []
+    if method.candidates and lr_given:
+        notes.append(f"{config.method} tries each member at its own learning rates "
+                     f"({', '.join(f'{lr:g}' for lr in method.candidate_lrs)}; --param lrs=... changes them); "
+                     "--lr is not used")
+    ignored = list(finetune_options)
+    if config.setting != "finetune" and ignored:
+        notes.append(f"{' and '.join(ignored)} apply to fine-tuning (--setting finetune); the linear setting trains a "
+                     f"head on cached features and does not use {'them' if len(ignored) > 1 else 'it'}")
+    return notes
+
+
+class FinishedNote(Callback):
+    """Says (on stdout) that the run folder already holds this finished run, so nothing
+    trains (``spml train``; ``--no-resume`` trains again)."""
+
+    def on_run_skipped(self, run_dir) -> None:
+        print(f"run {run_dir} already finished with this configuration: not retraining (--no-resume trains again)")
+
+
 def default_run_folder(bundle_path: str | Path, config: TrainConfig) -> Path:
     """``runs/<bundle folder>-<method>-lr<lr>-s<seed>``: named after the bundle's folder
     (the user's name for the data), not its source file."""
     return Path("runs") / f"{Path(bundle_path).resolve().name}-{config.method}-lr{config.lr:g}-s{config.seed}"
-
-
-def is_run_folder(path: Path) -> bool:
-    """True when ``path`` holds a run spmlkit wrote (its ``config.json``)."""
-    try:
-        cfg = read_json(Path(path) / "config.json")
-    except (OSError, SpmlError):
-        return False
-    return isinstance(cfg, dict) and "config" in cfg and "bundle" in cfg
-
-
-ownership.register_kind("run", "a spmlkit run", is_ours=is_run_folder,
-                        layout=("config.json", "metrics.jsonl", "last.pt", "last.pt.sha256", "result.json", "report.md",
-                                "*.png", "model", "members", "member*-lr*", "linear-init", ".spml-scratch",
-                                "tensorboard"))
 
 
 def run_inputs(bundle: Bundle, config: TrainConfig) -> list:
@@ -217,7 +229,7 @@ def run_inputs(bundle: Bundle, config: TrainConfig) -> list:
 
 
 def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, resume: bool = True,
-                 on_epoch=None, log=None, method=None, device=None, on_finished=None) -> RunResult:
+                 on_epoch=None, log=None, method=None, device=None, callbacks=()) -> RunResult:
     """Train into ``out_dir`` (see the module docstring).  The folder is locked while
     the run writes it (a second process is refused; a killed one leaves no stale lock),
     temporaries left by a killed writer are removed, and a run that fails before its
@@ -225,8 +237,10 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     epoch N" (and the fine-tuning trainer's messages).
 
     ``method`` / ``device``: the run's method (fresh) and resolved device when the caller
-    has them already (the CLI does), so neither is built twice; ``on_finished(out)`` is
-    called (on rank 0) instead of training when ``out`` already holds this finished run."""
+    has them already (the CLI does), so neither is built twice.  ``callbacks``
+    (:mod:`spmlkit.training.callbacks`) hear the training loop and, on rank 0, the run
+    folder: ``on_run_skipped(out)`` when ``out`` already holds this finished run (nothing
+    trains), ``on_run_end(out)`` once the folder is complete (also after a skip)."""
     from ..device import validate_config
 
     if device is None:  # (a caller that passes the device has validated the config: the CLI)
@@ -236,9 +250,7 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     out = ownership.claim(out_dir, "run", inputs=run_inputs(bundle, config), create=False)
     done = finished_run(bundle, config, out) if resume else None
     if done is not None:  # recognised before the folder is locked: a finished run is not touched
-        if dctx.is_main and on_finished is not None:
-            on_finished(out)
-        return RunResult.from_record(done)
+        return _skipped(done, out, callbacks)
     lock = None
     created = False
     if dctx.is_main:
@@ -247,8 +259,8 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
         lock = FolderLock(out, what="run folder").acquire()
         ownership.remove_stale_temporaries(out, recursive=True)
     try:
-        return _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
-                             device=device, on_finished=on_finished)
+        result = _run_training(bundle, config, out, resume=resume, on_epoch=on_epoch, log=log, method=method,
+                               device=device, callbacks=callbacks)
     except BaseException:
         if dctx.is_main and not (out / "last.pt").exists() and not (out / "result.json").exists():
             # nothing worth resuming: leave no config.json/metrics behind (and no folder we made)
@@ -266,10 +278,25 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     finally:
         if lock is not None:
             lock.release()
+    if dctx.is_main:
+        for cb in callbacks:
+            cb.on_run_end(out)
+    return result
+
+
+def _skipped(record: dict, out: Path, callbacks, *, end: bool = True) -> RunResult:
+    """The result of a run ``out`` already holds; the callbacks hear it (rank 0), and that
+    the run ends with ``end``."""
+    if distributed.context().is_main:
+        for cb in callbacks:
+            cb.on_run_skipped(out)
+        for cb in callbacks if end else ():
+            cb.on_run_end(out)
+    return RunResult.from_record(record)
 
 
 def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: bool, on_epoch, log, method, device,
-                  on_finished) -> RunResult:
+                  callbacks) -> RunResult:
     dctx = distributed.context()
     cfg_path = out / "config.json"
     resolved = _resolved(bundle, config)
@@ -291,10 +318,8 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
     done, problem = distributed.broadcast_object((done, problem))  # every rank takes rank 0's decision
     if problem is not None:
         raise ConfigError(problem)
-    if done is not None:  # a finished run: nothing to do
-        if dctx.is_main and on_finished is not None:
-            on_finished(out)
-        return RunResult.from_record(done)
+    if done is not None:  # a finished run: nothing to do (run_training ends it)
+        return _skipped(done, out, callbacks, end=False)
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
         from ..training.checkpoint import load_run_checkpoint
 
@@ -303,7 +328,7 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
     finetune = config.setting == "finetune"
     (result,) = train(bundle, config, run_dir=out, resume=resume, on_epoch=on_epoch, keep_state=True, log=log,
-                      method=method, device=device)
+                      method=method, device=device, callbacks=callbacks)
     if dctx.is_main:
         st = result.state
         info = {"bundle": str(bundle.path), "best_epoch": result.best_epoch, "val_score": result.val_score,
@@ -384,14 +409,21 @@ def _label_sets(bundle: Bundle, result: RunResult, st: dict, *, model=None,
     whole validation matrix, is then skipped (expected-k is kept, and the rule says so)."""
     from scipy.special import expit
 
-    from .labelsets import choose_rule, default_rule, estimate_k_observed_streamed
+    from .labelsets import default_rule, estimate_k_observed_streamed, model_label_rule
     from .report import label_set_quality, label_set_quality_streamed
 
     k = None if result.expected_positives is None else float(result.expected_positives)
     Y_val = bundle.labels("val") if bundle.size("val") else None
     val = _split_logits(model, bundle, "val", st.get("val_logits"), feature_set)
-    whole_val = st.get("val_logits") is not None
-    if k is None and val is not None and Y_val is None:
+    if st.get("val_logits") is not None and len(st["val_logits"]):  # held whole: the one rule of a trained model
+        P_val = expit(st["val_logits"].astype(np.float64))
+        full = Y_val is not None
+        rule = model_label_rule(k=k, k_source="given (--k) or Eq. A1 on full labels",
+                                Z=None if full else bundle.observations("val"), P=P_val, where="validation",
+                                Y_val=np.asarray(Y_val) if full else None, P_val=P_val, seed=result.seed)
+        if full:
+            rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
+    elif k is None and val is not None and Y_val is None:  # streamed: k estimated block by block
         Z_val = bundle.observations("val")
         if Z_val.count(1):
             k_hat = estimate_k_observed_streamed(Z_val, val)
@@ -401,14 +433,7 @@ def _label_sets(bundle: Bundle, result: RunResult, st: dict, *, model=None,
             rule = default_rule(where="validation")
     else:
         rule = default_rule(k=k, k_source="given (--k) or Eq. A1 on full labels", where="validation")
-    if Y_val is not None and val is not None:
-        if whole_val:
-            base = rule
-            rule, _ = choose_rule(np.asarray(Y_val), expit(st["val_logits"].astype(np.float64)), k=k,
-                                  seed=result.seed)
-            rule["tuning"]["on"] = f"validation split ({len(Y_val)} examples, full labels)"
-            rule.update({key: base[key] for key in ("k_estimate", "k_source") if base.get(key) is not None})
-        elif rule.get("k") is not None:
+        if Y_val is not None and val is not None and rule.get("k") is not None:
             rule["note"] = ("validation too large to hold whole: per-label thresholds were not tuned; "
                             "expected-k with k from the full labels")
     quality: list = []

@@ -168,3 +168,35 @@ def load_run_checkpoint(path: str | Path, *, epochs: int | None = None, map_loca
         raise CorruptFileError(f"{path}: not a usable training checkpoint ({problem}); {RESTART_ADVICE}")
     state["epoch"] = int(state["epoch"])
     return state
+
+
+def is_run_folder(path) -> bool:
+    """True when ``path`` holds a training run spmlkit wrote before folders carried its
+    marker: a run's ``config.json`` (``spml train``), or a ``last.pt`` whose SHA-256 its
+    ``last.pt.sha256`` records (a run of the training loop called from Python, a bench
+    group's checkpoint)."""
+    from ..io import read_json
+    from ..errors import SpmlError
+
+    path = Path(path)
+    try:
+        cfg = read_json(path / "config.json")
+        if isinstance(cfg, dict) and "config" in cfg and "bundle" in cfg:
+            return True
+    except (OSError, SpmlError):
+        pass
+    ckpt, sidecar = path / "last.pt", path / "last.pt.sha256"
+    if ckpt.is_symlink() or sidecar.is_symlink() or not (ckpt.is_file() and sidecar.is_file()):
+        return False
+    try:
+        return sha256_file(ckpt) in sidecar.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+# the folder of a training run (spml train's, a recipe member's, a bench group's work folder)
+ownership.register_kind("run", "a spmlkit run", is_ours=is_run_folder,
+                        layout=("config.json", "metrics.jsonl", "last.pt", "last.pt.sha256", "result.json", "report.md",
+                                "*.png", "model", "members", "member*-lr*", "linear-init", ".spml-scratch",
+                                "tensorboard", "key.json", "hist.jsonl", "worker.json"))
+

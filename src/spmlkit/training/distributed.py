@@ -22,7 +22,7 @@ each rank draws the same global permutation (same seeds on every rank); global b
 contiguous slice :func:`shard_bounds` ``(B_t, W, r)`` of it (B/W rows each; the last,
 partial batch is split as evenly as possible, a rank may get none).
 
-One step (:func:`spmlkit.training.loop.train_epoch`):
+One step (:func:`global_batch_step`, called by :func:`spmlkit.training.loop.train_epoch`):
 
 1. each rank runs the model forward on its slice: local logits ``(G, b_r, L)``;
 2. the logits are all-gathered into the global batch's logits ``(G, B_t, L)`` (a
@@ -87,6 +87,7 @@ Every function here is a no-op (or the identity) when not distributed.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import pickle
@@ -94,6 +95,8 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
+
+from ..methods.base import Batch
 
 
 @dataclass(frozen=True)
@@ -373,3 +376,57 @@ def all_equal(obj) -> bool:
     same = torch.tensor([int(torch.equal(ref, blob))], device="cpu")
     all_reduce_(same, "min")
     return bool(same.item())
+
+
+# ------------------------------------------------------------------ one training step
+def global_batch_step(learner, method, batch: Batch, ctx: DistContext, *, backward) -> tuple[torch.Tensor, Batch]:
+    """One distributed step (steps 1-3 of the module docstring) with the single-process
+    loss of the whole global batch; returns ``(loss, global batch)`` with the gradients
+    of ``learner.model`` in place, summed over ranks.  ``backward(total)`` runs the
+    backward pass of the loss's sum (the learner's gradient scaling, if any)."""
+    model = learner.model
+    local_logits = method.forward(model, batch)  # (G, b_r, L)
+    b_r = local_logits.shape[-2]
+    whole = batch.global_batch
+    if whole is not None and batch.shard is not None:
+        n = whole.index.shape[-1]
+        sizes = shard_sizes(n, ctx.world_size)
+        start, stop = batch.shard
+        if (start, stop) != shard_bounds(n, ctx.world_size, ctx.rank):
+            raise RuntimeError(f"rank {ctx.rank}: batch shard {batch.shard} is not shard_bounds({n}, "
+                               f"{ctx.world_size}, {ctx.rank})")
+    else:  # a learner that does not know the global batch: gather it
+        gathered = all_gather_cat(torch.tensor([b_r], device="cpu"), dim=0)
+        sizes = [int(s) for s in gathered.tolist()]
+        start = sum(sizes[:ctx.rank])
+        stop = start + b_r
+        whole = Batch(inputs=None, index=all_gather_cat(batch.index, dim=-1, sizes=sizes),
+                      observed=all_gather_cat(batch.observed, dim=-2, sizes=sizes))
+    gbatch = dataclasses.replace(whole, inputs=None, local=batch, shard=(start, stop), global_batch=None, extras={})
+    full = all_gather_cat(local_logits.detach(), dim=-2, sizes=sizes).requires_grad_()
+    # the method's other differentiable outputs of the batch (e.g. LAC's), gathered the same way
+    pairs = [(local_logits, full, -2)]
+    for name, dim in method.global_extras.items():
+        if name in batch.extras:
+            mine = batch.extras[name]
+            gbatch.extras[name] = all_gather_cat(mine.detach(), dim=dim, sizes=sizes).requires_grad_()
+            pairs.append((mine, gbatch.extras[name], dim))
+    loss = method.compute_loss(full, gbatch, model)
+    learner.zero_grad()
+    backward(loss.sum())
+    params = [p for p in model.parameters() if p.requires_grad]
+    direct = [p.grad for p in params]  # straight from the loss to the weights: identical on every rank
+    for p in params:
+        p.grad = None
+    outs, grads = [], []
+    for mine, gathered, dim in pairs:  # back-propagate this rank's slice into its own graph
+        if gathered.grad is not None and mine.requires_grad:
+            outs.append(mine)
+            grads.append(gathered.grad.narrow(dim, start, stop - start))
+    if outs:
+        torch.autograd.backward(outs, grads)
+    all_reduce_gradients(params, ctx)
+    for p, d in zip(params, direct):
+        if d is not None:  # (a parameter no rank's model output reached keeps grad None there)
+            p.grad = d if p.grad is None else p.grad.add_(d)
+    return loss, gbatch

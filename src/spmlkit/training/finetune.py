@@ -27,11 +27,11 @@ Protocol (Cole et al. 2021 §6.1, the authors' code, elijahcole/single-positive-
   (:func:`fold_standardization` converts a head trained on standardised features exactly,
   ``W' = W / σ``, ``b' = b − (μ/σ) W``, should one be handed over.)
 
-A method may carry a training recipe (``finetune_defaults``) that applies unless the
+A method may carry a training recipe (``Method.finetune.defaults``) that applies unless the
 config overrides it: LAC (Xie et al. 2022) asks for the label-wise decoder head, AdamW
 (weight decay 1e-2) with a one-cycle schedule (pct_start 0.2) and an EMA of the weights
 (decay 0.9997, both raw and EMA models evaluated, the better kept).  A method may also ask
-for extra image views (``views``, e.g. LAC's weak and strong views).
+for extra image views (``Method.finetune.views``, e.g. LAC's weak and strong views).
 """
 from __future__ import annotations
 
@@ -50,10 +50,12 @@ from ..errors import ConfigError
 from ..methods.base import Batch, Method
 from ..models.image import ImageModel
 from . import distributed
+from .callbacks import Callback, EpochFunction, tagged
 from .ema import ModelEMA
-from .linear import RunResult, split_scores, train_linear
-from .prepare import build_run_method, prepare_run
+from .linear import split_scores, train_linear
 from .loop import fit
+from .prepare import build_run_method, prepare_run
+from .result import RunResult
 
 FINETUNE_EPOCHS = 10  # Cole et al. §6.1
 LINEAR_INIT_FINETUNE_EPOCHS = 5  # Cole et al. §6.1, "+LinearInit" rows
@@ -70,14 +72,15 @@ class FinetuneResult(RunResult):
 
 def resolve_recipe(config: TrainConfig, method: Method) -> dict:
     """Head, optimizer, EMA decay and epochs of a fine-tuning run (config > method recipe > Cole)."""
-    defaults = dict(method.finetune_defaults)
+    needs = method.finetune  # the method's declared needs (spmlkit.methods.base.FinetuneNeeds)
+    defaults = dict(needs.defaults)
     head = config.head
     want = defaults.get("head")
     if want and head != want:
         if head != "linear":  # "linear" is the config's default: the method's wish wins over it
             raise ConfigError(f"method {method.name!r} needs the {want!r} head, not {head!r}")
         head = want
-    if method.needs_embeddings and head != "decoder":
+    if needs.embeddings and head != "decoder":
         raise ConfigError(f"method {method.name!r} needs label-wise embeddings (head 'decoder')")
     optimizer = config.optimizer if config.optimizer != "auto" else defaults.get("optimizer", "adam")
     ema = config.ema_decay if config.ema_decay is not None else float(defaults.get("ema_decay", 0.0))
@@ -86,7 +89,7 @@ def resolve_recipe(config: TrainConfig, method: Method) -> dict:
         raise ConfigError("LinearInit trains a head on pooled features; it cannot initialise the 'decoder' head "
                           "(Xie et al. §4.2 make the same remark)")
     return {"head": head, "optimizer": optimizer, "ema_decay": ema, "epochs": int(epochs),
-            "views": tuple(method.views)}
+            "views": tuple(needs.views)}
 
 
 def make_optimizer(name: str, params, *, lr: float, device: torch.device, steps: int):
@@ -407,11 +410,13 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
 def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
                    seeds: list[int] | None = None, run_dir: str | Path | None = None, resume: bool = True,
                    on_epoch=None, keep_state: bool = False, log=None, method: Method | None = None,
-                   device=None) -> list[RunResult]:
+                   device=None, callbacks=()) -> list[RunResult]:
     """Fine-tune ``config.method`` end to end on ``bundle``'s images; one result per (lr, seed),
     trained one after another.  With several members and a ``run_dir``, member ``g`` runs in
     ``run_dir/member<g>-lr<lr>-s<seed>/``.  ``method``: the first member's method when the
-    caller has built it (fresh, not set up); every other member builds its own."""
+    caller has built it (fresh, not set up); every other member builds its own.  ``callbacks`` /
+    ``on_epoch``: the loop's (:mod:`spmlkit.training.callbacks`), told each member's epochs
+    with the member's number in the rows."""
     from ..device import cuda_numerics, resolve_device
 
     lrs, seeds = config.members(lrs, seeds)
@@ -422,26 +427,21 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
         ownership.folder(run_dir, "run")
     dev = device if device is not None else resolve_device(config.device, option="device")
     with cuda_numerics(dev, config.precision):  # (restored after)
-        return _train_members(bundle, config, lrs, seeds, run_dir=run_dir, resume=resume, on_epoch=on_epoch,
+        callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
+        return _train_members(bundle, config, lrs, seeds, run_dir=run_dir, resume=resume, callbacks=callbacks,
                               keep_state=keep_state, log=log, method=method, device=device)
 
 
-def _train_members(bundle, config, lrs, seeds, *, run_dir, resume, on_epoch, keep_state, log, method,
+def _train_members(bundle, config, lrs, seeds, *, run_dir, resume, callbacks, keep_state, log, method,
                    device) -> list[RunResult]:
     results = []
     for g, (lr, seed) in enumerate(zip(lrs, seeds)):
         rd = None
         if run_dir is not None:
             rd = Path(run_dir) if len(lrs) == 1 else Path(run_dir) / f"member{g}-lr{lr:g}-s{seed}"
-        cb = None
-        if on_epoch is not None:
-            def cb(info, _g=g):
-                for row in info["rows"]:
-                    row["member"] = _g
-                on_epoch(info)
-        results.append(_train_one(bundle, config, lr=lr, seed=seed, run_dir=rd, resume=resume, on_epoch=cb,
-                                  keep_state=keep_state, log=log, method=method if g == 0 else None,
-                                  device=device))
+        results.append(_train_one(bundle, config, lr=lr, seed=seed, run_dir=rd, resume=resume,
+                                  callbacks=tagged(callbacks, row={"member": g}), keep_state=keep_state, log=log,
+                                  method=method if g == 0 else None, device=device))
     return results
 
 
@@ -472,7 +472,17 @@ def _epoch_seconds(run_dir, seen: dict[int, float]) -> list[float]:
     return [round(seen[e], 2) for e in sorted(seen)]
 
 
-def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_state, log,
+class _EpochSeconds(Callback):
+    """The seconds of each fine-tuning epoch this invocation trains (for the result)."""
+
+    def __init__(self):
+        self.seen: dict[int, float] = {}
+
+    def on_epoch_end(self, fit, info: dict) -> None:
+        self.seen[int(info["epoch"])] = float(info["seconds"])
+
+
+def _train_one(bundle, config, *, lr, seed, run_dir, resume, callbacks, keep_state, log,
                method=None, device=None) -> FinetuneResult:
     t0 = time.perf_counter()
     learner, method, evaluate, info = prepare_finetune(bundle, config, lr=lr, seed=seed, run_dir=run_dir,
@@ -481,16 +491,10 @@ def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_stat
     # Epoch 0: after LinearInit the starting model is already a trained classifier; it
     # competes with the fine-tuned epochs for the best validation score.
     epoch0 = evaluate_initial(learner, method, evaluate) if config.linear_init else None
-    seen: dict[int, float] = {}
-
-    def timed(ep_info):
-        seen[int(ep_info["epoch"])] = float(ep_info["seconds"])
-        if on_epoch is not None:
-            on_epoch(ep_info)
-
+    timed = _EpochSeconds()
     parts = info["parts"]  # the test and training splits are scored as in the linear setting (split_scores)
     tracker = fit(learner, method, epochs=epochs, evaluate=evaluate, patience=parts.patience, run_dir=run_dir,
-                  resume=resume, on_epoch=timed, member_info=[{"lr": lr, "seed": seed}])
+                  resume=resume, callbacks=[timed, *callbacks], member_info=[{"lr": lr, "seed": seed}])
     m = tracker.members[0]
     best_epoch, best_score, snapshot = m.best_epoch, m.best_score, m.snapshot
     if epoch0 is not None and math.isfinite(epoch0[0]) and (not best_epoch or not epoch0[0] < best_score):
@@ -502,7 +506,7 @@ def _train_one(bundle, config, *, lr, seed, run_dir, resume, on_epoch, keep_stat
     train_logits = learner.scores("train")[0].cpu().numpy() if parts.Y_train is not None else None
     scored = split_scores(test_logits, train_logits, Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=parts.Y_train,
                           empty=config.empty_classes, test_mask=parts.test_mask)
-    epoch_seconds = _epoch_seconds(run_dir, seen)
+    epoch_seconds = _epoch_seconds(run_dir, timed.seen)
     details = {"recipe": info["recipe"], "val_models": learner.val_log, "image_size": config.image_size,
                "backbone": config.backbone, "epoch_seconds": epoch_seconds,
                "seconds_per_epoch": round(sum(epoch_seconds) / len(epoch_seconds), 2) if epoch_seconds else None}

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from .linear import RunResult
+from .result import RunResult
 from .prepare import build_run_method
 from .run import train
 

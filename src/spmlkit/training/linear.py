@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +30,9 @@ from ..models.heads import build_head, select_members
 from . import distributed
 from .loop import fit
 from .optim import StackedAdam
+from .prepare import RunParts, build_run_method, is_streamed, prepare_run
+from .result import RunResult
 from .scores import ScoreView, needs_streaming
-# the run set-up lives in .prepare; these names stay importable from here
-from .prepare import (RunParts, build_run_method, is_streamed, make_evaluator, observations_for,  # noqa: F401
-                      prepare_run, training_regime, validation_observations)
 
 CHUNK_ROWS = 8192  # rows per evaluation chunk of in-memory features
 STREAM_CHUNK_BYTES = 8 * 2 ** 20  # logits per chunk when a split's scores are streamed (ScoreView)
@@ -454,41 +453,6 @@ class LinearLearner:
 
 
 # ---------------------------------------------------------------------- evaluation
-@dataclass
-class RunResult:
-    """The outcome of one member (one lr and seed) of a linear run."""
-
-    method: str
-    params: dict
-    lr: float
-    batch_size: int
-    seed: int
-    best_epoch: int
-    val_score: float
-    selection: str
-    test_map: float | None
-    test_ap: list | None
-    train_map: float | None  # label recovery (Cole Table 2): mAP on the training set vs full labels
-    epochs_run: int
-    val_history: list
-    seconds: float
-    n_empty_test_classes: int = 0
-    test_observed: dict | None = None  # observed-label metrics on a test split without full labels
-    expected_positives: float | None = None  # k given to the method (config, or Eq. A1 on full labels)
-    notes: dict | None = None  # a recipe's choices (spmlkit.training.recipe): members, their lr and score
-    test_auc: dict | None = None  # masked per-label AUC-ROC (mean, median, per_label) when the test labels have a mask
-    state: dict | None = field(default=None, repr=False)  # best-epoch head weights (+ method state)
-
-    def to_record(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k != "state"}
-        return d
-
-    @classmethod
-    def from_record(cls, record: dict) -> "RunResult":
-        names = set(cls.__dataclass_fields__) - {"state"}
-        return cls(**{k: v for k, v in record.items() if k in names})
-
-
 def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_test, Z_test, Y_train,
                  empty: str = "exclude", test_mask=None) -> dict:
     """The :class:`RunResult` fields scored on the test and training splits: test mAP and
@@ -566,19 +530,21 @@ def streamed_split_scores(test_view, train_view, *, Y_test, Z_test, Y_train, emp
 def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None = None,
                  seeds: list[int] | None = None, run_dir: str | Path | None = None, resume: bool = True,
                  on_epoch=None, keep_state: bool = False, method: Method | None = None,
-                 device: torch.device | None = None) -> list[RunResult]:
+                 device: torch.device | None = None, callbacks=()) -> list[RunResult]:
     """Train ``config.method`` on ``bundle``'s cached features.
 
     ``lrs`` and ``seeds`` (same length) define the members trained together; by default
     the single member ``(config.lr, config.seed)``.  In a distributed run (torchrun)
     every rank calls this and gets the same results; only rank 0 writes ``run_dir``.
     ``method`` / ``device``: the run's method (fresh, not set up) and resolved device when
-    the caller has them already.  A recipe (``auto``) is trained by :func:`spmlkit.training.run.train`.
+    the caller has them already.  ``callbacks`` / ``on_epoch``: the loop's
+    (:mod:`spmlkit.training.callbacks`).  A recipe (``auto``) is trained by :func:`spmlkit.training.run.train`.
     """
     threads = config.threads if config.threads is not None else LINEAR_DEFAULT_THREADS
     with num_threads(threads):
         return _train_linear(bundle, config, lrs=lrs, seeds=seeds, run_dir=run_dir, resume=resume,
-                             on_epoch=on_epoch, keep_state=keep_state, method=method, device=device)
+                             on_epoch=on_epoch, keep_state=keep_state, method=method, device=device,
+                             callbacks=callbacks)
 
 
 def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, state_bytes: int) -> dict:
@@ -656,7 +622,7 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
 
 
 def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state, method,
-                  device) -> list[RunResult]:
+                  device, callbacks) -> list[RunResult]:
     t_start = time.perf_counter()
     lrs, seeds = config.members(lrs, seeds)
     run = assemble_linear(bundle, config, lrs=lrs, seeds=seeds, run_dir=run_dir, method=method, device=device)
@@ -664,7 +630,7 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
     selection, k, Y_train = parts.selection, parts.expected_positives, parts.Y_train
     info = [{"lr": lr, "seed": s} for lr, s in zip(lrs, seeds)]
     tracker = fit(learner, method, epochs=config.epochs, evaluate=parts.evaluate, patience=parts.patience,
-                  run_dir=run_dir, resume=resume, on_epoch=on_epoch, member_info=info)
+                  run_dir=run_dir, resume=resume, on_epoch=on_epoch, member_info=info, callbacks=callbacks)
     # every member's best-epoch weights (or its last state if it never had a valid score),
     # restacked once so the test and training sets are scored once for all members
     active = getattr(tracker, "active", list(range(len(lrs))))

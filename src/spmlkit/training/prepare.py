@@ -31,7 +31,8 @@ import torch
 from ..config import TrainConfig
 from ..data.bundle import OBSERVED_ONLY, Bundle
 from ..errors import ConfigError
-from ..methods.base import SCRATCH_DIR, Method, TrainContext, build_method, expected_positives
+from ..labels import expected_positives
+from ..methods.base import SCRATCH_DIR, Method, TrainContext, build_method
 from ..metrics import (average_precision_from_counts, mean_average_precision, mean_average_precision_members,
                        observed_positive_map, observed_positive_recall_at_k, stream_rank_counts)
 from ..sparse_labels import SparseLabels, as_sparse

@@ -29,8 +29,10 @@ from ..errors import ConfigError
 from ..models.heads import build_head
 from . import distributed
 from ..sparse_labels import as_sparse
-from .linear import FeatureStore, RunResult, split_scores, train_linear
+from .callbacks import EpochFunction, tagged
+from .linear import FeatureStore, split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
+from .result import RunResult
 
 def recipe_selection(bundle, method, Z_val: np.ndarray):
     """The recipe's criterion, its evaluator on ``Z_val`` and its members for ``bundle``:
@@ -150,10 +152,12 @@ def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[t
 
 def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
-                 keep_state: bool = False, device=None) -> list:
+                 keep_state: bool = False, device=None, callbacks=()) -> list:
     """Train the recipe ``method`` once per member ``(lr, seed)`` of the caller (the
     recipe searches its own learning rates, so the caller's ``lr`` is recorded and not
-    used); results in member order, like :func:`spmlkit.training.linear.train_linear`."""
+    used); results in member order, like :func:`spmlkit.training.linear.train_linear`.
+    ``callbacks`` / ``on_epoch`` hear each member method's epochs, tagged with ``member``
+    and ``member_index``."""
     t_start = time.perf_counter()
     if config.setting == "finetune":
         raise ConfigError(f"method {method.name!r} is a recipe of the linear setting (it trains several heads on "
@@ -177,6 +181,7 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     m_seeds = [s for _ in method.candidate_lrs for s in unique_seeds]
     candidates, dropped = _within_state_budget(candidates, parts, len(m_lrs), log=getattr(method, "log", None))
     runs: dict[str, list] = {}
+    callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
         from .. import ownership
 
@@ -184,13 +189,9 @@ def train_recipe(bundle, config: TrainConfig, method, *, lrs: list[float], seeds
     for i, name in enumerate(candidates):
         cfg = config.replace(method=name, params=(), selection=selection)
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / name
-
-        def member_epoch(info, name=name, i=i):
-            if on_epoch is not None:
-                on_epoch({**info, "member": f"{name} ({i + 1}/{len(candidates)})", "member_index": i})
-
+        member = tagged(callbacks, info={"member": f"{name} ({i + 1}/{len(candidates)})", "member_index": i})
         runs[name] = train_linear(bundle, cfg, lrs=m_lrs, seeds=m_seeds, run_dir=sub_dir, resume=resume,
-                                  on_epoch=member_epoch, keep_state=True, device=parts.device)
+                                  callbacks=member, keep_state=True, device=parts.device)
     first = runs[candidates[0]][0].state
     mean, std = first["mean"], first["std"]
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train

@@ -59,6 +59,7 @@ import numpy as np
 from ...errors import ConfigError, DataFormatError
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
+from .occurrences import spatial_blocks  # noqa: F401  (with the records it splits; importable here too)
 from ..encoding import CovariateEncoding
 
 MISSING = ("", "NA", "NaN", "nan")
@@ -266,23 +267,6 @@ def encode(tables: PresenceOnlyTables, X: np.ndarray) -> tuple[np.ndarray, list[
     a level seen only here sets none of the covariate's columns)."""
     enc = tables.encoding
     return enc.transform(X, unseen="ignore"), enc.feature_names
-
-
-def spatial_blocks(xy: np.ndarray, blocks: int, fraction: float = 0.2, seed: int = 0,
-                   bounds: tuple | None = None) -> np.ndarray:
-    """Rows of ``xy`` in held-out spatial blocks: the bounding box cut into ``blocks`` ×
-    ``blocks`` cells, a random ``fraction`` of the occupied cells (seeded) held out.
-    Validation on blocks measures transfer to places the model has not seen, which
-    held-out records from the same places do not (Zbinden et al. 2024 set their loss
-    weights by spatial block cross-validation on presence-only data; Valavi et al. 2019)."""
-    lo, hi = bounds if bounds is not None else (xy.min(0), xy.max(0))
-    span = np.where(hi > lo, hi - lo, 1.0)
-    cell = np.clip(((xy - lo) / span * blocks).astype(int), 0, blocks - 1)
-    ids = cell[:, 0] * blocks + cell[:, 1]
-    occupied = np.unique(ids)
-    rng = np.random.default_rng(seed)
-    out = rng.choice(occupied, size=max(1, int(round(fraction * len(occupied)))), replace=False)
-    return np.isin(ids, out)
 
 
 def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str = "presence-only",

@@ -68,7 +68,8 @@ def k_sensitivity(source, out, *, data_root=None, seed: int = 0, threads=None, d
     ``k-sensitivity.png`` (mAP ± std against k, log scale, k̂ marked).  Factors that would
     make k exceed the number of labels L are skipped (the losses need 0 < k ≤ L)."""
     from ...config import TrainConfig
-    from ...methods.base import expected_positives, get_method_spec
+    from ...labels import expected_positives
+    from ...methods.base import get_method_spec
     from ...training import train_linear
 
     out = prepare_out(out, source)
@@ -216,7 +217,7 @@ def role_estimator(source, out, *, data_root=None, seed: int = 0, threads=None, 
     import torch
 
     from ...config import TrainConfig
-    from ...methods.base import parse_params
+    from ...config import parse_params
     from ...methods.role import LabelEstimator
     from ...training.linear import num_threads
 

@@ -247,7 +247,7 @@ def maps_on_test_images(source, out, *, what: str, method: str, param, backbone,
 
     from ...config import TrainConfig
     from ...errors import ConfigError
-    from ...methods.base import parse_params
+    from ...config import parse_params
     from ...training.linear import num_threads
 
     if images < 1 or top < 1:

@@ -278,7 +278,7 @@ def landscape(source, out, *, data_root=None, seed: int = 0, threads=None, devic
 
 def _method_params(pairs, methods) -> dict:
     from ...errors import ConfigError
-    from ...methods.base import parse_params
+    from ...config import parse_params
 
     out: dict = {}
     for p in pairs or []:

@@ -17,7 +17,7 @@ import pytest
 
 from spmlkit.errors import ConfigError, SpmlError
 from spmlkit.experiments import bench as B
-from spmlkit.experiments import executors as E
+from spmlkit.experiments.bench import executors as E
 from spmlkit.experiments.tables import strip_run_block
 from spmlkit.io import read_json
 
@@ -26,7 +26,7 @@ GRID = ["--methods", "an", "bce", "--lrs", "0.01", "0.001", "--batch-sizes", "4"
 
 
 def _env():
-    src = str(Path(B.__file__).parents[2])
+    src = str(Path(B.__file__).parents[3])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [src, os.environ.get("PYTHONPATH", "")] if p),
             "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
 
@@ -206,7 +206,7 @@ def test_executor_ray_without_the_extra(toy_bundle, tmp_path, capsys, monkeypatc
 
 
 def test_ray_is_imported_only_when_asked_for():
-    code = ("import sys, spmlkit.cli, spmlkit.experiments.executors, spmlkit.experiments.bench; "
+    code = ("import sys, spmlkit.cli, spmlkit.experiments.bench.executors, spmlkit.experiments.bench; "
             "p = spmlkit.cli.build_parser(); p.parse_args(['bench', '--datasets', 'x', '--shard', '1/2', '-o', 'y']); "
             "assert 'ray' not in sys.modules, 'ray imported'")
     r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
@@ -235,7 +235,7 @@ def test_group_resources(toy_bundle):
     (dict(jobs=3, device="cuda"), "CUDA"),
 ])
 def test_check_engine_options_refuses(options, words):
-    from spmlkit.experiments.executors import check_engine_options
+    from spmlkit.experiments.bench.executors import check_engine_options
 
     with pytest.raises(SpmlError) as exc:
         check_engine_options(**options)
@@ -243,7 +243,8 @@ def test_check_engine_options_refuses(options, words):
 
 
 def test_check_engine_options_accepts_and_make_executor_chooses():
-    from spmlkit.experiments.executors import RayExecutor, TableOnly, check_engine_options, make_executor
+    from spmlkit.experiments.bench.executors import (LocalPool, RayExecutor, Sequential, Shard, TableOnly,
+                                                     check_engine_options, make_executor)
 
     for ok in (dict(), dict(shard="2/2"), dict(jobs=4, device="cpu"), dict(executor="ray", address="h:1"),
                dict(executor="ray", jobs=2), dict(table_only=True),
@@ -251,7 +252,11 @@ def test_check_engine_options_accepts_and_make_executor_chooses():
                dict(table_only=True, jobs=2), dict(table_only=True, executor="ray", address="h:1"),
                dict(table_only=True, jobs=3, device="cuda")):
         check_engine_options(**ok)
-    assert make_executor() is None
+    assert isinstance(make_executor(), Sequential) and isinstance(make_executor(jobs=1), Sequential)
+    pool = make_executor(jobs=3, threads=2, share_gpus=True)
+    assert isinstance(pool, LocalPool) and (pool.jobs, pool.threads, pool.share_gpus) == (3, 2, True)
+    shard = make_executor(shard="2/3")
+    assert isinstance(shard, Shard) and (shard.k, shard.n) == (2, 3)
     assert isinstance(make_executor(table_only=True), TableOnly)
     assert isinstance(make_executor(table_only=True, jobs=2, executor="ray"), TableOnly)
     ray = make_executor(executor="ray", address="h:1", jobs=3, threads=2)
@@ -281,8 +286,8 @@ def test_ray_executor_equals_the_local_bench_and_retries_a_killed_worker(toy_bun
     bit for bit.  A worker process SIGKILLed mid-group (its checkpoint written) is
     re-executed by Ray and resumes from the checkpoint: the table is still the same."""
     out = tmp_path / "ray"
-    E.run_bench_with(_spec(toy_bundle), out, E.RayExecutor(threads=1), progress=False, figures=False,
-                     log=lambda m: None)
+    B.run_bench(_spec(toy_bundle), out, executor=E.RayExecutor(threads=1), progress=False, figures=False,
+                log=lambda m: None)
     assert _tables(out) == _tables(sequential)
     assert _stable_runs(out) == _stable_runs(sequential)
     recs = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
@@ -309,8 +314,8 @@ def test_ray_executor_equals_the_local_bench_and_retries_a_killed_worker(toy_bun
 
     t = threading.Thread(target=watch, daemon=True)
     t.start()
-    E.run_bench_with(_spec(toy_bundle, **long), out, E.RayExecutor(threads=1), progress=False, figures=False,
-                     log=lambda m: None)
+    B.run_bench(_spec(toy_bundle, **long), out, executor=E.RayExecutor(threads=1), progress=False, figures=False,
+                log=lambda m: None)
     t.join(timeout=5)
     assert killed, "the group finished before its worker could be killed; make it longer"
     (rec,) = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
@@ -409,45 +414,21 @@ def test_ray_precheck_accepts_an_exact_fit_and_refuses_one_unit_short(tmp_path, 
     ray = _FakeRay(have)
     ex = E.RayExecutor(threads=3)
     ex.ray = ray
-    runner = SimpleNamespace(spec=spec, out=tmp_path / "out", _draw_bundle=lambda g, by_label: bundle)
+    runner = SimpleNamespace(spec=spec, out=tmp_path / "out", draw_bundle=lambda g, by_label: bundle)
     if short is None:
         with pytest.raises(_Submitted):
-            ex.train(runner, [g], {}, [g], None, None)
+            ex.train(runner, [g], {"by_label": {}}, None)
         assert ray.requests and {k: ray.requests[0][k] for k in need} == need
         return
     name = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}[short]
     with pytest.raises(ConfigError) as e:
-        ex.train(runner, [g], {}, [g], None, None)
+        ex.train(runner, [g], {"by_label": {}}, None)
     msg = str(e.value)
     assert f"group toy an bs 8 needs {name}={need[name]} but the Ray cluster has {have[short]:g} {short}" == msg
     assert "\n" not in msg and not ray.requests and not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------- one GPU per worker
-@pytest.fixture
-def two_gpus(monkeypatch):
-    """This CPU machine reports two CUDA devices (nothing is ever run on them)."""
-    import torch
-
-    import spmlkit.device as D
-
-    monkeypatch.setattr(D, "cuda_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-
-
-def test_one_gpu_per_worker_rule(two_gpus):
-    assert E.worker_gpus("cuda", 2) == ["cuda:0", "cuda:1"]
-    assert E.worker_gpus(None, 2) == ["cuda:0", "cuda:1"]  # auto: CUDA when available
-    assert E.worker_gpus("cuda", 1) is None and E.worker_gpus("cpu", 4) is None
-    with pytest.raises(ConfigError, match="--jobs 3 on CUDA .*2 visible GPUs.*--share-gpus"):
-        E.worker_gpus("cuda", 3)
-    assert E.worker_gpus("cuda", 3, share=True) == ["cuda:0", "cuda:1", "cuda:0"]
-    with pytest.raises(ConfigError, match="one GPU is named"):
-        E.worker_gpus("cuda:1", 2)
-    assert E.worker_gpus("cuda:1", 2, share=True) == ["cuda:1", "cuda:1"]
-
-
 def test_jobs_beyond_the_gpus_is_refused_before_anything_is_written(two_gpus, toy_bundle, tmp_path, capsys):
     from spmlkit.cli import main
 
@@ -459,29 +440,3 @@ def test_jobs_beyond_the_gpus_is_refused_before_anything_is_written(two_gpus, to
     assert not out.exists()
 
 
-def test_a_worker_trains_on_its_own_gpu_and_the_group_records_its_device(toy_bundle, tmp_path, monkeypatch):
-    """The worker's GPU (taken once by the pool initialiser) replaces the bench's device for
-    every group it trains; the trap stands in for CUDA training on this CPU machine."""
-    import spmlkit.training.linear as lin
-
-    seen = []
-
-    def trap(bundle, config, **kw):
-        seen.append(config.device)
-        raise RuntimeError("trap")
-
-    spec = B.validate_spec(_spec(toy_bundle, config={"device": "cuda"}))
-    ds = [B.BenchDataset("toy", toy_bundle, B.bundle_fingerprint(toy_bundle))]
-    g = B.plan_groups(spec, ds)[0]
-    monkeypatch.setattr(lin, "train_linear", trap)
-    monkeypatch.setattr(B, "_WORKER_DEVICE", "cuda:1")
-    with pytest.raises(RuntimeError, match="trap"):
-        B._worker_run_group(spec, str(tmp_path / "w"), g, str(toy_bundle.path))
-    assert seen == ["cuda:1"]
-    assert B.plan_groups(B.validate_spec(_spec(toy_bundle)), ds)[0].hash == g.hash  # the device is not in the hash
-    monkeypatch.undo()
-    out = tmp_path / "cpu"
-    B.run_bench(_spec(toy_bundle, methods=["an"], batch_sizes=(8,), epochs=1), out, progress=False, figures=False,
-                log=lambda m: None)
-    (rec,) = [json.loads(p.read_text()) for p in (out / "groups").glob("*.json")]
-    assert rec["device"] == "cpu"

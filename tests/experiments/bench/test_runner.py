@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from spmlkit.config import TrainConfig
-from spmlkit.errors import ConfigError, SpmlError, UnknownNameError
+from spmlkit.errors import ConfigError, UnknownNameError
 from spmlkit.experiments import bench as B
+from spmlkit.experiments.bench.runner import is_bench_folder
 from spmlkit.experiments.tables import strip_run_block
 from spmlkit.io import read_json
 
@@ -86,7 +87,7 @@ def test_bench_writes_tables_and_resumes(toy_bundle, tmp_path, count_trainings):
     from spmlkit import ownership
 
     ownership._ROOTS.pop(os.path.abspath(out), None)  # (as a new process would meet it)
-    assert B.is_bench_folder(out)
+    assert is_bench_folder(out)
     B.run_bench(spec(toy_bundle, methods=["bce", "an"]), out, progress=False, figures=False, log=lambda m: None)
     assert not (out / "runs.json").exists() and (out / "runs.json.gz").read_bytes() == gz
     assert run_lines() == wall_before
@@ -131,23 +132,6 @@ def test_two_grids_sharing_a_results_folder_count_their_own_wall_time(toy_bundle
     assert T.grid_invocations([{"wall_seconds": 1}], "x") == [{"wall_seconds": 1}]  # older records: counted
 
 
-def test_group_hash_covers_config_and_bundle(toy_bundle, tmp_path):
-    ds = [B.BenchDataset("toy", toy_bundle, B.bundle_fingerprint(toy_bundle))]
-    base = B.plan_groups(B.validate_spec(spec(toy_bundle, methods=["an"])), ds)
-    same = B.plan_groups(B.validate_spec(spec(toy_bundle, methods=["an"])), ds)
-    assert [g.hash for g in base] == [g.hash for g in same]
-    # progress unit: optimizer steps = epochs x ceil(n_train / batch)
-    n = toy_bundle.size("train")
-    assert [g.steps for g in base] == [2 * -(-n // 8), 2 * -(-n // 16)]
-    for change in (dict(epochs=3), dict(patience=1), dict(seeds=(0, 2)), dict(config={"head": "mlp"}),
-                   dict(regime="full")):
-        other = B.plan_groups(B.validate_spec(spec(toy_bundle, methods=["an"], **change)), ds)
-        assert not {g.hash for g in other} & {g.hash for g in base}, change
-    ds2 = [B.BenchDataset("toy", toy_bundle, "another-fingerprint")]
-    assert not {g.hash for g in B.plan_groups(B.validate_spec(spec(toy_bundle, methods=["an"])), ds2)} & \
-        {g.hash for g in base}
-
-
 @pytest.fixture
 def solo_method():
     """A registered method whose component cannot stack members (trained one run at a time)."""
@@ -180,7 +164,7 @@ def test_methods_that_cannot_stack_train_one_member_at_a_time(toy_bundle, tmp_pa
 
 def test_regime_override(toy_bundle, tmp_path):
     from spmlkit.methods import build_method
-    from spmlkit.training.linear import observations_for
+    from spmlkit.training.prepare import observations_for
 
     an = build_method("an")
     Z_own = observations_for(toy_bundle, an)
@@ -268,76 +252,6 @@ def test_train_fractions_and_figures(toy_bundle, tmp_path, capsys):
     assert (out / "fig1-train-fraction.png").exists() and (out / "fig2-toy.png").exists()
 
 
-def test_subsample_is_nested_and_subset_keeps_observations(toy_bundle):
-    a, b = B.subsample_rows(100, 0.3, 999), B.subsample_rows(100, 0.6, 999)
-    assert len(a) == 30 and len(b) == 60 and set(a) <= set(b)
-    view = B.TrainSubset(toy_bundle, a[a < toy_bundle.size("train")])
-    np.testing.assert_array_equal(view.observations("train"), toy_bundle.observations("train")[view.rows])
-    np.testing.assert_array_equal(view.features("train"), np.asarray(toy_bundle.features("train"))[view.rows])
-    assert view.size("train") == len(view.rows) and view.size("test") == toy_bundle.size("test")
-    assert view.n_labels == toy_bundle.n_labels
-
-
-def test_spec_validation_and_params(toy_bundle):
-    with pytest.raises(UnknownNameError):
-        B.validate_spec(spec(toy_bundle, methods=["no-such-method"]))
-    with pytest.raises(ConfigError, match="not among"):
-        B.validate_spec(spec(toy_bundle, methods=["an"], params={"bce": {}}))
-    with pytest.raises(ConfigError, match="has no hyper-parameter"):
-        B.validate_spec(spec(toy_bundle, methods=["an"], params={"an": {"eps": 0.1}}))
-    with pytest.raises(ConfigError):
-        B.validate_spec(spec(toy_bundle, train_fractions=(0.0,)))
-    with pytest.raises(ConfigError):
-        B.validate_spec(spec(toy_bundle, lrs=(1e-2, 1e-2)))
-    with pytest.raises(ConfigError):
-        B.parse_method_params(["nonsense"], ["an"])
-    with pytest.raises(ConfigError, match="no benchmarked method"):
-        B.parse_method_params(["eps=0.1"], ["an"])
-    assert B.parse_method_params(["an-ls:eps=0.2", "an-ls:x=true"], None) == {"an-ls": {"eps": 0.2, "x": True}}
-    # default lists come from the registry
-    from spmlkit.methods import METHODS
-
-    d = B.default_methods("linear")
-    assert set(d) == {n for n, s in METHODS.items() if s.setting != "finetune" and s.in_default_bench}
-    assert "hill" in METHODS and "hill" not in d  # methods added later are named explicitly (tables stay as committed)
-    assert d.index("bce") < d.index("iun") < d.index("iu") < d.index("an")
-    assert B.validate_spec(spec(toy_bundle, hide_fractions=(0.5,))).methods == \
-        [m for m in ("iu", "an", "em") if m in METHODS]
-
-
-def test_datasets_by_name_are_prepared_once(tmp_path, monkeypatch):
-    from spmlkit.data import registry
-
-    calls = []
-    real = registry.DATASETS["yeast"].loader
-
-    def loader(data_root=None):
-        calls.append(1)
-        return real(data_root)
-
-    monkeypatch.setitem(registry.DATASETS, "yeast", registry.DatasetSpec("yeast", loader, "features", True, ""))
-    s = B.validate_spec(B.BenchSpec(datasets=["yeast"], methods=["an"]))
-    (d,) = B.resolve_datasets(s, tmp_path)
-    assert d.label == "yeast" and d.bundle.path == tmp_path / "bundles" / "yeast-s0"
-    assert d.bundle.size("test") == 917  # the official Mulan test split
-    (d2,) = B.resolve_datasets(s, tmp_path)
-    assert len(calls) == 1 and d2.fingerprint == d.fingerprint
-
-
-def test_prepare_npz_with_official_test_split(tmp_path):
-    """The route of docs/bench.md for the authors' feature files: X/Y train and test in one .npz."""
-    from spmlkit.data import load_any, prepare_bundle
-
-    rng = np.random.default_rng(0)
-    Ytr, Yte = rng.random((50, 4)) < 0.4, rng.random((20, 4)) < 0.4
-    Ytr[:, 0] = True
-    np.savez(tmp_path / "feats.npz", X_train=rng.normal(size=(50, 3)).astype(np.float32), Y_train=Ytr,
-             X_test=rng.normal(size=(20, 3)).astype(np.float32), Y_test=Yte)
-    b = prepare_bundle(load_any(str(tmp_path / "feats.npz")), tmp_path / "b", log=lambda m: None)
-    assert (b.size("train"), b.size("val"), b.size("test")) == (40, 10, 20)
-    np.testing.assert_array_equal(b.labels("test"), Yte)
-
-
 def test_cli_bench_records_the_command(toy_bundle, tmp_path, capsys):
     from spmlkit.cli import main
 
@@ -358,7 +272,7 @@ def test_cli_bench_records_the_command(toy_bundle, tmp_path, capsys):
 def test_sigkill_mid_grid_then_resume_gives_identical_tables(toy_bundle, tmp_path):
     """A bench killed with SIGKILL mid-group (checkpoint present) and restarted ends with the
     same tables, byte for byte outside the run block, as an uninterrupted bench."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(Path(B.__file__).parents[2]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(Path(B.__file__).parents[3]),
                                                                    os.environ.get("PYTHONPATH", "")] if p),
            "SPML_NO_PROGRESS": "1"}
     argv = [sys.executable, "-m", "spmlkit.cli", "bench", "--datasets", str(toy_bundle.path), "--methods", "an",
@@ -490,7 +404,8 @@ def test_inline_row_params_make_variants_of_one_method(toy_bundle, tmp_path):
     assert any(abs(a["test_map"] - b["test_map"]) > 1e-6 for a, b in
                zip(sorted(by["an"], key=key), sorted(by["an-ls"], key=key)))  # the default ε does differ
     assert "| an-ls[epsilon=0] |" in (tmp_path / "res" / "table.md").read_text()
-    with pytest.raises(ConfigError, match=r"row an-ls\[gamma=1\]: method 'an-ls' has no hyper-parameter 'gamma'"):
+    with pytest.raises(ConfigError, match=r"row an-ls\[gamma=1\]: method 'an-ls' has no hyper-parameter\(s\) "
+                                          r"\['gamma'\]"):
         B.run_bench(spec(toy_bundle, methods=["an-ls[gamma=1]"]), tmp_path / "bad", progress=False,
                     figures=False, log=lambda m: None)
     with pytest.raises(ConfigError, match="expected NAME=VALUE"):
@@ -523,28 +438,8 @@ def test_vary_draw_trains_each_seed_on_its_own_draw(tmp_path):
     # rerunning resumes: nothing is trained again
     runner = B.BenchRunner(B.BenchSpec(datasets=["yeast"], vary_draw=True, **SMALL_DRAWS), out, progress=False,
                            figures=False, log=lambda m: None)
-    runner.run()
+    runner.run(B.Sequential())
     assert runner.n_trained == 0
-
-
-def test_default_keeps_one_draw_and_group_keys(tmp_path):
-    spec = B.validate_spec(B.BenchSpec(datasets=["yeast"], **SMALL_DRAWS))
-    datasets = B.resolve_datasets(spec, tmp_path)
-    groups = B.plan_groups(spec, datasets)
-    assert len(groups) == 1 and groups[0].draw is None and "draw" not in groups[0].key
-    assert [m[1] for m in groups[0].members] == [0, 1]
-    assert [p.name for p in (tmp_path / "bundles").iterdir()] == ["yeast-s0"]
-
-
-def test_vary_draw_needs_dataset_names(toy_bundle, tmp_path):
-    with pytest.raises(ConfigError, match="--vary-draw"):
-        B.validate_spec(B.BenchSpec(datasets=[str(toy_bundle.path)], vary_draw=True, **SMALL_DRAWS))
-
-
-def test_vary_draw_refuses_pseudo_scores_aligned_with_one_draw(tmp_path):
-    with pytest.raises(ConfigError, match="cannot be combined"):
-        B.validate_spec(B.BenchSpec(datasets=["yeast"], vary_draw=True, **{**SMALL_DRAWS, "methods": ["vlpl"]},
-                                    params={"vlpl": {"pseudo_scores": str(tmp_path / "s.npy")}}))
 
 
 def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, monkeypatch):
@@ -572,15 +467,3 @@ def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, mon
         fresh._cache_image_features([ds, tab])
 
 
-def test_bench_spec_params_and_device_options():
-    from spmlkit.experiments.bench import BenchSpec, check_device_options, with_method_params
-
-    spec = with_method_params(BenchSpec(datasets=["yeast"], methods=["an", "epr"]), ["epr:k=2", "k=3"])
-    assert spec.params == {"epr": {"k": 3}}  # NAME=VALUE: every benchmarked method that has it
-    default = with_method_params(BenchSpec(datasets=["yeast"]), ["storage=float16"])
-    assert default.methods is None and set(default.params) == {"role"}  # the default rows with that parameter
-    with pytest.raises(ConfigError, match="no benchmarked method has a hyper-parameter 'nope'"):
-        with_method_params(BenchSpec(datasets=["yeast"], methods=["an"]), ["nope=1"])
-    check_device_options({"device": "cpu", "head": "mlp"})  # other fields are not its business
-    with pytest.raises(SpmlError, match="CUDA is not available"):
-        check_device_options({"device": "cuda"})

@@ -1,0 +1,177 @@
+"""The loop's callbacks (spmlkit.training.callbacks): hooks in order, state resumed under a
+stable state_key, the progress bar's positions, tagged epochs, one line per epoch."""
+import io
+import json
+
+import numpy as np
+import pytest
+
+from spmlkit.methods import build_method
+from spmlkit.metrics import mean_average_precision_members
+from spmlkit.training.callbacks import Callback, PrintEpochs, ProgressBar, Tagged, stateful, tagged
+from spmlkit.training.loop import fit
+from spmlkit.training.run import ProgressPlan
+from tests.helpers.factories import ToyLearner, train_context
+
+
+def _setup(G=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X, X_val = rng.normal(size=(24, 5)), rng.normal(size=(12, 5))
+    W = rng.normal(size=(5, 3))
+    Y_val = X_val @ W > 0
+    Y_val[~Y_val.any(1), 0] = True
+    Z = np.zeros((24, 3), np.int8)
+    Z[np.arange(24), (X @ W).argmax(1)] = 1
+    learner = ToyLearner(X, Z, G=G, splits={"val": X_val})
+    method = build_method("an")
+    method.setup(train_context(Z, G=G))
+    return learner, method, lambda logits: [float(v) for v in mean_average_precision_members(Y_val, logits)]
+
+
+class _Log(Callback):
+    def __init__(self):
+        self.heard = []
+
+    def setup(self, fit):
+        self.heard.append(("setup", fit.start))
+
+    def on_fit_start(self, fit):
+        self.heard.append(("start", fit.start))
+
+    def on_train_step_end(self, fit, epoch, step):
+        self.heard.append(("step", epoch, step))
+
+    def on_epoch_end(self, fit, info):
+        self.heard.append(("epoch", info["epoch"], [r["member"] for r in info["rows"]]))
+
+    def on_fit_end(self, fit):
+        self.heard.append(("end",))
+
+
+class _Count(Callback):
+    """A callback with state: the epochs it has seen, across a resume."""
+
+    state_key = "count"
+
+    def __init__(self):
+        self.seen = 0
+
+    def on_epoch_end(self, fit, info):
+        self.seen += 1
+
+    def state_dict(self):
+        return {"seen": self.seen}
+
+    def load_state_dict(self, state):
+        self.seen = state["seen"]
+
+
+def test_the_hooks_are_called_in_order(tmp_path):
+    learner, method, evaluate = _setup()
+    log = _Log()
+    fit(learner, method, epochs=2, evaluate=evaluate, run_dir=tmp_path, callbacks=[log])
+    steps = [("step", e, s) for e in (1, 2) for s in range(1, 7)]  # 24 rows in batches of 4
+    assert log.heard == [("setup", 1), ("start", 1), *steps[:6], ("epoch", 1, [0, 1]), *steps[6:],
+                         ("epoch", 2, [0, 1]), ("end",)]
+    # the caller's callback finds the epoch's rows in metrics.jsonl already (the metrics file runs first)
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_callbacks_state_is_checkpointed_under_its_state_key_and_resumed(tmp_path):
+    from spmlkit.training.checkpoint import load_run_checkpoint
+
+    learner, method, evaluate = _setup()
+    fit(learner, method, epochs=2, evaluate=evaluate, run_dir=tmp_path, callbacks=[_Count()])
+    assert load_run_checkpoint(tmp_path / "last.pt")["callbacks"] == {"count": {"seen": 2}}
+    again, m2, _ = _setup()
+    count, log = _Count(), _Log()
+    fit(again, m2, epochs=4, evaluate=evaluate, run_dir=tmp_path, callbacks=[count, log])
+    assert count.seen == 4 and log.heard[:2] == [("setup", 1), ("start", 3)]  # resumed after epoch 2
+    plain, m3, _ = _setup()  # a checkpoint without callback state: an ordinary run's file is unchanged
+    fit(plain, m3, epochs=1, evaluate=evaluate, run_dir=tmp_path / "plain")
+    assert "callbacks" not in load_run_checkpoint(tmp_path / "plain" / "last.pt")
+
+
+def test_two_callbacks_with_state_need_two_keys():
+    assert list(stateful([_Count(), _Log(), Tagged(_Log())])) == ["count"]
+    with pytest.raises(ValueError, match="share the state_key 'count'"):
+        stateful([_Count(), Tagged(_Count())])
+
+
+def test_tagged_adds_to_the_epoch_info_and_copies_the_rows():
+    log = []
+
+    class Keep(Callback):
+        def on_epoch_end(self, fit, info):
+            log.append(info)
+
+    (t,) = tagged([Keep()], info={"member": "wan (2/4)", "member_index": 1}, row={"member": 5})
+    rows = [{"member": 0, "train_loss": 1.0}]
+    t.on_epoch_end(None, {"epoch": 3, "rows": rows})
+    assert log[0]["member"] == "wan (2/4)" and log[0]["member_index"] == 1 and log[0]["rows"][0]["member"] == 5
+    assert rows[0]["member"] == 0 and t.state_key == "Keep"
+
+
+class _Bar:
+    def __init__(self):
+        self.n, self.postfix, self.closed = 0, {}, 0
+
+    def update(self, k):
+        self.n += k
+
+    def set_postfix(self, **kw):
+        self.postfix = kw
+
+    def close(self):
+        self.closed += 1
+
+
+def _info(epoch, **extra):
+    return {"epoch": epoch, "rows": [{"train_loss": 0.5, "val_score": 40.0}], **extra}
+
+
+def test_the_progress_bar_is_set_to_the_position_never_counted():
+    bar = _Bar()
+    cb = ProgressBar(ProgressPlan(per_member=3, steps=1, total=6, unit="epoch"), "auto on toy", bar=bar)
+    cb.on_epoch_end(None, _info(3))  # a resumed run starts at its epoch
+    assert bar.n == 3 and "member" not in bar.postfix
+    cb.on_epoch_end(None, _info(1, member="wan (2/2)", member_index=1))
+    assert bar.n == 4 and bar.postfix["member"] == "wan (2/2)" and bar.postfix["epoch"] == "1/3"
+    cb.on_train_step_end(None, 2, 1)  # epochs, not steps: a step does not move it
+    assert bar.n == 4
+    steps = ProgressBar(ProgressPlan(per_member=2, steps=5, total=10, unit="step"), "x", bar=_Bar())
+    steps.on_train_step_end(None, 2, 3)
+    assert steps.bar.n == 8
+    steps.on_run_skipped("folder")
+    steps.on_run_end("folder")
+    assert steps.bar.closed == 2
+
+
+def test_print_epochs_writes_one_line_per_epoch_on_the_main_rank():
+    out = io.StringIO()
+    cb = PrintEpochs("SPMLClassifier an", 25, "observed_map", file=out)
+    cb.on_epoch_end(None, {**_info(3), "seconds": 0.25})
+    cb.on_epoch_end(None, {**_info(4), "seconds": 0.25, "is_main": False})
+    cb.on_epoch_end(None, {**_info(1, member="wan (2/4)"), "seconds": 0.5,
+                           "rows": [{"train_loss": 0.5, "val_score": float("nan")}]})
+    assert out.getvalue().splitlines() == [
+        "SPMLClassifier an: epoch 3/25, training loss 0.5000, validation observed_map 40.00 (0.25 s)",
+        "SPMLClassifier an member wan (2/4): epoch 1/25, training loss 0.5000, validation observed_map — (0.50 s)"]
+
+
+def test_the_old_metrics_rows_are_kept_on_resume(tmp_path):
+    learner, method, evaluate = _setup()
+    fit(learner, method, epochs=2, evaluate=evaluate, run_dir=tmp_path)
+    with open(tmp_path / "metrics.jsonl", "a") as f:  # a killed epoch 3 wrote its rows before the checkpoint
+        f.write(json.dumps({"epoch": 3, "member": 0}) + "\n")
+    again, m2, _ = _setup()
+    fit(again, m2, epochs=3, evaluate=evaluate, run_dir=tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["epoch"], r["member"]) for r in rows] == [(e, g) for e in (1, 2, 3) for g in (0, 1)]
+
+
+def test_per_step_hooks_are_called_only_for_callbacks_that_have_them():
+    from spmlkit.training.callbacks import overrides
+
+    assert overrides(_Log(), "on_train_step_end") and not overrides(_Count(), "on_train_step_end")
+    assert not overrides(Tagged(_Count()), "on_train_step_end") and overrides(Tagged(_Log()), "on_train_step_end")
