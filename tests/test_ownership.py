@@ -378,7 +378,7 @@ def test_check_output_folder_and_clearable_refusals(tmp_path):
         ownership.check_output_folder(tmp_path / "dangling", option="--out-dir")
     assert str(e.value) == (f"--out-dir {tmp_path / 'dangling'} is a symbolic link to {tmp_path / 'nowhere'}, which "
                             "does not exist; expected a folder (remove the link or create its target)")
-    ownership.check_clearable(tmp_path / "new", "run")  # nothing there: fine
+    ownership.check_clearable(tmp_path / "new", "t-run")  # nothing there: fine
     b = ownership.claim(tmp_path / "b", "bench")
     os.symlink(b, tmp_path / "alias")
     with pytest.raises(ConfigError) as e:
@@ -386,8 +386,8 @@ def test_check_output_folder_and_clearable_refusals(tmp_path):
     assert str(e.value) == f"refusing to replace {tmp_path / 'alias'}: it is a symbolic link; pass a new folder to -o"
     ownership.write_text(b / "x.json", "{}")
     with pytest.raises(ConfigError) as e:
-        ownership.check_clearable(b, "run")
-    assert str(e.value) == (f"refusing to replace {b}: it holds spmlkit's bench output, not a run folder; pass a new "
+        ownership.check_clearable(b, "t-run")
+    assert str(e.value) == (f"refusing to replace {b}: it holds spmlkit's bench output, not a t-run folder; pass a new "
                             "folder to -o")
     for name in ("u1", "u2", "u3"):
         (b / name).write_text("mine")
@@ -399,13 +399,13 @@ def test_check_output_folder_and_clearable_refusals(tmp_path):
     mine.mkdir()
     (mine / "a").write_text("")
     with pytest.raises(ConfigError) as e:
-        ownership.check_clearable(mine, "run")
-    assert str(e.value) == (f"refusing to replace {mine}: it is not a run folder written by spmlkit (its own metadata "
+        ownership.check_clearable(mine, "t-run")
+    assert str(e.value) == (f"refusing to replace {mine}: it is not a t-run folder written by spmlkit (its own metadata "
                             "is missing) and may hold your files; pass a new folder to -o")
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / ownership.LOCK).write_text("")
-    ownership.check_clearable(empty, "run")  # only a lock file: empty
+    ownership.check_clearable(empty, "t-run")  # only a lock file: empty
 
 
 def test_an_older_marker_without_a_manifest_is_cleared_by_its_layout(tmp_path):
