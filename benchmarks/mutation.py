@@ -29,6 +29,12 @@ commit, date and wall time it was measured at::
     python benchmarks/mutation.py --module metrics.py --budget 1800
     python benchmarks/mutation.py --all
     python benchmarks/mutation.py --render      # re-write mutation.md from mutation.json
+    python benchmarks/mutation.py --module io.py --plant   # which survivors the tests kill now
+
+``--plant`` plants each survivor of a module's last measurement that is not listed as
+equivalent, one at a time, in a temporary copy of the repository, runs the covering tests
+and records the first test that fails ("killed since" the measurement, with the commit and
+date); a re-measurement of the module replaces them.
 
 Heavy (minutes to an hour per module on 2 cores): not part of CI.  Run it under
 ``flock /tmp/spml-heavy.lock`` on a shared machine.
