@@ -1340,3 +1340,47 @@ def test_removing_an_abandoned_build_touches_nothing_in_the_current_folder(tmp_p
     (d / ownership.BUILD_OWNER).write_text(f"{dead}\nflock\n")
     ownership._remove_abandoned_builds(str(tmp_path / "B"))
     assert not d.exists() and (work / ownership.BUILD_OWNER).read_text() == "the user's file of that name"
+
+
+def test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "theirs").mkdir()  # empty, but not spmlkit's
+    assert not ownership.remove(out / "theirs") and (out / "theirs").is_dir()
+    assert not ownership.discard(out) and (out / "theirs").is_dir()
+    ownership.write_text(out / "a.txt", "a")
+    (out / "a.txt").unlink()  # gone already (by hand): the manifest says so after the removal
+    before = manifest_lines(out)
+    assert ownership.remove(out / "a.txt") and manifest_lines(out) == before + ["- a.txt"]
+    assert ownership.remove(out / "never.txt") and manifest_lines(out) == before + ["- a.txt"]  # nothing to list
+
+
+def test_removing_a_folder_removes_the_folders_owned_on_their_own_inside(tmp_path):
+    bench = ownership.claim(tmp_path / "bench", "bench")
+    with ownership.build(bench / "bundles" / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert ownership.remove(bench / "bundles") and not (bench / "bundles").exists()
+    assert manifest_lines(bench)[-2:] == ["- bundles/voc", "- bundles"]
+
+
+def test_an_abandoned_build_of_an_older_version_is_removed_whole(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    d = tmp_path / ".B.old"
+    d.mkdir()
+    (d / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": "bundle"}))  # no manifest yet
+    (d / "meta.json").write_text("{}")
+    (d / ownership.BUILD_OWNER).write_text(f"{dead}\n")
+    ownership._remove_abandoned_builds(str(tmp_path / "B"))
+    assert not d.exists()
+
+
+def test_a_nested_folder_found_again_was_not_made_by_this_lookup(tmp_path):
+    bench = ownership.claim(tmp_path / "bench", "bench")
+    with ownership.build(bench / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    ownership._ROOTS.pop(str(bench / "voc"))
+    ownership.write_text(bench / "voc" / "x.json", "{}")
+    assert not ownership.created(bench / "voc")
