@@ -302,6 +302,10 @@ _WHY.update({
     'INPLACEDEFAULT': "inplace() is called only for a file owns() accepted: its inode is listed, the default never used",
     'KINDNAME': "Kind.name is read nowhere",
     'ROOTKIND': "the registered kind is only compared with the marker's; claim() reads the kind from the marker again",
+    'DISCARDUNMARKED': "discard() of a folder without spmlkit's marker removes nothing and returns False, as the "
+                       "branch not taken does",
+    'REGISTEREDFIRST': "a folder registered itself is found by _registered() first: _nested() only sees unregistered ones",
+    'CALLERTMP': "every caller passes the temporary file",
     'REGULARCHECKED': "the path was checked to be a regular file just before: the listed entry of its inode is a file "
                       "(unless the inode number was reused, which the generation check catches)",
     'ALNUM': "'X' is a letter, kept by isalnum() already: the same names",
@@ -482,6 +486,23 @@ EQUIVALENT += (
     + _each("ownership.py", 'if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, "f"):',
             ['if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, ):'],
             _WHY['REGULARCHECKED'])
+    + _each("ownership.py", 'if stat.S_ISREG(st.st_mode) and root.owns(rel, st, "f"):',
+            ['if stat.S_ISREG(st.st_mode) and root.owns(rel, st, ):'], _WHY['REGULARCHECKED'])
+    + _each("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "d"):',
+            ['if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, ):'], _WHY['REGULARCHECKED'])
+    + _each("ownership.py", "with contextlib.suppress(OSError):", ["with contextlib.suppress(None):"],
+            _WHY['SUPPRESSRACE'])
+    + _each("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+            ['if stat.S_ISDIR(st.st_mode) or root.owns(rel, st, "o"):'], _WHY['DISCARDUNMARKED'])
+    + _each("ownership.py", "_validate(_ROOTS[a])", ["_validate(None)"], _WHY['REGISTEREDFIRST'])
+    + _each("ownership.py", 'r = _ROOTS[a] = _Root(a, mark["kind"], False)', ['r = _ROOTS[a] = _Root(a, None, False)'],
+            _WHY['ROOTKIND'])
+    + _each("ownership.py", 'r = _ROOTS[a] = _Root(a, mark["kind"], False)', ['r = _ROOTS[a] = _Root(a, mark["kind"], None)'],
+            _WHY['FALSYKW'])
+    + _each("ownership.py", "st = os.lstat(tmp if tmp is not None else path)",
+            ["st = os.lstat(tmp if (tmp is not None) or True else path)"], _WHY['CALLERTMP'])
+    + _each("ownership.py", 'root.record("f", rel, st, at=None if tmp is None else str(tmp))',
+            ['root.record("f", rel, st, at=None if (tmp is None) and False else str(tmp))'], _WHY['CALLERTMP'])
     + _each("io.py", "def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:",
             ["def sha256_file(path: str | Path, chunk: int = 2 << 20) -> str:",
              "def sha256_file(path: str | Path, chunk: int = 1 << 21) -> str:"], _WHY['CHUNK'])
@@ -502,6 +523,37 @@ KILLED_SINCE: list[tuple[str, str, str, str]] = [
     ("data/formats/presence_only.py",
      'raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")',
      "", "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+    # ownership.py (checked by planting each mutant in a copy and running the test)
+    ("ownership.py", 'if _read_marker(d) is not None and _lstat(os.path.join(d, MANIFEST)) is not None:',
+     'if _read_marker(d) is not None or _lstat(os.path.join(d, MANIFEST)) is not None:', 'tests/test_ownership.py::test_an_abandoned_build_of_an_older_version_is_removed_whole'),
+    ("ownership.py", 'if _read_marker(d) is not None and _lstat(os.path.join(d, MANIFEST)) is not None:',
+     'if _read_marker(d) is not None and _lstat(os.path.join(d, )) is not None:', 'tests/test_ownership.py::test_an_abandoned_build_of_an_older_version_is_removed_whole'),
+    ("ownership.py", 'r = _ROOTS[a] = _Root(a, mark["kind"], False)',
+     'r = _ROOTS[a] = _Root(a, mark["kind"], True)', 'tests/test_ownership.py::test_a_nested_folder_found_again_was_not_made_by_this_lookup'),
+    ("ownership.py", 'if root.entry_type(rel) is not None:',
+     'if root.entry_type(None) is not None:', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'if root.entry_type(rel) is not None:',
+     'if root.entry_type(rel) is None:', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record(None, rel)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record("-", None)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record(rel)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record("-", )', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record("XX-XX", rel)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "d"):',
+     'if stat.S_ISDIR(st.st_mode) or root.owns(rel, st, "d"):', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(None, st, "o"):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(rel, None, "o"):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, None):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(st, "o"):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
 ]
 
 
