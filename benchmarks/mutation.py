@@ -306,6 +306,8 @@ _WHY.update({
                        "branch not taken does",
     'REGISTEREDFIRST': "a folder registered itself is found by _registered() first: _nested() only sees unregistered ones",
     'CALLERTMP': "every caller passes the temporary file",
+    'TRAINDEFAULT': "'train' is observations()' default split",
+    'ALIASOBSERVE': "labels.observe resolves a regime's alias itself: the same draw",
     'REGULARCHECKED': "the path was checked to be a regular file just before: the listed entry of its inode is a file "
                       "(unless the inode number was reused, which the generation check catches)",
     'ALNUM': "'X' is a letter, kept by isalnum() already: the same names",
@@ -503,6 +505,10 @@ EQUIVALENT += (
             ["st = os.lstat(tmp if (tmp is not None) or True else path)"], _WHY['CALLERTMP'])
     + _each("ownership.py", 'root.record("f", rel, st, at=None if tmp is None else str(tmp))',
             ['root.record("f", rel, st, at=None if (tmp is None) and False else str(tmp))'], _WHY['CALLERTMP'])
+    + _each("data/bundle.py", 'return self.observations("train", regime=regime)', ['return self.observations(regime=regime)'],
+            _WHY['TRAINDEFAULT'])
+    + _each("data/bundle.py", 'name = regime if regime == OBSERVED_ONLY else get_regime(regime).name',
+            ['name = regime if (regime == OBSERVED_ONLY) or True else get_regime(regime).name'], _WHY['ALIASOBSERVE'])
     + _each("io.py", "def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:",
             ["def sha256_file(path: str | Path, chunk: int = 2 << 20) -> str:",
              "def sha256_file(path: str | Path, chunk: int = 1 << 21) -> str:"], _WHY['CHUNK'])
@@ -523,6 +529,16 @@ KILLED_SINCE: list[tuple[str, str, str, str]] = [
     ("data/formats/presence_only.py",
      'raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")',
      "", "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+    # data/bundle.py: left unplanted by --plant's budget (checked by planting each in a copy)
+    ("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'return self._npy(f"{split}/xy.npy", False, cols=2, what="place (x, y) array")',
+     'tests/data/test_bundle.py::test_reader_checks_of_per_row_arrays_and_caches'),
+    ("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'return self._npy(f"{split}/xy.npy", True, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'tests/data/test_bundle.py::test_big_matrices_are_memory_mapped_and_small_arrays_read_whole'),
+    ("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'return self._npy(f"{split}/xy.npy", False, rows=None, cols=2, what="place (x, y) array")',
+     'tests/data/test_bundle.py::test_reader_checks_of_per_row_arrays_and_caches'),
     # ownership.py (checked by planting each mutant in a copy and running the test)
     ("ownership.py", 'if _read_marker(d) is not None and _lstat(os.path.join(d, MANIFEST)) is not None:',
      'if _read_marker(d) is not None or _lstat(os.path.join(d, MANIFEST)) is not None:', 'tests/test_ownership.py::test_an_abandoned_build_of_an_older_version_is_removed_whole'),
