@@ -1022,12 +1022,15 @@ def render(data: dict, command: str) -> str:
         n_since = sum(1 for s in m["survivors"] if not reason_for(m["module"], s["diff"])
                       and killed_since(m["module"], s["diff"], s["mutant"], planted))
         s_now = (detected + n_since) / rest if rest else None
+        named = n_eq + n_since == len(m["survivors"])
+        verdict = ("met" if ok else "every survivor named" if named else "NOT met") + (
+            f" ({c['not checked']} not checked)" if c.get("not checked") else "")
         commit = m["commit"] + (" + uncommitted changes" if m.get("dirty") else "")
         lines.append(f"| {m['module']} | {commit} | {m['date']} | {m['wall_s'] / 60:.1f} min"
                      f"{' (budget spent)' if m['stopped_by_budget'] else ''} | {n} | {c.get('killed', 0)} | "
                      f"{c.get('timeout', 0)} | {c.get('survived', 0)} | {c.get('no tests', 0)} | "
                      f"{c.get('not checked', 0)} | {fmt_score(m['score'])} | {n_eq} | {fmt_score(s_eq)} | "
-                     f"{n_since} | {fmt_score(s_now)} | {'met' if ok else 'NOT met'} |")
+                     f"{n_since} | {fmt_score(s_now)} | {verdict} |")
     for m in mods:
         lines += ["", f"## {m['module']}", "",
                   f"- command: `python benchmarks/mutation.py --module {m['module']}` (budget {m['budget_s']:.0f} s)",
