@@ -1384,3 +1384,28 @@ def test_a_nested_folder_found_again_was_not_made_by_this_lookup(tmp_path):
     ownership._ROOTS.pop(str(bench / "voc"))
     ownership.write_text(bench / "voc" / "x.json", "{}")
     assert not ownership.created(bench / "voc")
+
+
+def test_a_link_to_spmlkits_own_file_is_still_foreign(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    os.symlink(out / "a.txt", out / "alias.txt")  # points at a listed file: the link itself is not spmlkit's
+    assert ownership.foreign(out) == ["alias.txt"]
+    os.unlink(out / "alias.txt")
+    os.rename(out / "a.txt", tmp_path / "moved.txt")
+    os.symlink(tmp_path / "moved.txt", out / "a.txt")  # spmlkit's name, now a link to the (listed) file moved away
+    assert ownership.foreign(out) == ["a.txt"]
+
+
+def test_a_hard_linked_log_is_rewritten_with_numpy_values(tmp_path, user):
+    import numpy as np
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "m.jsonl", {"a": 1})
+    os.link(out / "m.jsonl", user / "backup.jsonl")
+    ownership.append_jsonl(out / "m.jsonl", {"loss": np.float32(0.25)})
+    assert (out / "m.jsonl").read_text() == '{"a": 1}\n{"loss": 0.25}\n'
+    with pytest.raises(ownership.UnownedPathError) as e:
+        with ownership.write_output_file(tmp_path / "never.csv"):
+            pass
+    assert str(e.value) == f"{tmp_path / 'never.csv'}: not checked by spmlkit.ownership.output_file"
