@@ -1,4 +1,6 @@
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -1263,3 +1265,30 @@ def test_image_paths_are_read_as_utf_8_whatever_the_locale(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(b.path)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ascii(b.paths("train")[0]) and "\\u014d" in r.stdout
+
+
+def test_cached_observations_never_show_a_part_without_its_checksum(toy_bundle, monkeypatch):
+    """A regime generated on first use is cached part by part; a reader that finds its
+    header (what ``labels_stored`` looks for) must find every part and every sidecar:
+    checked at each rename while the cache is written."""
+    import spmlkit.data.bundle as B
+    from spmlkit import ownership
+
+    seen = []
+    real = ownership.rename
+
+    def spy(src, dst):
+        real(src, dst)
+        folder, stem = Path(dst).parent, "partial-p0.3"
+        if B.labels_stored(folder, stem):
+            parts = sorted(folder.glob(f"{stem}.*.npy"))
+            seen.append(all(p.with_name(p.name + ".sha256").exists() for p in parts) and
+                        any(p.name.endswith(".indptr.npy") for p in parts))
+        else:
+            seen.append(None)
+
+    monkeypatch.setattr(ownership, "rename", spy)
+    Z = toy_bundle.observations("train", "partial", hide_prob=0.3)
+    assert seen and seen[-1] is True and set(seen[:-1]) == {None}  # the header is renamed last
+    assert np.array_equal(np.asarray(toy_bundle.observations("train", "partial", hide_prob=0.3)), np.asarray(Z))
+    assert not list((toy_bundle.path / "observed").glob("*.pending.*"))
