@@ -183,12 +183,15 @@ class _Root:
     def manifest(self) -> str:
         return os.path.join(self.path, MANIFEST)
 
+    def _missing(self) -> OwnershipError:
+        return OwnershipError(f"{self.path}: spmlkit's list of what it wrote there ({MANIFEST}) is missing; "
+                              "the folder was changed by someone else — choose another -o")
+
     def refresh(self) -> None:
         try:
             st = os.lstat(self.manifest)
         except FileNotFoundError:
-            raise OwnershipError(f"{self.path}: spmlkit's list of what it wrote there ({MANIFEST}) is missing; "
-                                 "the folder was changed by someone else — choose another -o") from None
+            raise self._missing() from None
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             raise OwnershipError(f"{self.manifest}: is not spmlkit's manifest (a link or not a regular file); "
                                  "refusing to use the folder — choose another -o")
@@ -235,7 +238,10 @@ class _Root:
         ident = "0:0:-:-:-" if st is None else ":".join("-" if v is None else str(v) for v in (
             st.st_dev, st.st_ino, gen, *(stamp or (None, None))))
         line = f"{t} {ident} {rel}\n".encode("utf-8")
-        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:  # (a folder removed and made again at the same inode number: one line)
+            raise self._missing() from None
         try:
             if os.fstat(fd).st_nlink != 1:
                 raise OwnershipError(f"{self.manifest}: has other names (a hard link); refusing to write it")
@@ -894,10 +900,13 @@ def _remove_entry(root: _Root, rel: str) -> bool:
     return False
 
 
-def _unlink_tmp(p: str) -> None:
+def _unlink_tmp(p: str) -> bool:
+    """Remove a temporary spmlkit left (a regular file with one name); True when removed."""
     st = os.lstat(p)
     if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
         os.unlink(p)
+        return True
+    return False
 
 
 def discard(path: str | Path, *, only_if_empty: bool = False) -> bool:
@@ -1033,8 +1042,7 @@ def remove_stale_temporaries(path: str | Path, *, recursive: bool = False) -> in
             st = e.stat(follow_symlinks=False)
             if _TMP.match(e.name):
                 with contextlib.suppress(OSError):
-                    _unlink_tmp(e.path)
-                    n += 1
+                    n += _unlink_tmp(e.path)  # (a link or a folder under such a name is left, and not counted)
             elif recursive and stat.S_ISDIR(st.st_mode) and root.owns(name, st, "d"):
                 walk(e.path, name)
 

@@ -204,6 +204,21 @@ def save_labels(folder: Path, stem: str, M) -> list[Path]:
     return out
 
 
+def _cache_labels(folder: Path, stem: str, M) -> None:
+    """Cache ``M`` as ``stem.*.npy`` with a checksum sidecar for each part, such that a
+    reader never meets a part without its sidecar: the parts are written under a pending
+    name, each sidecar goes in place before its part is renamed into place, and the header
+    (what :func:`labels_stored` looks for) comes last.  Two processes generating the same
+    observations at once (``spml bench --jobs 2`` on one bundle) write the same bytes."""
+    pending = f"{stem}.pending"
+    parts = save_labels(folder, pending, M)
+    parts.sort(key=lambda f: f.name == f"{pending}.header.npy")  # the header last
+    for f in parts:
+        final = folder / (stem + f.name[len(pending):])
+        write_text(final.with_name(final.name + ".sha256"), sha256_file(f) + "\n")
+        ownership.rename(f, final)
+
+
 def labels_stored(folder: Path, stem: str) -> bool:
     """True when ``folder`` holds the matrix ``stem`` (sparse, or dense from format 1)."""
     return (folder / f"{stem}.header.npy").exists() or (folder / f"{stem}.npy").exists()
@@ -439,7 +454,7 @@ class Bundle:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if "allow_pickle" in msg or "Object arrays" in msg:
+            if "allow_pickle" in msg or "Object arrays" in msg or "Python objects" in msg:  # (the last: mapped)
                 msg = "holds Python objects (an object array); spmlkit never unpickles bundle files"
             raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); {advice}") from None
         except (OSError, EOFError) as exc:
@@ -639,8 +654,7 @@ class Bundle:
         hp = float(self.meta.get("hide_prob", 0.5)) if hide_prob is None else float(hide_prob)
         Z = observe(self.labels("train"), name, seed=obs_ss, hide_prob=hp, areas=self.areas("train"))
         ownership.folder(self.path, "bundle")  # a bundle spmlkit wrote (never a link inside it followed)
-        for f in save_labels(self.path / "observed", fname, Z):  # cached: checksums in sidecars
-            write_text(f.with_name(f.name + ".sha256"), sha256_file(f) + "\n")
+        _cache_labels(self.path / "observed", fname, Z)
         return Z
 
     def selection_observations(self, split: str = "val", regime: str = "single_positive") -> np.ndarray:
