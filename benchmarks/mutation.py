@@ -29,6 +29,12 @@ commit, date and wall time it was measured at::
     python benchmarks/mutation.py --module metrics.py --budget 1800
     python benchmarks/mutation.py --all
     python benchmarks/mutation.py --render      # re-write mutation.md from mutation.json
+    python benchmarks/mutation.py --module io.py --plant   # which survivors the tests kill now
+
+``--plant`` plants each survivor of a module's last measurement that is not listed as
+equivalent, one at a time, in a temporary copy of the repository, runs the covering tests
+and records the first test that fails ("killed since" the measurement, with the commit and
+date); a re-measurement of the module replaces them.
 
 Heavy (minutes to an hour per module on 2 cores): not part of CI.  Run it under
 ``flock /tmp/spml-heavy.lock`` on a shared machine.
@@ -64,9 +70,13 @@ MODULES: dict[str, list[str]] = {
     "metrics.py": ["tests/test_metrics.py"],
     "labels.py": ["tests/test_labels.py"],
     "io.py": ["tests/test_io.py"],
+    # every file write goes through it (issue 33); the file-system fuzzer (tests/safety/test_fs_fuzzer.py)
+    # drives whole commands and would cost ~20 s a mutant: left out, its cases are unit tests here
+    "ownership.py": ["tests/test_ownership.py"],
     "training/recipe.py": ["tests/training/test_recipe.py"],
     "data/formats/presence_only.py": ["tests/data/formats/test_presence_only.py"],
-    "data/bundle.py": ["tests/data/test_bundle.py"],
+    # the bundle's readers and writer; test_memory reads bundles into memory (selection observations)
+    "data/bundle.py": ["tests/data/test_bundle.py", "tests/data/test_memory.py"],
 }
 
 #: decorators left on their function (mutmut then leaves it unmutated, or handles it itself)
@@ -228,6 +238,285 @@ EQUIVALENT: list[tuple] = [
 ]
 
 
+_WHY.update({
+    'IMPORT': "`_current_umask` runs once, when spmlkit.io is imported (`_UMASK`), before mutmut switches a mutant "
+              "in: no test can run it (the permission tests of atomic writes and lock files check the umask it read)",
+    'ASCII': "json.dumps escapes every non-ASCII character (ensure_ascii), so the line is ASCII in any encoding",
+    'JSONDEFAULT': "json.dumps's own defaults: sort_keys=False (None is as falsy), allow_nan=True",
+    'NOPICKLE': "np.load / np.save read a falsy allow_pickle (None) as False",
+    'WHOLE': "reads the file in one block instead of 1 MiB blocks: the same digest (only the memory used differs)",
+    'FLAGDEFAULT': "os.O_NOFOLLOW, os.O_CLOEXEC, os.O_NONBLOCK and os.O_DIRECTORY exist on every POSIX system (the "
+                   "code is a no-op elsewhere): getattr's default is never used",
+    'CLOEXEC': "Python opens every descriptor non-inheritable (PEP 446) whatever O_CLOEXEC says",
+    'LOCKREAD': "the lock file was checked to hold at most 32 bytes of 'pid N' (ASCII) before this read: 64 or 65 "
+                "bytes, decoded strictly or with replacement, read the same",
+    'LOCKWHAT': "FolderLock.what is stored for its callers and read nowhere",
+    'FSYNC': "fsync flushes the file's data whichever way the descriptor was opened (Linux)",
+    'CHUNK': "another block size: the same digest",
+    'GZLEVEL': "9 is gzip.compress's default level",
+    'NPDEFAULT': "False is np.load's default allow_pickle",
+    'STATNONE': "os.stat reads a falsy follow_symlinks (None) as False",
+    'SAMENONE': "None is as falsy as False",
+    'CACHEVALUE': "only whether the key is in the cache is read, never its value",
+    'CACHETAG': "the tag only keeps the finite-check keys apart from the checksum keys; any tag does",
+    'BLOCK': "another block size (or one row at a time): the same rows are checked",
+    'PARTIAL': "REGIMES['partial'].needs_positive is False: the condition is already false for 'partial' before the "
+               "name is compared",
+    'NAMESPLIT': "every matrix name has exactly one '/' (split/M, observed/M); with no '/' found the path is joined "
+                 "back whole: the same files",
+    'DENSEDTYPE': "the dense matrix's dtype was checked to be the one asked just above",
+    'HEADER': "the 4-number header is turned into ints at once: mapped or read, the same numbers",
+    'KINDX': "no numpy dtype kind is 'X'",
+    'UNREACH': "check_observations without a regime checks only the dtype and the values, which _matrix has checked "
+               "already (an int8 SparseLabels): its message, and the path it names, are never shown",
+    'HPBOUND': "labels.observe refuses a hide_prob above 1 with the same message",
+    'FULLOBS': "observe(Y, 'full') gives the same full observations",
+    'SPAWN': "SeedSequence.spawn(n)[3] is the child with spawn key (3,) for any n > 3",
+    'HASFULL': "Bundle() refuses a meta.json without has_full_labels: the default is never used",
+    'CALLERSPASS': "every caller passes the argument: the default is never used",
+    'DENSE1': "a dense format-1 matrix is converted to sparse at once: mapped or read whole, the same matrix",
+    'SPLITSLASH': "on POSIX os.path.join(root, 'a/b') is root/a/b whether or not the relative name is split at '/'",
+    'TYPELETTER': "the type test is `entry.type in types`: a string holding the letter ('XXfXX') accepts the same types",
+    'EXCL': "the file is created with O_CREAT | O_EXCL, which fails on any existing name, a symbolic link included "
+            "(never followed): O_NOFOLLOW adds nothing there",
+    'RACE': "the name was found absent (or removed) just before: O_EXCL only matters if something appears in between, "
+            "a race no test can schedule",
+    'DUMMY': "the name of the placeholder below the folder is never used, only its folder",
+    'FILESVAL': "only whether a path is in _FILES is read, never the value stored",
+    'ADOPTOWN': "adoption runs only on a folder whose manifest was just made (empty): nothing is listed yet, so owns() "
+                "is False whatever its arguments",
+    'LINKTEXT': "readlink fails only when the link vanished between lstat and readlink: a race no test can schedule",
+    'SUPPRESSRACE': "the temporary was found by scandir just before: unlinking it fails only if it vanished in between",
+    'FALSYKW': "None is as falsy as False for this argument",
+    'DISCARDED': "discard() has removed the folder, its owner file included: the first unlink fails (suppressed) and "
+                 "the rest of the block is skipped",
+    'POSIXONLY': "the branch runs only where fcntl is missing (not POSIX); spmlkit is tested on POSIX",
+    'OWNERFILE': "the owner file holds a pid and 'flock' (a few ASCII bytes), found a regular file by lstat just "
+                 "before: any read size or encoding reads the same, and O_NOFOLLOW matters only in a race",
+    'STALEROOT': "leaves the registration of a folder that no longer exists: any later write there fails as it would "
+                 "unregistered (the path is never reused: a new build gets a new random name)",
+    'WARNRACE': "the warning is reachable only when a file appears in the old folder between the check under the lock "
+                "and its removal: a race no test can schedule",
+    'PARENTMADE': "ensure_parent made the parent folders before the build: nothing is left to create",
+    'RERAISED': "the exception is re-raised next: the value is never read",
+    'INPLACEDEFAULT': "inplace() is called only for a file owns() accepted: its inode is listed, the default never used",
+    'KINDNAME': "Kind.name is read nowhere",
+    'ROOTKIND': "the registered kind is only compared with the marker's; claim() reads the kind from the marker again",
+    'DISCARDUNMARKED': "discard() of a folder without spmlkit's marker removes nothing and returns False, as the "
+                       "branch not taken does",
+    'REGISTEREDFIRST': "a folder registered itself is found by _registered() first: _nested() only sees unregistered ones",
+    'CALLERTMP': "every caller passes the temporary file",
+    'TRAINDEFAULT': "'train' is observations()' default split",
+    'ALIASOBSERVE': "labels.observe resolves a regime's alias itself: the same draw",
+    'REGULARCHECKED': "the path was checked to be a regular file just before: the listed entry of its inode is a file "
+                      "(unless the inode number was reused, which the generation check catches)",
+    'ALNUM': "'X' is a letter, kept by isalnum() already: the same names",
+})
+
+
+def _each(module: str, before: str, afters, why: str) -> list[tuple]:
+    return [(module, before, after, why) for after in afters]
+
+
+_FLAGS = 'flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)'
+_DUMPS = 'return json.dumps(obj, indent=2, sort_keys=False, default=_json_default, allow_nan=True) + "\\n"'
+_HOLDER = 'holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "another process"'
+_INIT = 'def FolderLock.__init__(self, folder: str | Path, *, what: str = "folder", lock_file: str | Path | None = None,'
+EQUIVALENT += (
+    _each("io.py", "mask = os.umask(0)", ["mask = None", "mask = os.umask(None)", "mask = os.umask(1)"], _WHY['IMPORT'])
+    + _each("io.py", "os.umask(mask)", ["os.umask(None)"], _WHY['IMPORT'])
+    + _each("io.py", 'with open(path, "a", encoding="utf-8") as fh:',
+            ['with open(path, "a", encoding=None) as fh:', 'with open(path, "a", ) as fh:'], _WHY['ASCII'])
+    + _each("io.py", 'with open(path, "a", encoding="utf-8") as fh:', ['with open(path, "a", encoding="UTF-8") as fh:'],
+            _WHY['CODEC'])
+    + _each("io.py", 'write_bytes(path, text.encode("utf-8"))', ['write_bytes(path, text.encode("UTF-8"))'], _WHY['CODEC'])
+    + _each("io.py", _DUMPS, [_DUMPS.replace("sort_keys=False", "sort_keys=None"),
+                              _DUMPS.replace("sort_keys=False, ", ""),
+                              _DUMPS.replace("allow_nan=True", "")], _WHY['JSONDEFAULT'])
+    + _each("io.py", 'return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)',
+            ['return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=None)'],
+            _WHY['NOPICKLE'])
+    + _each("io.py", 'np.save(fh, np.ascontiguousarray(array), allow_pickle=False)',
+            ['np.save(fh, np.ascontiguousarray(array), allow_pickle=None)'], _WHY['NOPICKLE'])
+    + _each("ownership.py", 'np.save(fh, np.ascontiguousarray(array), allow_pickle=False)',
+            ['np.save(fh, np.ascontiguousarray(array), allow_pickle=None)'], _WHY['NOPICKLE'])
+    + _each("io.py", 'for block in iter(lambda: fh.read(chunk), b""):', ['for block in iter(lambda: fh.read(None), b""):'],
+            _WHY['WHOLE'])
+    + _each("io.py", _FLAGS, [_FLAGS.replace('"O_NOFOLLOW", 0', '"O_NOFOLLOW", ' + v) for v in ("None", "", "1")]
+            + [_FLAGS.replace('"O_CLOEXEC", 0', '"O_CLOEXEC", ' + v) for v in ("None", "", "1")], _WHY['FLAGDEFAULT'])
+    + _each("io.py", _FLAGS, [_FLAGS.replace('getattr(os, "O_CLOEXEC"', 'getattr(None, "O_CLOEXEC"'),
+                              _FLAGS.replace('"O_CLOEXEC"', '"XXO_CLOEXECXX"'),
+                              _FLAGS.replace('"O_CLOEXEC"', '"o_cloexec"')], _WHY['CLOEXEC'])
+    + _each("io.py", "head = os.pread(fd, 64, 0)", ["head = os.pread(fd, 65, 0)"], _WHY['LOCKREAD'])
+    + _each("io.py", _HOLDER, [_HOLDER.replace("64", "65"), _HOLDER.replace('"ascii"', '"ASCII"'),
+                               _HOLDER.replace('"ascii", "replace"', '"ascii", '),
+                               _HOLDER.replace('"replace"', '"XXreplaceXX"'), _HOLDER.replace('"replace"', '"REPLACE"')],
+            _WHY['LOCKREAD'])
+    + _each("io.py", 'text = f"pid {os.getpid()}\\n".encode("ascii")', ['text = f"pid {os.getpid()}\\n".encode("ASCII")'],
+            _WHY['CODEC'])
+    + _each("io.py", _INIT, [_INIT.replace('"folder"', '"XXfolderXX"'), _INIT.replace('"folder"', '"FOLDER"')],
+            _WHY['LOCKWHAT'])
+    + _each("io.py", "self.what = what", ["self.what = None"], _WHY['LOCKWHAT'])
+    + _each("io.py", 'with open(tmp_path, "rb+") as fh:', ["with open(tmp_path, ) as fh:"], _WHY['FSYNC'])
+    + _each("io.py", 'return gzip.compress(dumps_json(obj).encode("utf-8"), compresslevel=9, mtime=0)',
+            ['return gzip.compress(dumps_json(obj).encode("utf-8"), mtime=0)'], _WHY['GZLEVEL'])
+    + _each("io.py", 'return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)',
+            ['return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, )'], _WHY['NPDEFAULT'])
+    + _each("io.py", "same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))",
+            ["same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=None))"], _WHY['STATNONE'])
+    + _each("io.py", "if os.path.samestat(os.fstat(self._fd), os.stat(self.path, follow_symlinks=False)):",
+            ["if os.path.samestat(os.fstat(self._fd), os.stat(self.path, follow_symlinks=None)):"], _WHY['STATNONE'])
+    + _each("io.py", "same = False", ["same = None"], _WHY['SAMENONE'])
+    + _each("data/bundle.py", "def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65536) -> None:",
+            ["def _check_finite(path: Path, X: np.ndarray, chunk_rows: int = 65537) -> None:"], _WHY['BLOCK'])
+    + _each("data/bundle.py", "for s in range(0, X.shape[0], chunk_rows):", ["for s in range(0, X.shape[0], ):"],
+            _WHY['BLOCK'])
+    + _each("data/bundle.py", "_VERIFIED[key] = True", ["_VERIFIED[key] = None", "_VERIFIED[key] = False"],
+            _WHY['CACHEVALUE'])
+    + _each("data/bundle.py", 'key = ("finite", str(path.resolve()), st.st_size, st.st_mtime_ns)',
+            ['key = ("XXfiniteXX", str(path.resolve()), st.st_size, st.st_mtime_ns)',
+             'key = ("FINITE", str(path.resolve()), st.st_size, st.st_mtime_ns)'], _WHY['CACHETAG'])
+    + _each("data/bundle.py", 'if r is not None and r.needs_positive and regime != "partial" and (pos != 1).any():',
+            ['if r is not None and r.needs_positive and regime != "XXpartialXX" and (pos != 1).any():',
+             'if r is not None and r.needs_positive and regime != "PARTIAL" and (pos != 1).any():'], _WHY['PARTIAL'])
+    + _each("data/bundle.py", 'folder, _, stem = rel.rpartition("/")',
+            ['folder, _, stem = rel.partition("/")', 'folder, _, stem = rel.rpartition("XX/XX")'], _WHY['NAMESPLIT'])
+    + _each("data/bundle.py", 'return SparseLabels.from_dense(dense, dtype=dtype, source=str(base / f"{stem}.npy"))',
+            ['return SparseLabels.from_dense(dense, dtype=None, source=str(base / f"{stem}.npy"))',
+             'return SparseLabels.from_dense(dense, source=str(base / f"{stem}.npy"))'], _WHY['DENSEDTYPE'])
+    + _each("data/bundle.py", 'head = self._npy(f"{rel}.header.npy", False, ndim=1, what=f"{what} header")',
+            ['head = self._npy(f"{rel}.header.npy", None, ndim=1, what=f"{what} header")',
+             'head = self._npy(f"{rel}.header.npy", ndim=1, what=f"{what} header")',
+             'head = self._npy(f"{rel}.header.npy", True, ndim=1, what=f"{what} header")'], _WHY['HEADER'])
+    + _each("data/bundle.py", 'if head.dtype.kind not in "iu" or head.shape != (4,) or int(head[3]) not in _DTYPE_CODES:',
+            ['if head.dtype.kind not in "XXiuXX" or head.shape != (4,) or int(head[3]) not in _DTYPE_CODES:'],
+            _WHY['KINDX'])
+    + _each("data/bundle.py", 'if idx.dtype.kind not in "iu":', ['if idx.dtype.kind not in "XXiuXX":'], _WHY['KINDX'])
+    + _each("data/bundle.py", 'idx = self._npy(f"{split}/index.npy", False, rows=self.size(split), ndim=1, what="row index")',
+            ['idx = self._npy(f"{split}/index.npy", None, rows=self.size(split), ndim=1, what="row index")'],
+            _WHY['SAMENONE'])
+    + _each("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+            ['return self._npy(f"{split}/xy.npy", None, rows=self.size(split), cols=2, what="place (x, y) array")'],
+            _WHY['SAMENONE'])
+    + _each("data/bundle.py", 'return self._npy(f"{split}/areas.npy", False, rows=self.size(split), cols=self.n_labels,',
+            ['return self._npy(f"{split}/areas.npy", None, rows=self.size(split), cols=self.n_labels,'],
+            _WHY['SAMENONE'])
+    + _each("data/bundle.py", "arr = np.load(p, allow_pickle=False)", ["arr = np.load(p, allow_pickle=None)"],
+            _WHY['NOPICKLE'])
+    + _each("data/bundle.py", "arr = np.load(p, allow_pickle=False)", ["arr = np.load(p, )"], _WHY['NPDEFAULT'])
+    + _each("data/bundle.py", 'dtype=np.int8, mmap=mmap), self.path / split / "Z.*.npy")',
+            ['dtype=np.int8, mmap=mmap), None)', 'dtype=np.int8, mmap=mmap), self.path / split / "XXZ.*.npyXX")',
+             'dtype=np.int8, mmap=mmap), self.path / split / "z.*.npy")',
+             'dtype=np.int8, mmap=mmap), self.path / split / "Z.*.NPY")'], _WHY['UNREACH'])
+    + _each("data/bundle.py", "if not 0.0 <= float(hide_prob) <= 1.0:", ["if not 0.0 <= float(hide_prob) <= 2.0:"],
+            _WHY['HPBOUND'])
+    + _each("data/bundle.py", 'if name in ("full", OBSERVED_ONLY):',
+            ['if name in ("XXfullXX", OBSERVED_ONLY):', 'if name in ("FULL", OBSERVED_ONLY):'], _WHY['FULLOBS'])
+    + _each("data/bundle.py",
+            'stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw',
+            ['stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(5)[3]  # [0..2]: splits, test, training draw'],
+            _WHY['SPAWN'])
+    + _each("data/bundle.py", 'if not m.get("has_full_labels", True):',
+            ['if not m.get("has_full_labels", None):', 'if not m.get("has_full_labels", ):',
+             'if not m.get("has_full_labels", False):'], _WHY['HASFULL'])
+    + _each("data/bundle.py", "def Bundle._matrix(self, rel: str, *, rows: int, what: str, dtype, mmap: bool = True) -> SparseLabels:",
+            ["def Bundle._matrix(self, rel: str, *, rows: int, what: str, dtype, mmap: bool = False) -> SparseLabels:"],
+            _WHY['CALLERSPASS'])
+    + _each("data/bundle.py", 'dense = self._npy(f"{rel}.npy", mmap, rows=rows, cols=L, what=what)',
+            ['dense = self._npy(f"{rel}.npy", None, rows=rows, cols=L, what=what)',
+             'dense = self._npy(f"{rel}.npy", rows=rows, cols=L, what=what)'], _WHY['DENSE1'])
+    + _each("ownership.py", "_walk_dirs(root, rel + \"/x\", create=True)", ['_walk_dirs(root, rel + "/X", create=True)'],
+            _WHY['DUMMY'])
+    + _each("ownership.py", 'root, rel = _locate(Path(folder_path) / "x")',
+            ['root, rel = _locate(Path(folder_path) / "XXxXX")', 'root, rel = _locate(Path(folder_path) / "X")'],
+            _WHY['DUMMY'])
+    + _each("ownership.py", 'return "?"', ['return "XX?XX"'], _WHY['LINKTEXT'])
+    + _each("ownership.py", "_FILES[_abs(p)] = None if st is None else (st.st_dev, st.st_ino)",
+            ["_FILES[_abs(p)] = None", "_FILES[_abs(p)] = None if (st is None) or True else (st.st_dev, st.st_ino)"],
+            _WHY['FILESVAL'])
+    + _each("ownership.py", 'if not root.owns(rel, st, "d"):',
+            ['if not root.owns(rel, st, ):', 'if not root.owns(rel, st, "XXdXX"):', 'if not root.owns(rel, st, "D"):',
+             'if not root.owns(None, st, "d"):', 'if not root.owns(rel, None, "d"):', 'if not root.owns(rel, st, None):',
+             'if not root.owns(st, "d"):', 'if not root.owns(rel, "d"):'], _WHY['ADOPTOWN'])
+    + _each("ownership.py", 'elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and not root.owns(rel, st, "f"):',
+            [f'elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and not root.owns({a}):' for a in
+             ('None, st, "f"', 'rel, None, "f"', 'rel, st, None', 'st, "f"', 'rel, "f"', 'rel, st, ', 'rel, st, "XXfXX"',
+              'rel, st, "F"')], _WHY['ADOPTOWN'])
+    + _each("ownership.py", "fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, \"O_NOFOLLOW\", 0), 0o666)",
+            ['fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL & getattr(os, "O_NOFOLLOW", 0), 0o666)'], _WHY['RACE'])
+    + _each("ownership.py", "os.unlink(os.path.join(d, BUILD_OWNER))", ["os.unlink(os.path.join(d, ))"], _WHY['DISCARDED'])
+    + _each("ownership.py", "os.rmdir(d)", ["os.rmdir(None)"], _WHY['DISCARDED'])
+    + _each("ownership.py", "shutil.rmtree(d, ignore_errors=True)",
+            ["shutil.rmtree(d, ignore_errors=None)", "shutil.rmtree(d, )", "shutil.rmtree(d, ignore_errors=False)"],
+            _WHY['RACE'])
+    + _each("ownership.py", "fcntl = None", ['fcntl = ""'], _WHY['POSIXONLY'])
+    + _each("ownership.py",
+            "if sd is None or not stat.S_ISDIR(sd.st_mode) or so is None or not stat.S_ISREG(so.st_mode):",
+            ["if sd is None and not stat.S_ISDIR(sd.st_mode) or so is None or not stat.S_ISREG(so.st_mode):"],
+            _WHY['RACE'])
+    + _each("ownership.py", 'with open(owner, encoding="ascii") as fh:',
+            ['with open(owner, encoding=None) as fh:', 'with open(owner, ) as fh:'], _WHY['OWNERFILE'])
+    + _each("ownership.py", "words = fh.read(64).split()", ["words = fh.read(None).split()", "words = fh.read(65).split()"],
+            _WHY['OWNERFILE'])
+    + _each("ownership.py", 'fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))',
+            ['fd = os.open(owner, os.O_RDONLY & getattr(os, "O_NOFOLLOW", 0))',
+             'fd = os.open(owner, os.O_RDONLY | getattr(None, "O_NOFOLLOW", 0))',
+             'fd = os.open(owner, os.O_RDONLY | getattr(os, "XXO_NOFOLLOWXX", 0))',
+             'fd = os.open(owner, os.O_RDONLY | getattr(os, "o_nofollow", 0))'], _WHY['OWNERFILE'])
+    + _each("ownership.py", "_ROOTS.pop(tmp_a, None)", ["_ROOTS.pop(None, None)", "_ROOTS.pop(tmp_a, )"], _WHY['STALEROOT'])
+    + _each("ownership.py", "_ROOTS.pop(old, None)", ["_ROOTS.pop(None, None)"], _WHY['STALEROOT'])
+    + _each("ownership.py", "if not discard(old):", ["if discard(old):"], _WHY['WARNRACE'])
+    + _each("ownership.py",
+            'print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", file=sys.stderr)',
+            ['print(None, file=sys.stderr)',
+             'print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", file=None)',
+             'print(file=sys.stderr)',
+             'print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", )'], _WHY['WARNRACE'])
+    + _each("ownership.py", "proot, pr = _walk_dirs(preg[0], prel, create=True)",
+            ["proot, pr = _walk_dirs(preg[0], prel, create=None)", "proot, pr = _walk_dirs(preg[0], prel, create=False)"],
+            _WHY['PARENTMADE'])
+    + _each("ownership.py", "old = None", ['old = ""'], _WHY['RERAISED'])
+    + _each("ownership.py", "if e is None or e.inodes.get((st.st_dev, st.st_ino), (None, ()))[1] is not None:",
+            ["if e is None or e.inodes.get((st.st_dev, st.st_ino), None)[1] is not None:",
+             "if e is None or e.inodes.get((st.st_dev, st.st_ino), )[1] is not None:"], _WHY['INPLACEDEFAULT'])
+    + _each("ownership.py", "k = Kind(name, what, is_ours, tuple(layout))", ["k = Kind(None, what, is_ours, tuple(layout))"],
+            _WHY['KINDNAME'])
+    + _each("ownership.py", "_ROOTS[a] = _Root(a, kind, True)", ["_ROOTS[a] = _Root(a, None, True)"], _WHY['ROOTKIND'])
+    + _each("ownership.py", "_ROOTS[p] = _Root(p, kind, True)", ["_ROOTS[p] = _Root(p, None, True)"], _WHY['ROOTKIND'])
+    + _each("ownership.py", 'if st is None or not stat.S_ISREG(st.st_mode) or not rs.owns(rel_s, st, "f"):',
+            ['if st is None or not stat.S_ISREG(st.st_mode) or not rs.owns(rel_s, st, ):'], _WHY['REGULARCHECKED'])
+    + _each("ownership.py", 'if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, "f"):',
+            ['if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, ):'],
+            _WHY['REGULARCHECKED'])
+    + _each("ownership.py", 'if stat.S_ISREG(st.st_mode) and root.owns(rel, st, "f"):',
+            ['if stat.S_ISREG(st.st_mode) and root.owns(rel, st, ):'], _WHY['REGULARCHECKED'])
+    + _each("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "d"):',
+            ['if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, ):'], _WHY['REGULARCHECKED'])
+    + _each("ownership.py", "with contextlib.suppress(OSError):", ["with contextlib.suppress(None):"],
+            _WHY['SUPPRESSRACE'])
+    + _each("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+            ['if stat.S_ISDIR(st.st_mode) or root.owns(rel, st, "o"):'], _WHY['DISCARDUNMARKED'])
+    + _each("ownership.py", "_validate(_ROOTS[a])", ["_validate(None)"], _WHY['REGISTEREDFIRST'])
+    + _each("ownership.py", 'r = _ROOTS[a] = _Root(a, mark["kind"], False)', ['r = _ROOTS[a] = _Root(a, None, False)'],
+            _WHY['ROOTKIND'])
+    + _each("ownership.py", 'r = _ROOTS[a] = _Root(a, mark["kind"], False)', ['r = _ROOTS[a] = _Root(a, mark["kind"], None)'],
+            _WHY['FALSYKW'])
+    + _each("ownership.py", "st = os.lstat(tmp if tmp is not None else path)",
+            ["st = os.lstat(tmp if (tmp is not None) or True else path)"], _WHY['CALLERTMP'])
+    + _each("ownership.py", 'root.record("f", rel, st, at=None if tmp is None else str(tmp))',
+            ['root.record("f", rel, st, at=None if (tmp is None) and False else str(tmp))'], _WHY['CALLERTMP'])
+    + _each("data/bundle.py", 'return self.observations("train", regime=regime)', ['return self.observations(regime=regime)'],
+            _WHY['TRAINDEFAULT'])
+    + _each("data/bundle.py", 'name = regime if regime == OBSERVED_ONLY else get_regime(regime).name',
+            ['name = regime if (regime == OBSERVED_ONLY) or True else get_regime(regime).name'], _WHY['ALIASOBSERVE'])
+    + _each("io.py", "def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:",
+            ["def sha256_file(path: str | Path, chunk: int = 2 << 20) -> str:",
+             "def sha256_file(path: str | Path, chunk: int = 1 << 21) -> str:"], _WHY['CHUNK'])
+    + _each("io.py", 'return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)',
+            ['return "".join(c if c.isalnum() or c in "XX-_.XX" else "_" for c in name)'], _WHY['ALNUM'])
+)
+
+
 #: survivors of the committed measurement that a test added after it kills (checked by
 #: planting the mutant and running the test): (module, line before, line after, test).
 #: Re-measuring the module drops them from the list.
@@ -240,12 +529,64 @@ KILLED_SINCE: list[tuple[str, str, str, str]] = [
     ("data/formats/presence_only.py",
      'raise ConfigError("presence-only records need surveyed test tables: --test ENV.csv:PA.csv[,ENV2.csv:PA2.csv]")',
      "", "tests/data/formats/test_presence_only.py::test_prepare_entry_points_refuse_missing_region_and_tests"),
+    # data/bundle.py: left unplanted by --plant's budget (checked by planting each in a copy)
+    ("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'return self._npy(f"{split}/xy.npy", False, cols=2, what="place (x, y) array")',
+     'tests/data/test_bundle.py::test_reader_checks_of_per_row_arrays_and_caches'),
+    ("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'return self._npy(f"{split}/xy.npy", True, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'tests/data/test_bundle.py::test_big_matrices_are_memory_mapped_and_small_arrays_read_whole'),
+    ("data/bundle.py", 'return self._npy(f"{split}/xy.npy", False, rows=self.size(split), cols=2, what="place (x, y) array")',
+     'return self._npy(f"{split}/xy.npy", False, rows=None, cols=2, what="place (x, y) array")',
+     'tests/data/test_bundle.py::test_reader_checks_of_per_row_arrays_and_caches'),
+    # ownership.py (checked by planting each mutant in a copy and running the test)
+    ("ownership.py", 'write_bytes(path, old + (json.dumps(record, default=_io._json_default) + "\\n").encode("utf-8"))',
+     'write_bytes(path, old + (json.dumps(record, default=None) + "\\n").encode("utf-8"))', 'tests/test_ownership.py::test_a_hard_linked_log_is_rewritten_with_numpy_values'),
+    ("ownership.py", 'write_bytes(path, old + (json.dumps(record, default=_io._json_default) + "\\n").encode("utf-8"))',
+     'write_bytes(path, old + (json.dumps(record, ) + "\\n").encode("utf-8"))', 'tests/test_ownership.py::test_a_hard_linked_log_is_rewritten_with_numpy_values'),
+    ("ownership.py", 'st = e.stat(follow_symlinks=False)',
+     'st = e.stat(follow_symlinks=True)', 'tests/test_ownership.py::test_a_link_to_spmlkits_own_file_is_still_foreign'),
+    ("ownership.py", 'raise UnownedPathError(f"{path}: not checked by spmlkit.ownership.output_file")',
+     'raise UnownedPathError(None)', 'tests/test_ownership.py::test_a_hard_linked_log_is_rewritten_with_numpy_values'),
+    ("ownership.py", 'if _read_marker(d) is not None and _lstat(os.path.join(d, MANIFEST)) is not None:',
+     'if _read_marker(d) is not None or _lstat(os.path.join(d, MANIFEST)) is not None:', 'tests/test_ownership.py::test_an_abandoned_build_of_an_older_version_is_removed_whole'),
+    ("ownership.py", 'if _read_marker(d) is not None and _lstat(os.path.join(d, MANIFEST)) is not None:',
+     'if _read_marker(d) is not None and _lstat(os.path.join(d, )) is not None:', 'tests/test_ownership.py::test_an_abandoned_build_of_an_older_version_is_removed_whole'),
+    ("ownership.py", 'r = _ROOTS[a] = _Root(a, mark["kind"], False)',
+     'r = _ROOTS[a] = _Root(a, mark["kind"], True)', 'tests/test_ownership.py::test_a_nested_folder_found_again_was_not_made_by_this_lookup'),
+    ("ownership.py", 'if root.entry_type(rel) is not None:',
+     'if root.entry_type(None) is not None:', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'if root.entry_type(rel) is not None:',
+     'if root.entry_type(rel) is None:', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record(None, rel)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record("-", None)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record(rel)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record("-", )', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'root.record("-", rel)',
+     'root.record("XX-XX", rel)', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "d"):',
+     'if stat.S_ISDIR(st.st_mode) or root.owns(rel, st, "d"):', 'tests/test_ownership.py::test_removal_leaves_anyone_elses_empty_folder_and_lists_what_it_removed'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(None, st, "o"):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(rel, None, "o"):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, None):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
+    ("ownership.py", 'if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):',
+     'if stat.S_ISDIR(st.st_mode) and root.owns(st, "o"):', 'tests/test_ownership.py::test_removing_a_folder_removes_the_folders_owned_on_their_own_inside'),
 ]
 
 
-def killed_since(key: str, diff: str) -> str | None:
-    """The test added after the measurement that kills this survivor (an empty ``after``
-    matches any change of the line)."""
+def killed_since(key: str, diff: str, mutant: str | None = None, planted: dict | None = None) -> str | None:
+    """The test added after the measurement that kills this survivor: found by ``--plant``
+    (``planted``: the module's ``killed_since`` record) or listed in :data:`KILLED_SINCE`
+    (an empty ``after`` matches any change of the line)."""
+    if planted and mutant in planted:
+        return planted[mutant]["test"]
     minus, plus = changed_lines(diff)
     for mod, before, after, test in KILLED_SINCE:
         if (mod == key or key.startswith(mod)) and before.strip() in minus and (not after or after.strip() in plus):
@@ -479,6 +820,32 @@ def reason_for(key: str, diff: str) -> str | None:
             if context and context[0] not in lines[max(0, lines.index(before.strip()) - 1):][:1]:
                 continue
             return why
+    return _generic_reason(minus, plus)
+
+
+_OS_FLAG = re.compile(r'getattr\(os, "(O_[A-Z]+)",[^)]*\)')
+
+
+def _generic_reason(minus: list[str], plus: list[str]) -> str | None:
+    """Equivalents recognised by their form, in any module: only the default of a
+    ``getattr(os, "O_FLAG", default)`` changed, or only the case of a codec name."""
+    if len(minus) != 1 or len(plus) != 1 or minus[0] == plus[0]:
+        return None
+    a, b = minus[0], plus[0]
+    if _OS_FLAG.sub(r'getattr(os, "\1")', a) == _OS_FLAG.sub(r'getattr(os, "\1")', b):
+        return _WHY['FLAGDEFAULT']
+    if any(a.replace(f'"{c}"', f'"{c.upper()}"') == b for c in ("utf-8", "ascii", "utf-8-sig")):
+        return _WHY['CODEC']
+    if re.sub(r"(\w)=False([,)])", r"\1=None\2", a) == b or re.sub(r"topdown=False", "topdown=None", a) == b:
+        return _WHY['FALSYKW']
+    if a.replace('.split("/")', '.split("XX/XX")') == b:
+        return _WHY['SPLITSLASH']
+    if "owns(" in a and any(a.replace(f'"{t}")', f'"XX{t}XX")') == b for t in ("f", "d", "o", "fdo")):
+        return _WHY['TYPELETTER']
+    if "os.O_CREAT | os.O_EXCL" in a and "O_NOFOLLOW" in a:
+        for v in ('getattr(None, "O_NOFOLLOW", 0)', 'getattr(os, "XXO_NOFOLLOWXX", 0)', 'getattr(os, "o_nofollow", 0)'):
+            if b.replace(v, 'getattr(os, "O_NOFOLLOW", 0)') == a:
+                return _WHY['EXCL']
     return None
 
 
@@ -538,6 +905,92 @@ def measure(key: str, budget: float, max_children: int, keep: bool, log, from_wo
             shutil.rmtree(work, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- planting
+def _function_span(source: str, name: str) -> tuple[int, int] | None:
+    """Lines (1-based, inclusive) of function ``name`` (``Class.method`` for a method)."""
+    import ast
+
+    parts = name.split(".")
+    for node in ast.walk(ast.parse(source)):
+        if len(parts) == 2 and isinstance(node, ast.ClassDef) and node.name == parts[0]:
+            for f in node.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == parts[1]:
+                    return f.lineno, f.end_lineno
+        if len(parts) == 1 and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == parts[0]:
+            return node.lineno, node.end_lineno
+    return None
+
+
+def plant_source(source: str, mutant: str, diff: str) -> str | None:
+    """``source`` with the survivor's change applied inside its function (the lines its
+    diff removes replaced by the lines it adds), or None when they are not found."""
+    base = mutant.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]  # x_func or xǁClassǁmethod
+    name = (base[2:] if base.startswith("x_") else base[1:]).replace("ǁ", ".").strip(".")
+    minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    span = _function_span(source, name)
+    if span is None or not minus:
+        return None
+    unname = re.compile(r"^def [\w.]+\(")  # mutmut shows the def line with the plain (dotted) name
+    want = [unname.sub("def (", x.strip()) for x in minus]
+    lines = source.splitlines(keepends=True)
+    for i in range(span[0] - 1, span[1] - len(want) + 1):
+        if [unname.sub("def (", lines[i + k].strip()) for k in range(len(want))] == want:
+            indent = [re.match(r"\s*", lines[i + min(k, len(want) - 1)]).group(0) for k in range(len(plus))]
+            new = [ind + unname.sub(f"def {name.split('.')[-1]}(", p.strip()) + "\n" for ind, p in zip(indent, plus)]
+            return "".join(lines[:i] + new + lines[i + len(want):])
+    return None
+
+
+def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
+    """Plant each survivor of ``key``'s last measurement that is not listed as equivalent,
+    one at a time, in a temporary copy of the repository (the working tree is never
+    written), run the covering tests there (``-x``) and record the first test that fails:
+    ``{mutant: {"test", "commit", "date"}}`` for the killed ones."""
+    mod = data["modules"][key]
+    commit = git("rev-parse", "--short", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    work = Path(tempfile.mkdtemp(prefix="spml-plant-"))
+    out: dict = {}
+    try:
+        shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        shutil.copytree(REPO / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
+        env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SPML_NO_PROGRESS": "1"}
+        t0 = time.time()
+        for s in mod["survivors"]:
+            if reason_for(key, s["diff"]):
+                continue
+            if time.time() - t0 > budget:
+                log(f"  time budget {budget:.0f} s spent: the other survivors are not planted")
+                break
+            path = work / "src" / s["file"]
+            orig = path.read_text(encoding="utf-8")
+            planted = plant_source(orig, s["mutant"], s["diff"])
+            if planted is None:
+                log(f"  {s['mutant']}: not planted (its lines were not found: the source changed)")
+                continue
+            path.write_text(planted, encoding="utf-8")
+            try:
+                r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                                    *tests_for(key)], cwd=work, capture_output=True, text=True, timeout=600, env=env)
+                failed = [ln[len("FAILED "):].split(" - ")[0].split("[")[0] for ln in r.stdout.splitlines()
+                          if ln.startswith(("FAILED ", "ERROR "))]
+                verdict = failed[0] if failed else ("survives" if r.returncode == 0 else f"exit {r.returncode}")
+            except subprocess.TimeoutExpired:
+                verdict = "timeout"
+            finally:
+                path.write_text(orig, encoding="utf-8")
+            log(f"  {s['mutant']}: {verdict}")
+            if verdict != "survives":
+                out[s["mutant"]] = {"test": verdict, "commit": commit + (" + uncommitted changes" if dirty else ""),
+                                    "date": date}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 def fmt_score(s) -> str:
     return "–" if s is None else f"{100 * s:.1f}%"
@@ -559,10 +1012,12 @@ def render(data: dict, command: str) -> str:
              "unrolled so that registered losses are mutated; see the script's docstring)",
              f"- target: >= {TARGET:.0%} of the mutants killed in each module; score = (killed + timeout) / "
              "(killed + timeout + survived + no tests + suspicious); the last score leaves out the survivors "
-             "listed as equivalent (programs no test can tell apart)", "",
+             "listed as equivalent (programs no test can tell apart); \"killed since\" counts the survivors a test "
+             "added after the measurement kills (`--plant`: each planted in a copy of the source and the covering "
+             "tests run), and \"score now\" counts them as killed", "",
              "| module | measured on commit | date | wall time | mutants | killed | timeout | survived | no tests "
-             "| not checked | score | equivalent | score without equivalents | target |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| not checked | score | equivalent | score without equivalents | killed since | score now | target |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for m in mods:
         c = m["counts"]
         n = sum(c.values())
@@ -571,12 +1026,19 @@ def render(data: dict, command: str) -> str:
         detected = c.get("killed", 0) + c.get("timeout", 0)
         rest = detected + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0) - n_eq
         s_eq = detected / rest if rest else None
+        planted = m.get("killed_since") or {}
+        n_since = sum(1 for s in m["survivors"] if not reason_for(m["module"], s["diff"])
+                      and killed_since(m["module"], s["diff"], s["mutant"], planted))
+        s_now = (detected + n_since) / rest if rest else None
+        named = n_eq + n_since == len(m["survivors"])
+        verdict = ("met" if ok else "every survivor named" if named else "NOT met") + (
+            f" ({c['not checked']} not checked)" if c.get("not checked") else "")
         commit = m["commit"] + (" + uncommitted changes" if m.get("dirty") else "")
         lines.append(f"| {m['module']} | {commit} | {m['date']} | {m['wall_s'] / 60:.1f} min"
                      f"{' (budget spent)' if m['stopped_by_budget'] else ''} | {n} | {c.get('killed', 0)} | "
                      f"{c.get('timeout', 0)} | {c.get('survived', 0)} | {c.get('no tests', 0)} | "
                      f"{c.get('not checked', 0)} | {fmt_score(m['score'])} | {n_eq} | {fmt_score(s_eq)} | "
-                     f"{'met' if ok else 'NOT met'} |")
+                     f"{n_since} | {fmt_score(s_now)} | {verdict} |")
     for m in mods:
         lines += ["", f"## {m['module']}", "",
                   f"- command: `python benchmarks/mutation.py --module {m['module']}` (budget {m['budget_s']:.0f} s)",
@@ -600,11 +1062,12 @@ def render(data: dict, command: str) -> str:
             lines.append("No surviving mutant.")
             continue
         explained = sum(1 for s in surv if s["reason"])
-        since = sum(1 for s in surv if not s["reason"] and killed_since(m["module"], s["diff"]))
+        planted = m.get("killed_since") or {}
+        since = sum(1 for s in surv if not s["reason"] and killed_since(m["module"], s["diff"], s["mutant"], planted))
         lines.append(f"Surviving mutants: {len(surv)} ({explained} equivalent, with the reason; {since} killed by a "
                      f"test added after this measurement; {len(surv) - explained - since} without a killing test).")
         for s in surv:
-            k = killed_since(m["module"], s["diff"])
+            k = killed_since(m["module"], s["diff"], s["mutant"], planted)
             why = (f"equivalent: {s['reason']}" if s["reason"] else
                    f"killed by `{k}`, added after this measurement (checked by planting the mutant)" if k else
                    "**needs a test** (or a reason it is equivalent)")
@@ -624,6 +1087,10 @@ def main(argv=None) -> int:
     ap.add_argument("--render", action="store_true", help="only re-write mutation.md from mutation.json")
     ap.add_argument("--from-work", type=Path, help="report the finished mutmut run in this work folder (one "
                     "--module) instead of running mutmut again")
+    ap.add_argument("--plant", action="store_true", help="for each --module: plant every survivor of its last "
+                    "measurement that is not listed as equivalent, one at a time, in a temporary copy of the "
+                    "repository, run the covering tests and record the test that kills it (killed since the "
+                    "measurement)")
     ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     args = ap.parse_args(argv)
     keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
@@ -643,6 +1110,18 @@ def main(argv=None) -> int:
     except Exception:  # noqa: BLE001 - not installed: only --render works
         if not args.render:
             raise SystemExit("mutation.py: mutmut is not installed; pip install -e '.[mutation]'")
+    if args.plant:
+        for key in keys:
+            if key not in data["modules"]:
+                raise SystemExit(f"mutation.py: {key} has no measurement to plant from")
+            t0 = time.time()
+            found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"))
+            data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
+            data["modules"][key]["killed_since"] = found
+            log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
+            store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        args.out.write_text(render(data, data.get("command", command)))
+        return 0
     measured: dict = {}
     for key in keys:
         t0 = time.time()

@@ -103,7 +103,7 @@ def trained(tmp_path_factory):
     from spmlkit.config import TrainConfig
     from spmlkit.data import prepare_bundle
     from spmlkit.data.dataset import MultiLabelDataset, Split
-    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.run_folder import run_training
     from spmlkit.practitioner.saved import load_model
 
     tmp = tmp_path_factory.mktemp("below")

@@ -2,6 +2,7 @@
 numpy and torch files read without unpickling, lock files.  Output folders: see
 tests/test_ownership.py."""
 import hashlib
+import json
 import os
 
 import numpy as np
@@ -315,3 +316,400 @@ def test_lock_files_that_are_not_ours_are_refused_exactly(tmp_path):
             io.FolderLock(empty).acquire()
         assert str(e.value) == (f"{empty} is in use by another spml process (another process); wait for it to "
                                 "finish or choose another -o")
+
+
+# ---------------------------------------------- issue 39: survivors of io's second mutation run
+def test_a_failed_write_names_the_file_being_written_and_leaves_it_untouched(tmp_path):
+    """A write that fails inside ``atomic_path`` is reported against the user's path (not the
+    hidden temporary): numpy's short write (no errno) as EIO with the likely cause, an error
+    naming the temporary or nothing with the path, an error about another file unchanged."""
+    import errno
+
+    target = tmp_path / "x.npy"
+    io.write_text(target, "old")
+
+    def fail(exc_for_tmp):
+        with pytest.raises(OSError) as err:
+            with io.atomic_path(target) as tmp:
+                tmp.write_text("half")
+                raise exc_for_tmp(tmp)
+        assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+        return err.value
+
+    e = fail(lambda tmp: OSError("100 requested and 10 written"))
+    assert (e.errno, e.filename) == (errno.EIO, str(target))
+    assert e.strerror == ("write failed (100 requested and 10 written): the disk is full or a file size limit "
+                          "(ulimit -f) was reached")
+    e = fail(lambda tmp: OSError(errno.ENOSPC, "No space left on device", str(tmp)))
+    assert (e.errno, e.strerror, e.filename) == (errno.ENOSPC, "No space left on device", str(target))
+    e = fail(lambda tmp: OSError(errno.ENOSPC, "No space left on device"))
+    assert (e.errno, e.strerror, e.filename) == (errno.ENOSPC, "No space left on device", str(target))
+    e = fail(lambda tmp: OSError(errno.EACCES, "Permission denied", "/elsewhere/input.csv"))
+    assert (e.errno, e.strerror, e.filename) == (errno.EACCES, "Permission denied", "/elsewhere/input.csv")
+    # the temporary already gone (the body removed it) when the body fails: its error, not a FileNotFoundError
+    with pytest.raises(RuntimeError, match="the body's own error"):
+        with io.atomic_path(target) as tmp:
+            tmp.unlink()
+            raise RuntimeError("the body's own error")
+    assert target.read_text() == "old"
+
+
+def test_a_failed_append_names_the_file(tmp_path, monkeypatch):
+    import errno
+
+    f = tmp_path / "m.jsonl"
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as err:
+        io.append_jsonl(f, {"epoch": 1})
+    assert (err.value.errno, err.value.strerror, err.value.filename) == (errno.ENOSPC, "No space left on device",
+                                                                          str(f))
+
+    def named(fd):
+        raise OSError(errno.EIO, "Input/output error", "/dev/sdz")
+
+    monkeypatch.setattr(os, "fsync", named)
+    with pytest.raises(OSError) as err:
+        io.append_jsonl(f, {"epoch": 2})
+    assert err.value.filename == "/dev/sdz"
+
+
+def test_json_is_written_indented_in_the_given_order_with_nan_and_dataclasses():
+    """Run records are read by people and diffed: two-space indent, keys in the order
+    written (not sorted), NaN kept (a metric that is undefined), dataclasses as objects."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        lr: float
+        method: str
+
+    assert io.dumps_json({"b": 1, "a": [float("nan")]}) == '{\n  "b": 1,\n  "a": [\n    NaN\n  ]\n}\n'
+    assert json.loads(io.dumps_json({"cfg": Cfg(0.1, "an")})) == {"cfg": {"lr": 0.1, "method": "an"}}
+
+
+def test_arrays_are_never_saved_pickled_and_torch_files_hold_the_object(tmp_path):
+    with pytest.raises(ValueError):
+        io.save_npy(tmp_path / "o.npy", np.array([{"a": 1}], dtype=object))
+    assert not (tmp_path / "o.npy").exists() and list(tmp_path.iterdir()) == []
+    digest = io.torch_save_atomic({"w": torch.arange(3)}, tmp_path / "w.pt")
+    assert torch.equal(torch.load(tmp_path / "w.pt", weights_only=True)["w"], torch.arange(3))
+    assert digest == hashlib.sha256((tmp_path / "w.pt").read_bytes()).hexdigest()
+    io.write_text(tmp_path / "t.txt", "Pōhutukawa")
+    assert (tmp_path / "t.txt").read_bytes() == "Pōhutukawa".encode("utf-8")
+
+
+@pytest.mark.parametrize("msg", [
+    "Object arrays cannot be loaded when allow_pickle=False",  # numpy >= 1.16.3
+    "Object arrays cannot be loaded",
+    "cannot load a file with allow_pickle disabled",
+    "This file contains pickled (object) data",
+    "the array holds Python objects",
+])
+def test_every_numpy_wording_of_a_pickle_is_refused_as_python_objects(tmp_path, monkeypatch, msg):
+    """numpy's versions word the refusal of an object array differently; each is one line
+    that says the file holds Python objects, naming the file."""
+    def refuse(*a, **k):
+        raise ValueError(msg + "\nsecond line")
+
+    monkeypatch.setattr(np, "load", refuse)
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "o.npy")
+    assert str(e.value) == (f"{tmp_path / 'o.npy'}: holds Python objects (an object array); spmlkit never unpickles "
+                            "input files — save plain numeric arrays")
+
+
+def test_unreadable_numpy_files_say_why_in_one_line(tmp_path, monkeypatch):
+    (tmp_path / "empty.npy").write_bytes(b"")
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "empty.npy")
+    assert str(e.value) == f"{tmp_path / 'empty.npy'}: not a readable numpy file (No data left in file)"
+    (tmp_path / "dir.npy").mkdir()
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "dir.npy")
+    assert str(e.value) == f"{tmp_path / 'dir.npy'}: not a readable numpy file (Is a directory)"
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(ValueError("")))
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "v.npy")
+    assert str(e.value) == f"{tmp_path / 'v.npy'}: not a readable numpy file ()"
+
+
+def test_damaged_npz_members_are_one_line_errors(tmp_path):
+    """A damaged member of an archive (zipfile's BadZipFile: a CRC error) is one line."""
+    np.savez(tmp_path / "z.npz", x=np.arange(1000))
+    data = bytearray((tmp_path / "z.npz").read_bytes())
+    data[200] ^= 0xFF  # inside the member's data: a CRC error when it is read
+    (tmp_path / "z.npz").write_bytes(bytes(data))
+    with np.load(tmp_path / "z.npz", allow_pickle=False) as z:
+        with pytest.raises(DataFormatError) as e:
+            io.npz_array(z, "x", tmp_path / "z.npz")
+    assert str(e.value).startswith(f"{tmp_path / 'z.npz'}: array 'x' cannot be read (") and "\n" not in str(e.value)
+
+
+def test_a_torch_file_with_a_class_is_refused_naming_the_global(tmp_path):
+    import fractions
+
+    torch.save({"f": fractions.Fraction(1, 3)}, tmp_path / "c.pt")
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "c.pt")
+    assert str(e.value) == (f"{tmp_path / 'c.pt'}: refused to load: it holds Python objects other than tensors and "
+                            "plain values (Unsupported global: GLOBAL fractions.Fraction); spmlkit never unpickles "
+                            "them — delete the file if you did not write it")
+    torch.save({"f": os.getcwd}, tmp_path / "g.pt")
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "g.pt")
+    assert "values (Trying to load unsupported GLOBAL posix.getcwd whose module posix is blocked.); " in str(e.value)
+
+
+def test_torch_load_failures_without_a_named_global_or_message(tmp_path, monkeypatch):
+    import pickle
+
+    torch.save({"w": torch.zeros(1)}, tmp_path / "ok.pt")
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "ok.pt").read_bytes()[:40])
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "cut.pt")
+    assert str(e.value).startswith(f"{tmp_path / 'cut.pt'}: cannot be loaded (RuntimeError: ")
+    monkeypatch.setattr(torch, "load", lambda *a, **k: (_ for _ in ()).throw(pickle.UnpicklingError("bad opcode")))
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "ok.pt")
+    assert "plain values (not a weights-only file); " in str(e.value)
+    monkeypatch.setattr(torch, "load", lambda *a, **k: (_ for _ in ()).throw(ValueError("")))
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "ok.pt")
+    assert str(e.value) == f"{tmp_path / 'ok.pt'}: cannot be loaded (ValueError: )"
+
+
+def test_a_lock_file_is_kept_unless_asked_and_follows_the_umask(tmp_path):
+    lock = io.FolderLock(tmp_path).acquire()
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / ".spml.lock").stat().st_mode & 0o777 == 0o666 & ~mask
+    lock.release()
+    lock.release()  # a second release is a no-op
+    io.FolderLock(tmp_path / "never").release()  # and so is releasing a lock never acquired
+    assert (tmp_path / ".spml.lock").exists()  # remove=False (the default): the file stays
+    io.FolderLock(tmp_path).acquire().release()  # and is free
+
+
+def test_a_lock_file_removed_by_its_holder_while_waiting_is_retried(tmp_path, monkeypatch):
+    """A holder with ``remove=True`` deletes the lock file as it releases: a process that
+    opened the old file and then got its lock must lock the new file, else two processes
+    hold 'the' lock at once (one on a deleted file)."""
+    import fcntl
+
+    real = fcntl.flock
+    path = tmp_path / "b.lock"
+    calls = []
+
+    def flock_then_vanish(fd, op):
+        real(fd, op)
+        calls.append(op)
+        if len(calls) == 1 and path.exists():
+            path.unlink()  # the previous holder's release, between our open and our lock
+
+    monkeypatch.setattr(fcntl, "flock", flock_then_vanish)
+    lock = io.FolderLock(tmp_path, lock_file=path).acquire()
+    monkeypatch.setattr(fcntl, "flock", real)
+    assert len(calls) == 2 and path.exists()
+    assert os.path.samestat(os.fstat(lock._fd), os.stat(path))
+    with pytest.raises(ConfigError, match="in use"):
+        io.FolderLock(tmp_path, lock_file=path).acquire()
+    lock.release()
+
+
+def test_a_lock_file_that_keeps_changing_is_refused(tmp_path, monkeypatch):
+    import fcntl
+
+    real = fcntl.flock
+    path = tmp_path / "b.lock"
+    calls = []
+
+    def flock_then_vanish(fd, op):
+        real(fd, op)
+        calls.append(op)
+        path.unlink()
+
+    monkeypatch.setattr(fcntl, "flock", flock_then_vanish)
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(tmp_path, lock_file=path).acquire()
+    assert len(calls) == 20
+    assert str(e.value) == f"{path}: keeps changing; is another spml process using {tmp_path}?"
+
+
+def test_an_environment_that_turns_torchs_safe_loading_off_does_not_turn_spmlkits_off(tmp_path, monkeypatch):
+    """``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` makes ``torch.load`` unpickle whenever the caller
+    did not say ``weights_only`` itself: spmlkit always says it, so a pickled global is still
+    refused (and nothing in it runs)."""
+    torch.save({"f": os.getcwd}, tmp_path / "payload.pt")
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.raises(CorruptFileError, match="refused to load: it holds Python objects"):
+        io.safe_torch_load(tmp_path / "payload.pt")
+
+
+def test_a_link_put_at_the_lock_path_is_never_taken_for_the_lock(tmp_path, monkeypatch):
+    """Someone moves the lock file away and puts a symbolic link to it at its path: the
+    link is not spmlkit's lock file — acquiring refuses it, and a holder's release
+    (``remove=True``) leaves the link alone."""
+    import fcntl
+
+    path = tmp_path / "b.lock"
+    holder = io.FolderLock(tmp_path, lock_file=path, remove=True).acquire()
+    os.rename(path, tmp_path / "moved.lock")
+    os.symlink(tmp_path / "moved.lock", path)
+    holder.release()
+    assert path.is_symlink() and (tmp_path / "moved.lock").exists()
+    os.unlink(path)
+    real = fcntl.flock
+
+    def flock_then_swap(fd, op):
+        real(fd, op)
+        if not path.is_symlink():
+            os.rename(path, tmp_path / "moved2.lock")
+            os.symlink(tmp_path / "moved2.lock", path)
+
+    monkeypatch.setattr(fcntl, "flock", flock_then_swap)
+    with pytest.raises(ConfigError, match="is a symbolic link, not spmlkit's lock file"):
+        io.FolderLock(tmp_path, lock_file=path).acquire()
+
+
+def test_releasing_a_lock_whose_file_is_gone_is_quiet(tmp_path):
+    lock = io.FolderLock(tmp_path, remove=True).acquire()
+    (tmp_path / ".spml.lock").unlink()
+    lock.release()
+    assert not (tmp_path / ".spml.lock").exists()
+
+
+def test_every_input_path_is_checked_after_an_absent_one(tmp_path):
+    with pytest.raises(ConfigError, match="/dev/null: not a regular file"):
+        io.check_input_paths([None, "/dev/null"])
+
+
+def test_a_pipe_at_the_lock_path_is_refused(tmp_path):
+    os.mkfifo(tmp_path / ".spml.lock")
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(tmp_path).acquire()
+    assert str(e.value) == (f"{tmp_path / '.spml.lock'}: is not spmlkit's lock file (not a regular file); refusing to "
+                            "use it (remove it, or choose another -o)")
+
+
+def test_jsonl_reading_skips_blank_lines_and_stops_at_the_first_broken_one(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"a": 1}\n\n   \n{"a": 2}\n')
+    assert io.read_jsonl(f) == [{"a": 1}, {"a": 2}]
+    f.write_text('{"a": 1}\n{"a": \n{"a": 3}\n')  # nothing after a broken line is trusted
+    assert io.read_jsonl(f) == [{"a": 1}]
+
+
+def test_a_blocking_lock_waits_for_its_holder_and_a_busy_message_names_it(tmp_path):
+    import threading
+    import time
+
+    holder = io.FolderLock(tmp_path).acquire()
+    got = []
+    t = threading.Thread(target=lambda: got.append(io.FolderLock(tmp_path, block=True).acquire()))
+    t.start()
+    time.sleep(0.3)
+    assert not got  # still waiting
+    holder.release()
+    t.join(10)
+    assert got and (tmp_path / ".spml.lock").read_text() == f"pid {os.getpid()}\n"
+    with pytest.raises(ConfigError) as e:
+        io.FolderLock(tmp_path, busy="{folder} is busy ({holder})").acquire()
+    assert str(e.value) == f"{tmp_path} is busy (pid {os.getpid()})"
+    got[0].release()
+
+
+# ------------------------------------- issue 39: survivors of io's third mutation run (killed here)
+def test_an_error_with_a_number_but_no_text_keeps_its_message(tmp_path, monkeypatch):
+    import errno
+
+    def numbered(text):
+        e = OSError(text)
+        e.errno = errno.EIO  # a number, no strerror: the exception's own words are kept
+        return e
+
+    with pytest.raises(OSError) as err:
+        with io.atomic_path(tmp_path / "x.bin"):
+            raise numbered("the device went away")
+    assert (err.value.errno, err.value.strerror, err.value.filename) == (errno.EIO, "the device went away",
+                                                                          str(tmp_path / "x.bin"))
+
+    def fsync(fd):
+        raise numbered("the device went away")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError) as err:
+        io.append_jsonl(tmp_path / "m.jsonl", {"a": 1})
+    assert (err.value.strerror, err.value.filename) == ("the device went away", str(tmp_path / "m.jsonl"))
+
+
+def test_a_compressed_record_path_is_its_own_record(tmp_path):
+    assert io.json_record_path(tmp_path / "runs.json.gz") == tmp_path / "runs.json.gz"  # nothing there yet
+    (tmp_path / "bad.json.gz").write_bytes(b"not gzip")
+    with pytest.raises(DataFormatError) as e:
+        io.read_json(tmp_path / "bad.json.gz")
+    assert str(e.value).startswith(f"{tmp_path / 'bad.json.gz'}: not a readable gzip-compressed JSON file (")
+
+
+def test_numpy_errors_without_words_name_their_kind(tmp_path, monkeypatch):
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(EOFError()))
+    with pytest.raises(DataFormatError) as e:
+        io.load_numpy(tmp_path / "a.npy")
+    assert str(e.value) == f"{tmp_path / 'a.npy'}: not a readable numpy file (EOFError)"
+
+
+class _Archive:
+    """An ``np.load``-ed archive whose member raises what numpy raises."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __getitem__(self, key):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc, said", [
+    (ValueError("Object arrays cannot be loaded"), "holds Python objects (an object array); spmlkit never unpickles "
+                                                   "input files — save plain numeric arrays"),
+    (ValueError("cannot load with allow_pickle=False"), "holds Python objects (an object array); spmlkit never "
+                                                        "unpickles input files — save plain numeric arrays"),
+    (ValueError("cannot reshape array of size 3 into shape (2,)\nmore"), "cannot be read (cannot reshape array of "
+                                                                         "size 3 into shape (2,))"),
+    (ValueError(""), "cannot be read ()"),
+    (EOFError("truncated member"), "cannot be read (truncated member)"),
+])
+def test_npz_member_errors_word_for_word(tmp_path, exc, said):
+    with pytest.raises(DataFormatError) as e:
+        io.npz_array(_Archive(exc), "x", tmp_path / "z.npz")
+    assert str(e.value) == f"{tmp_path / 'z.npz'}: array 'x' {said}"
+
+
+def test_json_files_are_read_as_utf_8_whatever_the_locale(tmp_path):
+    """A server in the C locale (ASCII) reads spmlkit's and the user's JSON as UTF-8."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.json").write_bytes('{"name": "Pōhutukawa"}'.encode("utf-8"))
+    (tmp_path / "a.jsonl").write_bytes('{"name": "Pōhutukawa"}\n'.encode("utf-8"))
+    code = ("import sys; from spmlkit import io; "
+            "print(ascii(io.read_json(sys.argv[1])), ascii(io.read_jsonl(sys.argv[2])))")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.json"), str(tmp_path / "a.jsonl")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["{'name':", "'P\\u014dhutukawa'}", "[{'name':", "'P\\u014dhutukawa'}]"]
+
+
+def test_a_weights_only_refusal_without_a_global_names_the_opcode(tmp_path, monkeypatch):
+    import pickle
+
+    torch.save({"w": torch.zeros(1)}, tmp_path / "w.pt")
+    msg = ("Weights only load failed. ...\n\tWeightsUnpickler error: Unsupported operand 149\n\nCheck the "
+           "documentation of torch.load")
+    monkeypatch.setattr(torch, "load", lambda *a, **k: (_ for _ in ()).throw(pickle.UnpicklingError(msg)))
+    with pytest.raises(CorruptFileError) as e:
+        io.safe_torch_load(tmp_path / "w.pt")
+    assert "plain values (Unsupported operand 149); " in str(e.value)

@@ -85,6 +85,20 @@ def test_every_backbone_declares_its_feature_size_and_the_test_one_builds():
     assert isinstance(net, Backbone) and net(torch.rand(2, 3, 32, 32)).shape == (2, BACKBONES["tiny-random"].out_dim)
 
 
+def test_every_in_tree_backbone_is_registered_by_the_decorator():
+    """Each concrete :class:`Backbone` of spmlkit.features.backbones is the factory of the
+    registered name it declares, with the same pooled feature size (one way to add a backbone)."""
+    import inspect
+
+    import spmlkit.features.backbones as mod
+
+    classes = [c for _, c in inspect.getmembers(mod, inspect.isclass)
+               if issubclass(c, Backbone) and c.__module__ == mod.__name__ and c.name]
+    assert {c.name for c in classes} == {n for n, s in BACKBONES.items() if s.factory.__module__ == mod.__name__}
+    for c in classes:
+        assert BACKBONES[c.name].factory is c and BACKBONES[c.name].out_dim == c.out_dim, c
+
+
 def test_a_new_backbone_is_built_by_name():
     register_backbone("contract-tiny", out_dim=32, description="tiny-random under another name")(TinyRandom)
     try:

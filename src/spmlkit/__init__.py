@@ -17,18 +17,18 @@ __all__ = ["__version__", "SpmlError", "load", "SPMLClassifier", "LabelSetWarnin
 def load(path):
     """Load a saved model folder (a run folder or its ``model/``); returns an object with
     ``predict_proba``, ``predict`` (label sets) and ``predict_label_sets``."""
-    from .practitioner.saved import load_model
+    from .practitioner.saved import load_model  # lazy: `import spmlkit` stays light (no torch)
 
     return load_model(path)
 
 
 def __getattr__(name):
     if name == "SPMLClassifier":
-        from .practitioner.estimator import SPMLClassifier
+        from .practitioner.estimator import SPMLClassifier  # lazy: `import spmlkit` stays light (no torch)
 
         return SPMLClassifier
     if name == "LabelSetWarning":
-        from .practitioner.labelsets import LabelSetWarning
+        from .practitioner.labelsets import LabelSetWarning  # lazy: `import spmlkit` stays light (no torch)
 
         return LabelSetWarning
     raise AttributeError(f"module 'spmlkit' has no attribute {name!r}")

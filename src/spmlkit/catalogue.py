@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import ownership
+
 #: the catalogue file (package data)
 CATALOGUE = Path(__file__).with_name("catalogue.json")
 
@@ -35,7 +37,7 @@ def registry_rows() -> list[dict]:
     """The rows the registry gives now for spmlkit's own methods (imports every method
     module, and torch); a method registered from outside the package (a plug-in, a test)
     is not part of the catalogue."""
-    from .methods import METHODS, describe_methods
+    from .methods import METHODS, describe_methods  # lazy: torch-free CLI start-up
 
     own = {n for n, s in METHODS.items() if getattr(s.factory, "__module__", "").startswith("spmlkit.")}
     return json.loads(json.dumps([r for r in describe_methods() if r["name"] in own]))  # (as JSON reads them back)
@@ -45,7 +47,6 @@ def write_catalogue(path: Path = CATALOGUE) -> Path:
     """Write the catalogue from the registry (``python -m spmlkit.catalogue``)."""
     text = json.dumps({"written_by": "python -m spmlkit.catalogue", "methods": registry_rows()}, indent=1,
                       ensure_ascii=False) + "\n"
-    from . import ownership
 
     ownership.output_file(path, overwrite=True, what="catalogue")  # (never through a link)
     with ownership.write_output_file(path) as tmp:

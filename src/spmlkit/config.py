@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
+from .labels import get_regime
 
 SELECTION_CRITERIA = ("auto", "map", "observed_map", "observed_recall@1", "observed_recall@3", "observed_recall@5",
                       "background_auc", "target_group_auc", "last")
@@ -76,7 +77,7 @@ def _check_types(cfg) -> None:
     """Numbers must be numbers (a YAML config may hold strings): one clear error instead of
     a TypeError deep inside training.  The fields' types are their constraints, checked by
     the one checker of hyper-parameters (:func:`spmlkit.params.check_params`)."""
-    from .params import check_params, constraints_from_signature
+    from .params import check_params, constraints_from_signature  # lazy: torch-free CLI start-up
 
     values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "params"}
     check_params(values, constraints_from_signature(type(cfg), list(values), text=str))
@@ -217,21 +218,18 @@ class TrainConfig:
         if self.patience is not None and self.patience < 0:
             raise ConfigError(f"patience must be >= 0 or None, got {self.patience}")
         if self.selection not in SELECTION_CRITERIA:
-            from .errors import did_you_mean
-
             raise ConfigError(f"selection must be one of {', '.join(SELECTION_CRITERIA)}, got {self.selection!r}"
                               f"{did_you_mean(self.selection, SELECTION_CRITERIA)}")
         if self.empty_classes not in ("exclude", "zero"):
             raise ConfigError(f"empty_classes must be 'exclude' or 'zero', got {self.empty_classes!r}")
         if self.regime is not None:
-            from .labels import get_regime
-
             if self.regime != "observed":
                 object.__setattr__(self, "regime", get_regime(self.regime).name)
         if self.hide_prob is not None and not 0.0 <= self.hide_prob <= 1.0:
             raise ConfigError(f"hide_prob must be in [0, 1], got {self.hide_prob}")
         if self.threads is not None and self.threads < 1:
             raise ConfigError(f"threads must be >= 1 or None, got {self.threads}")
+        # lazy: torch-free CLI start-up
         from .models.heads import HEADS  # the registered heads; "decoder" needs fine-tuning's feature map
 
         if self.head != "decoder" and self.head not in HEADS:
@@ -254,7 +252,7 @@ class TrainConfig:
             raise ConfigError(f"ema_decay must be in [0, 1) or None, got {self.ema_decay}")
         if self.num_workers < 0:
             raise ConfigError(f"num_workers must be >= 0, got {self.num_workers}")
-        from .device import PRECISIONS, check_device_syntax
+        from .device import PRECISIONS, check_device_syntax  # lazy: torch-free CLI start-up
 
         object.__setattr__(self, "device", check_device_syntax(self.device, "device"))
         if str(self.precision) not in PRECISIONS:
@@ -299,7 +297,7 @@ class TrainConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "TrainConfig":
-        import yaml
+        import yaml  # lazy: torch-free CLI start-up
 
         path = Path(path)
         try:

@@ -132,7 +132,7 @@ def check_precision(precision, device: torch.device, option: str = "--precision"
                           f"run is on {device} ({_available_text()}): use --precision 32 or bf16")
     if p == "bf16" and device.type == "cuda":
         # torch.cuda.is_bf16_supported() counts emulation: below compute capability 8.0 (V100, T4)
-        # bfloat16 runs in emulation, slower than float32 (issue 28, item 16)
+        # bfloat16 runs in emulation, slower than float32
         idx = device.index if device.index is not None else torch.cuda.current_device()
         major, minor = torch.cuda.get_device_capability(idx)
         if major < 8:
@@ -279,9 +279,8 @@ def autocast(device: torch.device, precision: str = "32"):
 @contextlib.contextmanager
 def cuda_numerics(device, precision: str = "32", deterministic: bool | None = None):
     """The CUDA arithmetic of a fine-tuning run or a feature extraction, set for its
-    duration and restored afterwards (issue 28, item 7; before, ``cudnn.benchmark`` was
-    switched on for the whole process and TF32 convolutions were left at PyTorch's default,
-    on):
+    duration and restored afterwards, never set for the whole process (``cudnn.benchmark``
+    left on, or TF32 convolutions left at PyTorch's default, on, would change every later run):
 
     * ``precision="32"``: float32 really — TF32 off for matrix products and cuDNN
       convolutions (``bf16`` / ``16-mixed`` leave PyTorch's settings alone);

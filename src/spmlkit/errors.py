@@ -7,6 +7,7 @@ the file, the row or option, and what was expected.
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 
@@ -41,8 +42,6 @@ def did_you_mean(name, known) -> str:
     >>> did_you_mean("wna", ["an", "wan", "role"]), did_you_mean("xyz", ["an", "wan"])
     (" (did you mean 'wan'?)", '')
     """
-    import difflib
-
     known = [str(k) for k in known]
     text = str(name)
     same = [k for k in known if k.lower() == text.lower()]  # only the case differs: that one

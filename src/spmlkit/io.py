@@ -11,16 +11,25 @@ that module, never through these directly.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
+import gzip
 import hashlib
 import io
 import json
 import os
+import pickle
+import stat
 import tempfile
+import warnings
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
+
+from .errors import ConfigError, CorruptFileError, DataFormatError
 
 
 def _current_umask() -> int:
@@ -87,8 +96,6 @@ def _json_default(obj: Any):
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
         return dataclasses.asdict(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
@@ -106,8 +113,6 @@ def dumps_json_gz(obj: Any) -> bytes:
     so the same ``obj`` gives the same bytes (re-running a bench on finished groups leaves its
     record unchanged).  Large run records (a bench's ``runs.json.gz``) are stored so: JSON of
     floats compresses about 5:1.  Written by :func:`spmlkit.ownership.write_json_gz`."""
-    import gzip
-
     return gzip.compress(dumps_json(obj).encode("utf-8"), compresslevel=9, mtime=0)
 
 
@@ -120,14 +125,9 @@ def write_json_gz(path: str | Path, obj: Any) -> None:
 def read_json(path: str | Path) -> Any:
     """The JSON in ``path``; ``*.gz`` files are decompressed first (:func:`write_json_gz`).
     Invalid JSON or a damaged archive: :class:`~spmlkit.errors.DataFormatError` naming the file."""
-    from .errors import DataFormatError
-
     path = Path(path)
     try:
         if path.suffix == ".gz":
-            import gzip
-            import zlib
-
             data = path.read_bytes()
             try:
                 text = gzip.decompress(data).decode("utf-8")
@@ -218,7 +218,7 @@ def sha256_bytes(data: bytes) -> str:
 
 def torch_save_atomic(obj: Any, path: str | Path) -> str:
     """``torch.save`` to ``path`` atomically; returns the SHA-256 of the written bytes."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     buf = io.BytesIO()
     torch.save(obj, buf)
@@ -231,8 +231,6 @@ def torch_save_atomic(obj: Any, path: str | Path) -> str:
 def check_input_paths(paths) -> None:
     """Every input path given (None: not given) that exists must be a regular file or a
     folder: a device or a pipe (``/dev/zero``) would be read until memory runs out."""
-    from .errors import ConfigError
-
     for p in paths:
         if p is None:
             continue
@@ -277,8 +275,6 @@ class FolderLock:
         self._fd: int | None = None
 
     def _open(self) -> int:
-        from .errors import ConfigError
-
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(self.path, flags, 0o666)
@@ -288,7 +284,6 @@ class FolderLock:
                                   "it (remove the link, or choose another -o)") from None
             raise
         st = os.fstat(fd)
-        import stat
 
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             os.close(fd)
@@ -303,10 +298,8 @@ class FolderLock:
         return fd
 
     def acquire(self) -> "FolderLock":
-        from .errors import ConfigError
-
         try:
-            import fcntl
+            import fcntl  # lazy: POSIX only
         except ImportError:  # pragma: no cover - not POSIX
             return self
         # (the folder exists: spmlkit.ownership made or checked it); a holder that removes its
@@ -359,10 +352,6 @@ def load_numpy(path: str | Path, *, mmap: bool | str = False):
     """``np.load`` of a user's ``.npy``/``.npz`` that never unpickles and turns every
     failure into a one-line :class:`~spmlkit.errors.DataFormatError` naming the file
     (object arrays, truncated files, bad headers)."""
-    import zipfile
-
-    from .errors import DataFormatError
-
     path = Path(path)
     try:
         return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)
@@ -382,10 +371,6 @@ def load_numpy(path: str | Path, *, mmap: bool | str = False):
 def npz_array(archive, key: str, path: str | Path):
     """``archive[key]`` of an ``np.load``-ed ``.npz``, with the same one-line errors as
     :func:`load_numpy` (members are only decoded when read)."""
-    import zipfile
-
-    from .errors import DataFormatError
-
     try:
         return archive[key]
     except ValueError as exc:
@@ -402,13 +387,7 @@ def safe_torch_load(path: str | Path, *, map_location="cpu") -> Any:
     """``torch.load(path, weights_only=True)`` with errors as one-line
     :class:`CorruptFileError` messages; a file that holds arbitrary Python objects (a
     pickle payload) is refused and nothing in it is executed."""
-    import pickle
-
-    import torch
-
-    from .errors import CorruptFileError
-
-    import warnings
+    import torch  # lazy: torch-free CLI start-up
 
     path = Path(path)
     try:

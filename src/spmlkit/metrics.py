@@ -16,8 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from scipy.stats import rankdata, wasserstein_distance
 
 from .errors import ConfigError, DataFormatError
+from .sparse_labels import SparseLabels, as_sparse
 
 
 def _labels_and_scores(y_true, scores, dtype=None) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +87,6 @@ def average_precision_torch(y_true, scores):
     quantities as the NumPy version (precision at the end of each positive's tie group,
     by binary search in the sorted column), summed in another order: equal to ~1e-12.
     The CPU path of the library keeps the NumPy version."""
-    import torch
-
     s = scores if scores.dim() == 2 else scores.unsqueeze(1)
     y = (y_true if y_true.dim() == 2 else y_true.unsqueeze(1)) == 1
     if y.shape != s.shape:
@@ -108,8 +109,6 @@ def average_precision_torch(y_true, scores):
 def mean_average_precision_members(y_true, scores, *, empty: str = "exclude") -> list[float]:
     """mAP ×100 of every member of ``scores`` (G, N, L) against ``y_true`` (N, L), computed
     on the scores' device (:func:`average_precision_torch`) and read back once."""
-    import torch
-
     if empty not in ("exclude", "zero"):
         raise ConfigError(f"empty must be 'exclude' or 'zero', got {empty!r}")
     y = torch.as_tensor(y_true, device=scores.device)
@@ -142,7 +141,7 @@ def mean_average_precision(y_true, scores, *, empty: str = "exclude", mask=None)
 
     ``empty="exclude"`` (default) leaves classes without positives out of the mean;
     ``empty="zero"`` counts them as AP 0 as the authors' code does.  ``mask`` ``(N, L)``
-    bool: label ``l`` is scored only on the rows where it was surveyed (issue 24; see
+    bool: label ``l`` is scored only on the rows where it was surveyed (presence-only data; see
     :func:`roc_auc`); None = every row.
     """
     if empty not in ("exclude", "zero"):
@@ -167,7 +166,7 @@ def map_score(y_true, scores, *, empty: str = "exclude") -> float:
 def observed_positive_map(Z, scores) -> float:
     """mAP ×100 treating observed positives as positives and everything else as negative.
 
-    The model-selection criterion for validation data without full labels (issue 8):
+    The model-selection criterion for validation data without full labels:
     under single-positive observations it rewards ranking the observed positive high.
     """
     return mean_average_precision(np.asarray(Z) == 1, scores).map
@@ -271,8 +270,6 @@ def unobserved_wasserstein(probs, Z, Y) -> np.ndarray:
     >>> unobserved_wasserstein([[0.9], [0.1], [0.2], [0.5]], [[0], [0], [0], [1]], [[1], [0], [0], [1]]).round(3).tolist()
     [0.75]
     """
-    from scipy.stats import wasserstein_distance
-
     P = np.asarray(probs, dtype=np.float64)
     Z = np.asarray(Z)
     Y = np.asarray(Y, dtype=bool)
@@ -342,7 +339,7 @@ def evaluate_scores(scores, *, Y=None, Z=None, empty: str = "exclude", ks=(1, 3)
     return out
 
 
-# ------------------------------------------------------- masked metrics (issue 24)
+# ------------------------------------------- masked metrics (presence-only data)
 @dataclass(frozen=True)
 class AucResult:
     mean: float  # mean over labels with both a positive and a negative among their surveyed entries
@@ -374,8 +371,6 @@ def roc_auc(y_true, scores, mask=None) -> np.ndarray:
     >>> roc_auc([[1], [0], [1], [0]], [[0.9], [0.8], [0.1], [0.05]]).round(4).tolist()
     [0.75]
     """
-    from scipy.stats import rankdata
-
     y, s = _labels_and_scores(y_true, scores, dtype=np.float64)
     m = _check_mask(mask, y.shape)
     L = y.shape[1]
@@ -415,7 +410,7 @@ def masked_average_precision(y_true, scores, mask=None) -> np.ndarray:
 
 
 def presence_background_auc(Z, scores) -> float:
-    """Selection criterion for presence-only data without any absence (issue 24): per
+    """Selection criterion for presence-only data without any absence: per
     label, the AUC of its observed presences (``Z == +1``) against the **background**
     rows (no observed label at all), averaged over labels with a presence; ×100.
 
@@ -472,7 +467,7 @@ def presence_target_group_auc(Z, scores) -> float:
 
 
 
-# ------------------------------------------- streaming evaluation (issue 32: O(chunk × L))
+# ------------------------------------------------- streaming evaluation (O(chunk × L))
 #: score matrices up to this many bytes are ranked whole, by the exact per-column sort
 #: above; larger ones are streamed in row chunks (:func:`stream_rank_counts`)
 DENSE_SCORE_BYTES = 64 * 2 ** 20
@@ -522,8 +517,6 @@ def stream_rank_counts(y_true, chunks, *, mask=None) -> RankCounts:
     (label, score) keys and binary search.  Scores are ranked as float32 (the model's
     logits); ties count exactly as in :func:`average_precision` / :func:`roc_auc`.
     """
-    from .sparse_labels import SparseLabels, as_sparse
-
     Y = as_sparse(y_true, dtype=bool)
     M = None if mask is None else as_sparse(mask, dtype=bool)
     n, L = Y.shape
@@ -649,8 +642,6 @@ def _recall_hits(Z_block_pos: np.ndarray, s: np.ndarray, k: int) -> int:
 def streamed_observed_scores(Z, chunks, *, ks=(1, 3)) -> list[dict]:
     """:func:`evaluate_scores` against observations ``Z`` (``labels="observed"``) for every
     member of streamed scores (``chunks()`` as in :func:`stream_rank_counts`)."""
-    from .sparse_labels import as_sparse
-
     Zs = as_sparse(Z, dtype=np.int8)
     pos = Zs.positives()
     rc = stream_rank_counts(pos, chunks)

@@ -37,16 +37,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import json
 import os
 import re
 import shutil
 import stat
 import struct
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
 
 from . import io as _io
 from .io import check_input_paths  # noqa: F401  (an input check; kept in io, named here too)
@@ -124,7 +128,7 @@ def _generation(path: str, st: os.stat_result | None) -> int | None:
     if st is None or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         return None
     try:
-        import fcntl
+        import fcntl  # lazy: POSIX only
     except ImportError:  # pragma: no cover - not POSIX
         return None
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -179,12 +183,15 @@ class _Root:
     def manifest(self) -> str:
         return os.path.join(self.path, MANIFEST)
 
+    def _missing(self) -> OwnershipError:
+        return OwnershipError(f"{self.path}: spmlkit's list of what it wrote there ({MANIFEST}) is missing; "
+                              "the folder was changed by someone else — choose another -o")
+
     def refresh(self) -> None:
         try:
             st = os.lstat(self.manifest)
         except FileNotFoundError:
-            raise OwnershipError(f"{self.path}: spmlkit's list of what it wrote there ({MANIFEST}) is missing; "
-                                 "the folder was changed by someone else — choose another -o") from None
+            raise self._missing() from None
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             raise OwnershipError(f"{self.manifest}: is not spmlkit's manifest (a link or not a regular file); "
                                  "refusing to use the folder — choose another -o")
@@ -231,7 +238,10 @@ class _Root:
         ident = "0:0:-:-:-" if st is None else ":".join("-" if v is None else str(v) for v in (
             st.st_dev, st.st_ino, gen, *(stamp or (None, None))))
         line = f"{t} {ident} {rel}\n".encode("utf-8")
-        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:  # (a folder removed and made again at the same inode number: one line)
+            raise self._missing() from None
         try:
             if os.fstat(fd).st_nlink != 1:
                 raise OwnershipError(f"{self.manifest}: has other names (a hard link); refusing to write it")
@@ -702,8 +712,6 @@ def write_json_gz(path: str | Path, obj: Any) -> None:
 
 
 def save_npy(path: str | Path, array) -> None:
-    import numpy as np
-
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
@@ -735,8 +743,6 @@ def open_memmap(path: str | Path, *, mode: str, dtype=None, shape=None):
     """``np.lib.format.open_memmap`` of a file inside an owned folder: ``w+`` creates it
     new (an existing file of spmlkit's is replaced), ``r+`` opens one spmlkit wrote that has
     no other name; links and files of anyone else's are refused."""
-    import numpy as np
-
     root, rel = _locate(path)
     a = os.path.join(root.path, *rel.split("/"))
     if mode == "w+":
@@ -894,10 +900,13 @@ def _remove_entry(root: _Root, rel: str) -> bool:
     return False
 
 
-def _unlink_tmp(p: str) -> None:
+def _unlink_tmp(p: str) -> bool:
+    """Remove a temporary spmlkit left (a regular file with one name); True when removed."""
     st = os.lstat(p)
     if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
         os.unlink(p)
+        return True
+    return False
 
 
 def discard(path: str | Path, *, only_if_empty: bool = False) -> bool:
@@ -970,8 +979,6 @@ def foreign(path: str | Path) -> list[str]:
 
 
 def _in_layout(name: str, k: Kind) -> bool:
-    import fnmatch
-
     return any(fnmatch.fnmatchcase(name, pat) for pat in k.layout)
 
 
@@ -1035,8 +1042,7 @@ def remove_stale_temporaries(path: str | Path, *, recursive: bool = False) -> in
             st = e.stat(follow_symlinks=False)
             if _TMP.match(e.name):
                 with contextlib.suppress(OSError):
-                    _unlink_tmp(e.path)
-                    n += 1
+                    n += _unlink_tmp(e.path)  # (a link or a folder under such a name is left, and not counted)
             elif recursive and stat.S_ISDIR(st.st_mode) and root.owns(name, st, "d"):
                 walk(e.path, name)
 
@@ -1052,7 +1058,7 @@ def _remove_abandoned_builds(out: str) -> None:
     build keeps it locked; the kernel releases it when the process dies).  Owner files of
     older versions hold a pid alone: removed when that process no longer exists."""
     try:
-        import fcntl
+        import fcntl  # lazy: POSIX only
     except ImportError:  # pragma: no cover - not POSIX
         fcntl = None
     parent = os.path.dirname(out)
@@ -1116,7 +1122,7 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
     (:func:`check_clearable`, checked again under the lock: a folder that appeared meanwhile
     is never removed).  The old folder is removed by its manifest after the rename.  On an
     exception the temporary folder is removed and ``out`` is left as it was."""
-    import fcntl
+    import fcntl  # lazy: POSIX only
 
     out_a = _abs(out)
     parent_a = os.path.dirname(out_a)
@@ -1175,8 +1181,6 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
         if folder_kind(old) is None or _lstat(os.path.join(old, MANIFEST)) is None:
             claim(old, kind)  # an older spmlkit's folder: its entries that follow the layout are listed first
         if not discard(old):
-            import sys
-
             print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", file=sys.stderr)
 
 

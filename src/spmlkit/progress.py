@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import sys
 
+from tqdm.auto import tqdm
+import time
+
 #: seconds between two lines of :class:`LineProgress`
 EVERY = 5.0
 
@@ -40,8 +43,6 @@ class LineProgress:
     for a fast one after its second line."""
 
     def __init__(self, total: int, desc: str, unit: str, every: float | None = None, initial: int = 0):
-        import time
-
         self.total, self.desc, self.unit = total, desc, unit
         self.every = EVERY if every is None else every
         self.n, self.postfix, self._clock = initial, "", time.monotonic
@@ -98,11 +99,8 @@ def progress(total: int, desc: str, unit: str = "epoch", *, disable: bool | None
     """A bar on a terminal, :class:`LineProgress` otherwise; nothing with
     ``SPML_NO_PROGRESS=1`` or ``disable=True``."""
     if disable or (disable is None and os.environ.get("SPML_NO_PROGRESS") == "1"):
-        from tqdm.auto import tqdm
-
         return tqdm(total=total, disable=True)
     if not sys.stderr.isatty():
         return LineProgress(total, desc, unit)
-    from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, smoothing=0.05)

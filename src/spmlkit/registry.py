@@ -1,6 +1,6 @@
 """One small generic registry: name -> spec, filled by decorators in the modules of one
 package, which are all imported on the first lookup (so adding a loss or a method is one
-module, with no list to edit).  Every name table of spmlkit is one (issue 26): losses
+module, with no list to edit).  Every name table of spmlkit is one: losses
 (:data:`spmlkit.losses.LOSSES`), methods (:data:`spmlkit.methods.METHODS`), datasets
 (:data:`spmlkit.data.DATASETS`), backbones (:data:`spmlkit.features.BACKBONES`), heads
 (:data:`spmlkit.models.heads.HEADS`) and analyses

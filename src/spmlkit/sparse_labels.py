@@ -462,7 +462,7 @@ class DeviceLabels:
     as int8 instead, which is then the smaller form.  ``host`` keeps the numpy original."""
 
     def __init__(self, labels: SparseLabels, device):
-        import torch
+        import torch  # lazy: torch-free CLI start-up
 
         self.host = labels
         self.device = torch.device(device)
@@ -501,7 +501,7 @@ class DeviceLabels:
 
     def block(self, index) -> "torch.Tensor":
         """Dense rows ``index`` (a long tensor of any shape) -> ``(*index.shape, L)``."""
-        import torch
+        import torch  # lazy: torch-free CLI start-up
 
         idx = index.to(self.device).reshape(-1)
         if self._dense is not None:

@@ -293,7 +293,7 @@ def test_persistent_loader_workers_give_the_same_batches(image_bundle):
 
 def test_runs_record_their_device_and_the_device_is_not_their_identity(toy_bundle, tmp_path):
     from spmlkit.io import read_json
-    from spmlkit.practitioner.run import finished_run, run_training
+    from spmlkit.practitioner.run_folder import finished_run, run_training
 
     out = tmp_path / "run"
     cfg = TrainConfig(method="an", epochs=2, device="cpu")

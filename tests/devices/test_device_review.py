@@ -152,8 +152,9 @@ def test_the_linear_trainer_plans_all_splits_with_one_budget(toy_bundle, monkeyp
     reserve = build_method("role").state_bytes(ctx)  # what ROLE declares: 16 bytes an entry and member
     assert reserve >= 16 * 2 * N * L
     free = 2 * (reserve + X["train"].nbytes + 1)  # room for the training rows and the state, nothing more
-    monkeypatch.setattr(dev, "resolve_device", lambda *a, **k: torch.device("cuda", 0))
+    monkeypatch.setattr("spmlkit.training.prepare.resolve_device", lambda *a, **k: torch.device("cuda", 0))
     monkeypatch.setattr(dev, "free_memory_bytes", lambda d: free)
+    monkeypatch.setattr(lin, "free_memory_bytes", lambda d: free)  # (imported by the trainer)
     monkeypatch.setattr(lin, "FeatureStore", Recorder)
     monkeypatch.setattr(lin, "LinearLearner", stop)
     with pytest.raises(Stop):
@@ -165,10 +166,10 @@ def test_the_linear_trainer_plans_all_splits_with_one_budget(toy_bundle, monkeyp
 def test_features_left_on_the_host_are_not_pinned_whole(monkeypatch):
     """When the features do not fit on the device they stay in ordinary host memory (the two
     pinned staging buffers serve the copies); before, the whole array was pinned."""
-    import spmlkit.device as dev
+    import spmlkit.training.linear as lin
     from spmlkit.training.linear import FeatureStore
 
-    monkeypatch.setattr(dev, "free_memory_bytes", lambda d: 0)
+    monkeypatch.setattr(lin, "free_memory_bytes", lambda d: 0)
     store = FeatureStore(np.ones((10, 3), dtype=np.float32), device="cuda")
     assert not store.on_device and store.tensor.device.type == "cpu" and not store.tensor.is_pinned()
 
@@ -438,7 +439,7 @@ def test_a_grid_worker_runs_on_its_own_gpu(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(grid, "train", lambda b, cfg, **kw: seen.setdefault("device", cfg.device))
-    monkeypatch.setattr("spmlkit.data.bundle.Bundle", lambda p: p)
+    monkeypatch.setattr(grid, "Bundle", lambda p: p)
     q = queue.Queue()
     q.put("cuda:1")
     grid._take_device(q)

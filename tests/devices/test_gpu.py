@@ -137,7 +137,7 @@ def test_reduced_precision_finetuning_epoch_has_a_finite_loss(tmp_path, precisio
 def test_a_cuda_checkpoint_resumes_and_predicts_on_the_cpu(toy_bundle, tmp_path):
     from spmlkit.practitioner.saved import load_model
     from spmlkit.training.linear import train_linear
-    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.run_folder import run_training
 
     run = tmp_path / "run"
     cfg = TrainConfig(method="role", epochs=2, batch_size=16)

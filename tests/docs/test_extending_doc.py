@@ -11,9 +11,9 @@ DOC = REPO / "docs" / "extending.md"
 
 
 def _blocks() -> list[str]:
-    """The page's Python blocks: a method, a loss, a file format, a dataset (in that order)."""
+    """The page's Python blocks: a method, a loss, a file format, a dataset, a backbone (in that order)."""
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     return blocks
 
 
@@ -141,6 +141,44 @@ def test_loss_example_is_an_at_its_limit_and_trains(toy_bundle):
         (r,) = train(b, cfg)
         (an,) = train(b, cfg.replace(method="an", params={{}}))
         assert 0 < r.test_map <= 100 and r.test_map != an.test_map
+        print("ok")
+    """)
+    assert _run(script).splitlines()[-1] == "ok"
+
+
+def test_backbone_example_builds_extracts_and_finetunes(tmp_path):
+    """docs/extending.md's backbone: built by name with the declared feature size, its weights
+    saved and read back (the same features), its features cached on an image bundle and a
+    linear head trained on them, and fine-tuned end to end."""
+    script = _blocks()[4] + textwrap.dedent(f"""
+        import math, sys
+        sys.path.insert(0, {str(REPO)!r})
+        from pathlib import Path
+
+        from spmlkit.config import TrainConfig
+        from spmlkit.features import BACKBONES, build_backbone, extract_features
+        from spmlkit.training import train
+        from tests.helpers.image_fixtures import tiny_digits_bundle
+
+        torch.manual_seed(0)
+        net = build_backbone("patch-conv", image_size=64)
+        x = torch.rand(2, 3, 64, 64)
+        assert net.forward_map(x).shape == (2, 64, 2, 2) and net(x).shape == (2, BACKBONES["patch-conv"].out_dim)
+        path = Path({str(tmp_path)!r}) / "patch-conv.pt"
+        torch.save(net.state_dict(), path)
+        again = build_backbone("patch-conv", weights=path, image_size=64)
+        assert torch.equal(again(x), net(x))  # the weights came back from the file
+        assert not torch.equal(build_backbone("patch-conv", image_size=64)(x), net(x))  # (a fresh one differs)
+
+        b = tiny_digits_bundle(Path({str(tmp_path)!r}))
+        name = extract_features(b, backbone="patch-conv", image_size=32, batch_size=8, progress=False,
+                                log=lambda m: None)
+        assert name == "patch-conv-32" and b.features("train", name).shape == (b.size("train"), 64)
+        (r,) = train(b, TrainConfig(method="an", epochs=2, feature_set=name))
+        assert math.isfinite(r.test_map)
+        (f,) = train(b, TrainConfig(method="an", setting="finetune", backbone="patch-conv", image_size=32,
+                                    batch_size=8, finetune_epochs=1))
+        assert math.isfinite(f.test_map)
         print("ok")
     """)
     assert _run(script).splitlines()[-1] == "ok"

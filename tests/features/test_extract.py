@@ -99,7 +99,7 @@ def test_per_file_extraction_equals_the_cache_and_predicts_from_images(tmp_path)
     from spmlkit.config import TrainConfig
     from spmlkit.features import extract_image_features
     from spmlkit.practitioner.saved import load_model
-    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.run_folder import run_training
 
     b = tiny_digits_bundle(tmp_path)
     name = extract_features(b, backbone="tiny-random", image_size=32, batch_size=8, **QUIET)

@@ -89,7 +89,7 @@ def test_train_defaults_to_auto(tmp_path, capsys, own_bundle):
         n.partition(":")[0] for n in DEFAULT_MEMBERS.split(",")]
     # fine-tuning names one method: the default there is an, and the note says so
     from spmlkit.config import TrainConfig
-    from spmlkit.practitioner.run import default_method as _default_method
+    from spmlkit.practitioner.run_folder import default_method as _default_method
 
     name, why = _default_method(TrainConfig(setting="finetune"), Bundle(own_bundle))
     assert name == "an" and "fine-tuning trains 'an'" in why
@@ -202,9 +202,9 @@ def test_resumed_run_progress_goes_on_from_its_epoch(tmp_path, capsys, monkeypat
             raise KeyboardInterrupt
         real(bar, n)
 
-    monkeypatch.setattr(P, "advance_to", killed_in_epoch_3)
+    monkeypatch.setattr("spmlkit.training.callbacks.advance_to", killed_in_epoch_3)  # (the progress callback's)
     assert main(["train", str(own_bundle), "-m", "an", "--epochs", "5", "-o", str(tmp_path / "r")]) == 130
-    monkeypatch.setattr(P, "advance_to", real)
+    monkeypatch.setattr("spmlkit.training.callbacks.advance_to", real)
     capsys.readouterr()
     assert main(["train", str(own_bundle), "-m", "an", "--epochs", "5", "-o", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err

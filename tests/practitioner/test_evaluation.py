@@ -185,7 +185,7 @@ def test_streamed_evaluation_equals_the_whole_one(tmp_path, monkeypatch, observe
     from spmlkit.config import TrainConfig
     from spmlkit.data import prepare_bundle
     from spmlkit.practitioner.evaluation import evaluate_model
-    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.run_folder import run_training
     from spmlkit.practitioner.saved import load_model
     from tests.helpers.factories import make_toy_dataset
 

@@ -7,7 +7,7 @@ from PIL import Image
 
 from spmlkit.config import TrainConfig
 from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
-from spmlkit.practitioner.run import run_training
+from spmlkit.practitioner.run_folder import run_training
 from tests.helpers.factories import single_positive
 
 

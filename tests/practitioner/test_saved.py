@@ -13,7 +13,7 @@ from spmlkit.errors import ConfigError, CorruptFileError, SpmlError
 from spmlkit.practitioner.saved import MODEL_FORMAT, SavedModel, load_model, save_model
 from spmlkit.training import checkpoint as ckmod
 from spmlkit.training.checkpoint import load_checkpoint, save_checkpoint
-from spmlkit.practitioner.run import run_training
+from spmlkit.practitioner.run_folder import run_training
 
 
 @pytest.fixture

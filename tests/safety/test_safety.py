@@ -391,7 +391,7 @@ def test_a_killed_holder_leaves_no_stuck_lock(tmp_path):
 
 
 def test_a_failed_train_leaves_nothing_behind(yeast, tmp_path, capsys, monkeypatch):
-    import spmlkit.practitioner.run as run_mod
+    import spmlkit.practitioner.run_folder as run_mod
 
     def boom(*a, **k):
         raise ValueError("simulated failure inside training")

@@ -145,7 +145,7 @@ def test_feature_bundle_is_refused(toy_bundle):
 @pytest.mark.slow
 def test_run_saves_an_image_model_that_predicts_from_paths(bundle, tmp_path):
     from spmlkit.practitioner.saved import load_model
-    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.run_folder import run_training
 
     cfg = TrainConfig(method="an", finetune_epochs=2, lr=1e-2, **TINY)
     res = run_training(bundle, cfg, tmp_path / "run")

@@ -84,7 +84,7 @@ def test_cli_train_builds_the_method_and_resolves_the_device_once(toy_bundle, tm
     """``spml train``: the CLI, the run folder and the trainer share one method and one device
     (the method was built twice, the device resolved five times, finished_run read twice)."""
     import spmlkit.device as device_mod
-    import spmlkit.practitioner.run as run_mod
+    import spmlkit.practitioner.run_folder as run_mod
     import spmlkit.training.prepare as prepare
     from spmlkit.cli import main
 

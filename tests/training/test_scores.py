@@ -50,7 +50,7 @@ def test_a_streamed_practitioner_run_saves_the_same_rule_and_quality(toy_bundle,
     whole-matrix computation.  The model is saved before that step."""
     import json
 
-    from spmlkit.practitioner.run import run_training
+    from spmlkit.practitioner.run_folder import run_training
 
     cfg = TrainConfig(method="an", epochs=2, batch_size=8, selection="observed_map")
     run_training(toy_bundle, cfg, tmp_path / "whole", log=None)
@@ -81,7 +81,7 @@ def test_a_streamed_practitioner_run_saves_the_same_rule_and_quality(toy_bundle,
 
 def test_the_model_is_saved_before_the_label_set_step(toy_bundle, tmp_path, monkeypatch):
     """A label-set step that fails (e.g. out of memory) leaves the trained model on disk."""
-    import spmlkit.practitioner.run as run_mod
+    import spmlkit.practitioner.run_folder as run_mod
     from spmlkit.practitioner.saved import load_model
 
     def boom(*a, **k):

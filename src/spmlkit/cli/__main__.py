@@ -1,6 +1,6 @@
 """``python -m spmlkit.cli`` (and ``torchrun ... -m spmlkit.cli``): the ``spml`` command."""
 import sys
 
-from . import main
+from .entry import main
 
 sys.exit(main())

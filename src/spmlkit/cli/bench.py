@@ -1,8 +1,11 @@
 """``spml bench``: a paper's table, methods x datasets x grid x seeds."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS
+from ..io import json_record_path, read_json
 from .common import (
     _add_device_option,
     _add_image_train_options,
@@ -20,8 +23,7 @@ from .common import (
 
 
 def run(args) -> int:
-    import shlex
-
+    # lazy: torch-free CLI start-up
     from ..experiments.bench import (BenchSpec, check_device_options, check_engine_options, make_executor, run_bench,
                                      with_method_params)
 
@@ -54,13 +56,13 @@ def run(args) -> int:
     log_to = _log_to(args)
     on_group = tracking = None
     if log_to:  # TensorBoard / MLflow: a parent run for the bench, a child run per group as it finishes
-        from ..practitioner.loggers import BenchTracking
+        from ..practitioner.loggers import BenchTracking  # lazy: torch-free CLI start-up
 
         tracking = BenchTracking(log_to, Path(args.out), command or "spml bench")
         on_group = tracking.on_group
     executor = make_executor(executor=args.executor, address=args.address, jobs=args.jobs, threads=args.threads,
                              table_only=args.table_only, shard=args.shard, share_gpus=args.share_gpus)
-    if args.shard is not None:  # scheduler arrays: train this shard's groups, no table (issue 27)
+    if args.shard is not None:  # scheduler arrays: train this shard's groups, no table
         s = run_bench(spec, args.out, executor=executor, threads=args.threads, figures=False)
         print(f"shard {args.shard}: trained {s['trained']} of its {s['groups_in_shard']} group(s); "
               f"{s['finished']} of {s['groups_total']} finished in {args.out}")
@@ -68,8 +70,7 @@ def run(args) -> int:
     summary = run_bench(spec, args.out, executor=executor, command=command, figures=not args.no_figures,
                         jobs=args.jobs or 1, threads=args.threads, on_group=on_group)
     if tracking is not None:
-        from ..experiments.tables import summary_metrics
-        from ..io import json_record_path, read_json
+        from ..experiments.tables import summary_metrics  # lazy: torch-free CLI start-up
 
         manifest = Path(summary["written"].get("runs") or json_record_path(Path(args.out) / "runs.json"))
         tracking.finish(summary_metrics(read_json(manifest).get("runs", [])) if manifest.is_file() else {})
@@ -83,8 +84,6 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     """``spml bench``: its options (``spml bench --help``)."""
-    from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS
-
     p = sub.add_parser(
         "bench", help="reproduce a paper's table: methods x datasets x grid x seeds",
         description="Train every method on every dataset over the grid lr x batch size x seeds, select per method "

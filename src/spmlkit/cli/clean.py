@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import ownership
+from ..data.formats.occurrences import clean_records, is_clean_records_file, write_clean_records
+from ..io import check_input_paths
+
 
 def run(args) -> int:
-    from .. import ownership
-    from ..data.formats.occurrences import clean_records, is_clean_records_file, write_clean_records
-    from ..io import check_input_paths
-
     check_input_paths(args.records)
     out = Path(args.out)
     # a folder, a link, an input (or inside one): refused; an existing file only when spmlkit wrote it, or --overwrite

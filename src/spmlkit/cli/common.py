@@ -3,7 +3,11 @@ and helpers that several commands have (--device, --log-to, the image options)."
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+
+from ..errors import UnknownNameError
+from ..labels import get_regime
 
 
 # ------------------------------------------------------------ option validation
@@ -18,8 +22,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _number(kind, text: str, *, low=None, high=None, low_open=False, what=""):
-    import math
-
     try:
         v = kind(text)
     except ValueError:
@@ -49,9 +51,6 @@ def _seed(text):
 
 def _regime_name(text):
     """An observation regime or one of its short names (``1p-frequent``), as its full name."""
-    from ..errors import UnknownNameError
-    from ..labels import get_regime
-
     try:
         return get_regime(text).name
     except UnknownNameError as exc:
@@ -83,7 +82,7 @@ def _add_device_option(p, what: str = "the run") -> None:
 
 def _device(args, option: str = "--device"):
     """The resolved --device of a command (a one-line error, before anything is written)."""
-    from ..device import resolve_device
+    from ..device import resolve_device  # lazy: torch-free CLI start-up
 
     return resolve_device(getattr(args, "device", None), option=option)
 
@@ -104,7 +103,7 @@ def _log_to(args) -> list[str]:
     """--log-to: the experiment trackers asked for (checked installed; nothing imported otherwise)."""
     if not getattr(args, "log_to", None):
         return []
-    from ..practitioner.loggers import check_available, parse_log_to
+    from ..practitioner.loggers import check_available, parse_log_to  # lazy: torch-free CLI start-up
 
     names = parse_log_to(args.log_to)
     check_available(names)
@@ -120,7 +119,7 @@ def _add_log_to_option(p, what: str) -> None:
                         "docs/practitioner.md")
 
 
-# ---------------------------------------------------------------- images (issue 6)
+# ------------------------------------------------------------------------ images
 def _add_image_train_options(p, *, bench: bool = False) -> None:
     """Image options of ``spml train`` (and, with ``bench``, of ``spml bench``, whose setting
     and LinearInit are chosen per bench and per row)."""

@@ -1,10 +1,10 @@
 """``spml datasets``: the datasets that can be named instead of a path."""
 from __future__ import annotations
 
+from ..data.registry import dataset_rows
+
 
 def run(args) -> int:
-    from ..data.registry import dataset_rows
-
     rows = [_cells(r) for r in dataset_rows(args.data_root, stats=args.stats)]
     header = ("name", "kind", "where", "splits", "labels", "features", "description")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(6)]

@@ -8,7 +8,7 @@ DATASETS = ("voc2007-lite0", "yeast")
 
 
 def run(args) -> int:
-    from ..experiments.demo import run_demo
+    from ..experiments.demo import run_demo  # lazy: torch-free CLI start-up
 
     device = _device(args)
     return run_demo(out_dir=args.out, epochs=args.epochs, seed=args.seed, quick=args.quick, methods=args.methods,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def run(args) -> int:
-    from ..experiments.diagnostics import diagnose, format_summary
+    from ..experiments.diagnostics import diagnose, format_summary  # lazy: torch-free CLI start-up
 
     summary = diagnose(args.bundle, args.runs, args.out, reference=args.reference, split=args.split,
                        regime=args.regime)

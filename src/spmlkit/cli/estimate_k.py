@@ -1,13 +1,14 @@
 """``spml estimate-k``: k* and bootstrap intervals of k (Cole et al. 2021, Table A2)."""
 from __future__ import annotations
 
+import numpy as np
+
+from ..io import dumps_json
 from .common import _pos_int, _seed
 
 
 def run(args) -> int:
-    import numpy as np
-
-    from ..io import dumps_json
+    # lazy: torch-free CLI start-up
     from ..practitioner.estimate_k import bootstrap_k_intervals, format_k_estimate, training_labels
 
     Y, name = training_labels(args.source, data_root=args.data_root)

@@ -1,13 +1,13 @@
 """``spml evaluate``: mAP and AUC of a trained model on a bundle split."""
 from __future__ import annotations
 
+from ..data import Bundle
+from ..io import dumps_json
 from .common import _add_device_option, _device
 
 
 def run(args) -> int:
-    from ..data import Bundle
-    from ..io import dumps_json
-    from ..practitioner.evaluation import evaluate_model
+    from ..practitioner.evaluation import evaluate_model  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 
     device = _device(args)
@@ -17,7 +17,7 @@ def run(args) -> int:
     if args.json:
         print(dumps_json(ev), end="")
     elif ev.get("labels") == "observed":  # the user's own observations: never a full-label mAP
-        from ..practitioner.evaluation import format_label_set_quality, format_scores
+        from ..practitioner.evaluation import format_label_set_quality, format_scores  # lazy: torch-free CLI start-up
 
         print(f"{args.split}: {format_scores(ev)}")
         print(f"label sets: {format_label_set_quality(ev['label_sets'])}")

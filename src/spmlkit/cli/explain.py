@@ -2,15 +2,15 @@
 covariates (:mod:`spmlkit.practitioner.explain`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..data import Bundle
+from ..errors import ConfigError
 from .common import _csv_list, _pos_int, _seed
 
 
 def run(args) -> int:
-    from pathlib import Path
-
-    from ..data import Bundle
-    from ..errors import ConfigError
-    from ..practitioner.explain import explain
+    from ..practitioner.explain import explain  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 
     model = load_model(args.model)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..data import Bundle
+from ..io import FolderLock
 from .common import _add_device_option, _device, _nonneg_int, _pos_int
 
 
 def run(args) -> int:
-    from ..data import Bundle
-    from ..device import check_precision
+    from ..device import check_precision  # lazy: torch-free CLI start-up
     from ..features import extract_features
-    from ..io import FolderLock
 
     device = _device(args)
     check_precision(args.precision, device)

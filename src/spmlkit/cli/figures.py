@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def run(args) -> int:
-    from ..experiments.figures import make_figures
+    from ..experiments.figures import make_figures  # lazy: torch-free CLI start-up
 
     written = make_figures(args.results, methods=args.methods)
     if not written:

@@ -1,6 +1,10 @@
 """``spml methods``: every registered method with its regime, paper and hyper-parameters."""
 from __future__ import annotations
 
+from ..catalogue import method_names, method_rows
+from ..errors import UnknownNameError
+from ..labels import get_regime
+
 #: ``spml methods`` order: the default recipe, then the papers as the README lists them
 _FAMILY_ORDER = ("recipe", "cole2021", "zhou2022", "kim2022", "li2023", "su2022", "xie2022", "zhang2021", "chen2024",
                  "vision-language", "kim2023")
@@ -13,9 +17,6 @@ SAME_AT_DEFAULTS = {"dw": "wan", "ls": "an-ls", "n-ls": "an-ls-asym", "opml": "z
 
 
 def run(args) -> int:
-    from ..catalogue import method_rows  # (the registry's rows, read without importing torch)
-    from ..labels import get_regime
-
     rows = method_rows()
     first = ("auto", "bce", "an")
     rows.sort(key=lambda r: (_FAMILY_ORDER.index(r["family"]) if r["family"] in _FAMILY_ORDER else len(_FAMILY_ORDER),
@@ -23,9 +24,6 @@ def run(args) -> int:
     if args.name:
         rows = [r for r in rows if r["name"] in args.name]
         if not rows:
-            from ..catalogue import method_names
-            from ..errors import UnknownNameError
-
             raise UnknownNameError("method", args.name[0], method_names())
     for r in rows:
         hp = ", ".join(f"{k}={v!r}" for k, v in r["hyperparameters"].items()) or "none"

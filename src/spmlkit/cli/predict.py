@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..errors import ConfigError
 from .common import (
     _add_device_option,
     _device,
@@ -15,12 +16,11 @@ from .common import (
 
 
 def run(args) -> int:
-    from ..errors import ConfigError
-
     if args.rasters:
         return _run_rasters(args)
     if args.input is None:
         raise ConfigError("give the input to predict (a bundle, features or images), or --rasters for maps")
+    # lazy: torch-free CLI start-up
     from ..practitioner.inference import check_prediction_output, predict_to_file, prediction_input
     from ..practitioner.saved import load_model
 
@@ -44,8 +44,7 @@ def run(args) -> int:
 
 def _run_rasters(args) -> int:
     """``spml predict RUN --rasters ...``: probability maps (GeoTIFF) and PNG maps."""
-    from ..errors import ConfigError
-    from ..practitioner.maps import predict_rasters
+    from ..practitioner.maps import predict_rasters  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 
     if args.input is not None:

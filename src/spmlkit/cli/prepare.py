@@ -4,14 +4,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import ownership
+from ..data import load_any, prepare_bundle
+from ..data.dataset import single_use_labels
+from ..errors import ConfigError
+from ..labels import REGIMES, REGIME_ALIASES
 from .common import _csv_list, _label_names, _pos_int, _regime_name, _seed, _unit_float
 
 
 def run(args) -> int:
-    from ..data import load_any, prepare_bundle
-    from .. import ownership
-    from ..errors import ConfigError
-
     inputs = [args.source, args.test, args.labels_xml, args.images, args.test_images, args.val_file,
               args.label_names if args.label_names and Path(args.label_names).exists() else None,
               *(args.rasters or []), args.mask, args.bias]
@@ -59,10 +60,10 @@ def _table_options(args) -> dict:
         table["label_column"] = args.label_column
     if args.delimiter:
         table["delimiter"] = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
-    for opt in ("region", "background", "view", "val_blocks"):  # presence-only data (issue 24)
+    for opt in ("region", "background", "view", "val_blocks"):  # presence-only data
         if getattr(args, opt, None):
             table[opt] = getattr(args, opt)
-    if getattr(args, "rasters", None):  # records on covariate rasters (issue 36)
+    if getattr(args, "rasters", None):  # records on covariate rasters
         table["rasters"] = list(args.rasters)
         table["raster_options"] = {
             "crs": args.crs, "background": args.background_points or 10000, "mask": args.mask, "bias": args.bias,
@@ -72,8 +73,6 @@ def _table_options(args) -> dict:
     else:
         given = [o for o in ("crs", "mask", "bias", "covariates", "x_column", "y_column") if getattr(args, o, None)]
         if given or args.one_per_cell or args.background_points is not None:
-            from ..errors import ConfigError
-
             raise ConfigError(f"--{(given or ['background-points'])[0].replace('_', '-')} goes with --rasters "
                               "(records on covariate rasters)")
     if getattr(args, "categorical", None) is not None:
@@ -91,8 +90,6 @@ def _table_options(args) -> dict:
 def _warn_single_use_labels(ds, source) -> None:
     """Labels named in one row only, when the vocabulary comes from a label column
     (:func:`spmlkit.data.dataset.single_use_labels`): --label-names makes a typo an error."""
-    from ..data.dataset import single_use_labels
-
     once = single_use_labels(ds)
     if once:
         shown = ", ".join(repr(n) for n in once[:5]) + (f" and {len(once) - 5} more" if len(once) > 5 else "")
@@ -103,8 +100,6 @@ def _warn_single_use_labels(ds, source) -> None:
 
 def add_parser(sub) -> None:
     """``spml prepare``: its options (``spml prepare --help``)."""
-    from ..labels import REGIME_ALIASES, REGIMES
-
     p = sub.add_parser("prepare", help="load, observe, split and save a bundle",
                        description="Turn a fully labelled dataset (or your own observed labels) into a prepared "
                                    "bundle: official test split (or a seeded hold-out), 20% of training held out for "

@@ -1,10 +1,13 @@
 """``spml train``: one method on a bundle (the linear setting or fine-tuning)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 
+from ..config import TrainConfig, parse_params
+from ..data import Bundle
 from .common import (
     _add_device_option,
     _add_image_train_options,
@@ -20,8 +23,6 @@ from .common import (
 
 
 def _train_config(args):
-    from ..config import TrainConfig
-
     base = TrainConfig.from_file(args.config).to_dict() if args.config else {}
     overrides = {"method": args.method, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs,
                  "patience": args.patience, "seed": args.seed, "head": args.head, "hidden": args.hidden,
@@ -41,7 +42,6 @@ def _train_config(args):
     if args.no_standardize:
         base["standardize"] = False
     params = dict(base.get("params") or {})
-    from ..config import parse_params
 
     params.update(parse_params(args.param))
     if getattr(args, "pseudo_scores", None):  # vlpl / gpr: user-supplied pseudo-label scores
@@ -56,7 +56,7 @@ def _method_named(args) -> bool:
         return True
     if not args.config:
         return False
-    import yaml
+    import yaml  # lazy: torch-free CLI start-up
 
     try:
         data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
@@ -66,13 +66,10 @@ def _method_named(args) -> bool:
 
 
 def run(args) -> int:
-    import contextlib
-
-    from ..data import Bundle
-    from ..device import validate_config
+    from ..device import validate_config  # lazy: torch-free CLI start-up
     from ..practitioner.report import run_summary_lines
-    from ..practitioner.run import (FinishedNote, default_method, default_run_folder, read_run_result, run_training,
-                                    training_notes)
+    from ..practitioner.run_folder import (FinishedNote, default_method, default_run_folder, read_run_result,
+                                           run_training, training_notes)
     from ..training import distributed
     from ..training.callbacks import ProgressBar
     from ..training.prepare import build_run_method
@@ -101,7 +98,7 @@ def run(args) -> int:
         progress = ProgressBar(progress_plan(config, method, bundle.size("train")), f"{config.method} on {bundle.name}")
         callbacks = [progress, FinishedNote()]
         if log_to:
-            from ..practitioner.loggers import RunTracking
+            from ..practitioner.loggers import RunTracking  # lazy: torch-free CLI start-up
 
             callbacks.append(RunTracking(log_to, config=config, method=method, bundle=bundle, run_dir=out))
         with contextlib.closing(progress):

@@ -50,7 +50,7 @@ from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
 from .. import ownership
 from ..io import FolderLock, read_json, sha256_file
 from ..ownership import save_npy, write_json, write_text
-from ..labels import get_regime, has_positive, label_stats, observation_stats, observe
+from ..labels import REGIMES, full_observations, get_regime, has_positive, label_stats, observation_stats, observe
 from ..sparse_labels import SparseLabels, as_sparse
 from .dataset import MultiLabelDataset, Split
 
@@ -133,7 +133,6 @@ def check_observations(Z, path, regime: str | None = None, *, background_rows: i
     if not pos.any():
         raise CorruptFileError(f"{path}: no observed positive at all (regime {regime!r} observes at least one); the "
                                "file was altered — re-run 'spml prepare'")
-    from ..labels import REGIMES
 
     r = REGIMES.get(regime)
     if r is not None and r.needs_positive and regime != "partial" and (pos != 1).any():
@@ -205,6 +204,21 @@ def save_labels(folder: Path, stem: str, M) -> list[Path]:
     return out
 
 
+def _cache_labels(folder: Path, stem: str, M) -> None:
+    """Cache ``M`` as ``stem.*.npy`` with a checksum sidecar for each part, such that a
+    reader never meets a part without its sidecar: the parts are written under a pending
+    name, each sidecar goes in place before its part is renamed into place, and the header
+    (what :func:`labels_stored` looks for) comes last.  Two processes generating the same
+    observations at once (``spml bench --jobs 2`` on one bundle) write the same bytes."""
+    pending = f"{stem}.pending"
+    parts = save_labels(folder, pending, M)
+    parts.sort(key=lambda f: f.name == f"{pending}.header.npy")  # the header last
+    for f in parts:
+        final = folder / (stem + f.name[len(pending):])
+        write_text(final.with_name(final.name + ".sha256"), sha256_file(f) + "\n")
+        ownership.rename(f, final)
+
+
 def labels_stored(folder: Path, stem: str) -> bool:
     """True when ``folder`` holds the matrix ``stem`` (sparse, or dense from format 1)."""
     return (folder / f"{stem}.header.npy").exists() or (folder / f"{stem}.npy").exists()
@@ -232,10 +246,10 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
                 save_labels(d, "Z", s.Z)
             if s.areas is not None:  # largest-instance areas (the 'single_positive_largest' regime;
                 save_npy(d / "areas.npy", s.areas.astype(np.float64))  # COCO-style data, few labels)
-            if s.mask is not None and s.Y is not None:  # where Y is known (issue 24)
+            if s.mask is not None and s.Y is not None:  # where Y is known
                 save_labels(d, "mask", as_sparse(s.mask, dtype=bool))
             save_npy(d / "index.npy", np.asarray(rows, dtype=np.int64))
-            if s.ids is not None:  # issue 36: ids and places pass through to predictions
+            if s.ids is not None:  # ids and places pass through to predictions
                 save_npy(d / "ids.npy", np.asarray(s.ids, dtype=str).reshape(-1))
             if s.xy is not None:
                 save_npy(d / "xy.npy", s.xy.astype(np.float64))
@@ -336,7 +350,7 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
         Zt = as_sparse(train.Z)
         keep_mask = Zt.row_counts(0) < Zt.n_labels  # at least one observed label
         why = "no observed label"
-        if dataset.background:  # declared background rows (issue 24) are kept
+        if dataset.background:  # declared background rows are kept
             keep_mask = np.ones(len(train), dtype=bool)
     else:
         keep_mask = has_positive(train.Y)
@@ -440,7 +454,7 @@ class Bundle:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if "allow_pickle" in msg or "Object arrays" in msg:
+            if "allow_pickle" in msg or "Object arrays" in msg or "Python objects" in msg:  # (the last: mapped)
                 msg = "holds Python objects (an object array); spmlkit never unpickles bundle files"
             raise CorruptFileError(f"{p}: not a readable numeric array ({msg}); {advice}") from None
         except (OSError, EOFError) as exc:
@@ -618,7 +632,6 @@ class Bundle:
             Y = self.labels(split)
             if Y is None:
                 raise SpmlError(f"{self.path}: split {split!r} has neither labels nor observations")
-            from ..labels import full_observations
 
             return full_observations(Y)
         name = self.regime if regime is None else (regime if regime == OBSERVED_ONLY else get_regime(regime).name)
@@ -641,8 +654,7 @@ class Bundle:
         hp = float(self.meta.get("hide_prob", 0.5)) if hide_prob is None else float(hide_prob)
         Z = observe(self.labels("train"), name, seed=obs_ss, hide_prob=hp, areas=self.areas("train"))
         ownership.folder(self.path, "bundle")  # a bundle spmlkit wrote (never a link inside it followed)
-        for f in save_labels(self.path / "observed", fname, Z):  # cached: checksums in sidecars
-            write_text(f.with_name(f.name + ".sha256"), sha256_file(f) + "\n")
+        _cache_labels(self.path / "observed", fname, Z)
         return Z
 
     def selection_observations(self, split: str = "val", regime: str = "single_positive") -> np.ndarray:
@@ -653,7 +665,7 @@ class Bundle:
 
         The observed-label selection criteria (``observed_map``, the ``auto`` recipe's
         choice) score with these, so a benchmark on fully labelled data selects exactly
-        as a user with single-positive validation data would (issue 16)."""
+        as a user with single-positive validation data would."""
         self._check_split(split)
         if split == "train":
             return self.observations("train", regime=regime)
@@ -662,8 +674,6 @@ class Bundle:
             return self.observations(split)
         name = regime if regime == OBSERVED_ONLY else get_regime(regime).name
         if name in ("full", OBSERVED_ONLY):
-            from ..labels import full_observations
-
             return full_observations(Y)
         stream = np.random.SeedSequence(int(self.meta["seed"])).spawn(4)[3]  # [0..2]: splits, test, training draw
         return observe(Y, name, seed=stream, hide_prob=float(self.meta.get("hide_prob", 0.5)),

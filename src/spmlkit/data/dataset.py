@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataFormatError
-from ..labels import as_full_labels, as_observations
+from ..labels import as_full_labels, as_observations, label_frequencies
 from ..sparse_labels import SparseLabels
 
 
@@ -33,7 +33,7 @@ class Split:
     #: optional (N, L) bool (dense or sparse): where the full label ``Y`` is known (surveyed); a
     #: species surveyed only at its own group's sites is evaluated there only.  None = everywhere.
     mask: "np.ndarray | SparseLabels | None" = None
-    #: optional (N, 2) float64 (issue 36): each example's place (x, y) in the dataset's
+    #: optional (N, 2) float64: each example's place (x, y) in the dataset's
     #: coordinate system (``MultiLabelDataset.places``); kept by the bundle so that
     #: predictions can be put on a map
     xy: np.ndarray | None = None
@@ -104,14 +104,14 @@ class MultiLabelDataset:
     source: str = ""
     feature_names: list[str] | None = None
     notes: list[str] = field(default_factory=list)
-    #: issue 24: training examples with no observed label are **background rows** (e.g. an
+    #: training examples with no observed label are **background rows** (e.g. an
     #: ecologist's random background sites), kept by ``spml prepare`` rather than dropped
     background: bool = False
-    #: issue 36: how raw covariates became ``feature_names``
+    #: how raw covariates became ``feature_names``
     #: (:meth:`spmlkit.data.encoding.CovariateEncoding.to_dict`), so that a model predicts from
     #: a table in the training layout; None for data read as ready-made features
     encoding: dict | None = None
-    #: issue 36: what the splits' ``xy`` are: ``{"columns": ["x", "y"], "crs": "EPSG:4326" or
+    #: what the splits' ``xy`` are: ``{"columns": ["x", "y"], "crs": "EPSG:4326" or
     #: None, "rasters": {...the grid they were extracted from, when they were}}``
     places: dict | None = None
 
@@ -156,8 +156,6 @@ def single_use_labels(ds: MultiLabelDataset) -> list[str]:
     labels) in exactly one row over all splits, in label order: when the vocabulary is
     read from a label column, most likely a typo that silently made a new label.  Empty
     when every label is used once (then none stands out)."""
-    from ..labels import label_frequencies
-
     counts = np.zeros(len(ds.label_names), dtype=np.int64)
     for split in ds.splits.values():
         M = split.Z if split.Z is not None else split.Y

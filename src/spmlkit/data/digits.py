@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import ownership
 from ..errors import ConfigError
 from .dataset import MultiLabelDataset, Split
 
@@ -49,7 +50,7 @@ def _params_key(params: dict) -> str:
 
 def _render(rng: np.random.Generator, sources: np.ndarray, images: np.ndarray, canvas: int, scale: int):
     """One canvas (H, W, 3) uint8 with the given source digits in distinct grid cells."""
-    from PIL import Image
+    from PIL import Image  # lazy: torch-free CLI start-up
 
     cell = canvas // 2
     side = 8 * scale
@@ -102,7 +103,7 @@ def make_digits(*, n_train: int = DEFAULTS["n_train"], n_val: int = DEFAULTS["n_
 
 
 def _generate(folder: Path, params: dict, sizes: dict) -> None:
-    from PIL import Image
+    from PIL import Image  # lazy: torch-free CLI start-up
     from sklearn.datasets import load_digits
 
     digits = load_digits()
@@ -113,7 +114,6 @@ def _generate(folder: Path, params: dict, sizes: dict) -> None:
     total = sum(sizes.values())
     cuts = np.cumsum([int(round(len(images) * sizes[s] / total)) for s in ("train", "val")])
     pools = dict(zip(("train", "val", "test"), np.split(perm, cuts)))
-    from .. import ownership
 
     try:
         with ownership.build(folder, "digits") as tmp:  # written beside the cache folder, renamed at the end

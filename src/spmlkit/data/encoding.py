@@ -1,6 +1,6 @@
 """Covariate encoding: how a table of covariates in their units becomes the feature matrix
 a model is trained on, stored so that new data in the *same layout* can be encoded the
-same way (issue 36, item 1).
+same way.
 
 A presence-only table (``spml prepare``) or a raster stack has **covariates** (columns or
 bands named like ``mat``, ``rain``, ``biome``); the categorical ones are one-hot encoded

@@ -1,4 +1,4 @@
-"""Covariate rasters (issue 36): a stack of GDAL rasters on one grid, covariates at
+"""Covariate rasters: a stack of GDAL rasters on one grid, covariates at
 points, background points drawn from the valid cells, and window-by-window reading.
 
 Reading is done by GDAL through ``rasterio`` (the optional extra ``[geo]``: ``pip install
@@ -67,7 +67,7 @@ STATUS_NAMES = {OFF_RASTER: "outside the rasters", NODATA: "on a nodata cell"}
 def rasterio():
     """The ``rasterio`` module, or a one-line :class:`SpmlError` saying how to install it."""
     try:
-        import rasterio as rio
+        import rasterio as rio  # lazy: optional dependency
     except ImportError:
         raise SpmlError("raster input and output need rasterio (GDAL): pip install 'spmlkit[geo]'") from None
     return rio
@@ -172,7 +172,7 @@ class RasterStack:
 
     def read_window(self, datasets, row0: int, nrows: int, col0: int = 0, ncols: int | None = None):
         """``(values (C, nrows, ncols) float64, valid (nrows, ncols) bool)`` of a window."""
-        from rasterio.windows import Window
+        from rasterio.windows import Window  # lazy: optional dependency
 
         ncols = self.width - col0 if ncols is None else ncols
         win = Window(col0, row0, ncols, nrows)

@@ -20,6 +20,8 @@ Anything else is a path: see :func:`spmlkit.data.load_any`.
 from __future__ import annotations
 
 import gzip
+import importlib.util
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +30,15 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError, SpmlError, UnknownNameError
+from ..io import load_numpy, npz_array, sha256_file
+from ..labels import label_stats
 from ..registry import Registry
 from .dataset import MultiLabelDataset, Split
+from .digits import make_digits
+from .formats.arff import read_arff
 from .formats.base import FILE_FORMATS, detect_format
+from .formats.coco import load_coco_folder
+from .formats.voc import load_voc
 
 
 @dataclass(frozen=True)
@@ -140,8 +148,6 @@ def dataset_rows(data_root: str | Path | None = None, *, stats: bool = True) -> 
     under the data roots (:func:`found_mulan_datasets`), built-in ones first, then by
     name.  ``stats``: load each available set for its sizes and label statistics (a set
     that fails to load is a ``"not found"`` row, not an error)."""
-    from ..labels import label_stats
-
     found = found_mulan_datasets(data_root)
     rows = []
     for name, spec in sorted({**found, **DATASETS}.items(), key=lambda kv: (not kv[1].builtin, kv[0])):
@@ -182,8 +188,6 @@ def unknown_dataset_error(name: str, data_root: str | Path | None = None) -> Unk
 def _river_yeast_file() -> Path:
     """The data file river ships, found without importing river (its import pulls in
     narwhals and takes seconds; only the 840 KB CSV is used)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("river")
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover - river is a dependency
         raise ConfigError("the built-in 'yeast' dataset needs the 'river' package: pip install river")
@@ -237,16 +241,12 @@ def load_voc2007_lite0(data_root=None) -> MultiLabelDataset:
     stored as float16 (a linear head on them gives the same table as on float32:
     ``benchmarks/results/voc2007-linear/embedded-float16.md``), with the full labels and the
     official split (``embedded/voc2007-lite0.json``: provenance, commands, checksum)."""
-    from ..io import load_numpy, npz_array, sha256_file
-
     path = EMBEDDED / "voc2007-lite0.npz"
     if not path.is_file():
         raise DataFormatError(path, "the embedded VOC 2007 features are missing from this installation; "
                                     "reinstall spmlkit")
     meta_path = path.with_suffix(".json")
     if meta_path.is_file():
-        import json
-
         want = json.loads(meta_path.read_text(encoding="utf-8")).get("sha256")
         if want and sha256_file(path) != want:
             raise DataFormatError(path, "checksum differs from voc2007-lite0.json; reinstall spmlkit")
@@ -272,8 +272,6 @@ def load_voc2007_lite0(data_root=None) -> MultiLabelDataset:
                   citation="Alpaydin & Kaynak 1998 (UCI optdigits, via scikit-learn)")
 def load_digits_images(data_root=None) -> MultiLabelDataset:
     """Rendered on first use into ``$SPMLKIT_CACHE`` (default ``~/.cache/spmlkit``); see :mod:`.digits`."""
-    from .digits import make_digits
-
     return make_digits()
 
 
@@ -308,8 +306,6 @@ def load_mulan_folder(folder: str | Path, *, name: str | None = None, stem: str 
     """A Mulan dataset folder: ``<stem>.xml`` and ``<stem>-train.arff`` / ``<stem>-test.arff``
     (official split) or a single ``<stem>.arff`` (no official test split).  Without
     ``stem``, the first ``*.xml`` of the folder names it."""
-    from .formats.arff import read_arff
-
     folder = Path(folder)
     if stem is not None:
         xml = folder / f"{stem}.xml"
@@ -366,8 +362,6 @@ COCO_SUBSETS = {  # sizes after the loader drops images without annotations; val
 
 def _make_coco_loader(name, folder):
     def loader(data_root=None):
-        from .formats.coco import load_coco_folder
-
         roots = data_roots(data_root)
         for r in roots:
             for cand in (r / folder, r):
@@ -393,8 +387,6 @@ for _n, (_f, _d) in COCO_SUBSETS.items():
 def load_voc2007(data_root=None) -> MultiLabelDataset:
     """``<root>/voc2007/`` (or ``<root>/``) holding ``VOCdevkit/VOC2007`` in the official
     layout; read by :func:`spmlkit.data.formats.load_voc` (Cole et al. §6.1 splits)."""
-    from .formats.voc import load_voc
-
     roots = data_roots(data_root)
     for r in roots:
         for cand in (r / "voc2007" / "VOCdevkit" / "VOC2007", r / "VOCdevkit" / "VOC2007", r / "VOC2007"):
@@ -428,8 +420,6 @@ def load_source(source: str, *, data_root=None, format: str | None = None, test:
                      else detect_format(path))
     only = sorted({"categorical", "view", "val_blocks"} & set(table_options))
     if only and fmt != "presence-only":  # (options of the presence-only format: refused, never a TypeError)
-        from ..errors import ConfigError
-
         opts = " and ".join("--" + o.replace("_", "-") for o in only)
         raise ConfigError(f"{source}: {opts} appl{'ies' if len(only) == 1 else 'y'} to presence-only data (species "
                           "records with --region / --background), not to a table of features and labels")

@@ -21,18 +21,23 @@ would say "about 6 s left" with a minute to go.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import ownership
 from ..config import TrainConfig
 from ..data import load_dataset, prepare_bundle
-from ..data.bundle import Bundle
+from ..data.bundle import Bundle, is_bundle_folder
+from ..errors import UnknownNameError
+from ..io import read_json
 from ..ownership import write_json
 from ..labels import REGIME_ORDER, get_regime
 from ..methods import METHODS, build_method, get_method_spec
 from ..methods.recipe import is_recipe
+from ..progress import advance_to, progress
 from .protocol import run_grid, select_best
 
 #: the method ``spml train`` and ``SPMLClassifier`` use by default (a recipe: it chooses on observed labels)
@@ -93,8 +98,6 @@ def method_costs(dataset: str, methods: list[str]) -> list[float]:
     """Relative cost of each of ``methods`` in demo ``dataset``: the seconds measured for it
     (``demo_costs.json``); a method without a measurement costs the median of the measured
     ones (a recipe: the sum of its members' or, without them, 4x the median)."""
-    import statistics
-
     try:
         measured = json.loads(COSTS_FILE.read_text(encoding="utf-8"))["demos"].get(dataset, {})
     except (OSError, ValueError, KeyError):
@@ -117,8 +120,6 @@ def run_demo(out_dir: str | None = None, *, epochs: int = 25, seed: int = 0, qui
              methods: list[str] | None = None, device: str = "auto", dataset: str = DEFAULT_DEMO) -> int:
     """Run the demo; without ``out_dir`` everything goes to a temporary folder that is
     removed at the end (the table is printed; ``--out DIR`` keeps bundle and results)."""
-    from .. import ownership
-
     spec = get_demo(dataset)
     ownership.register_kind("demo", "a demo folder", layout=("demo_results.json", "*-bundle"),
                             is_ours=_is_demo_folder)
@@ -137,9 +138,6 @@ def run_demo(out_dir: str | None = None, *, epochs: int = 25, seed: int = 0, qui
 def _is_demo_folder(path: Path) -> bool:
     """A demo folder written before the marker existed: its results (rows of methods) or
     one of its bundles (spmlkit's metadata), not merely files of those names."""
-    from ..data.bundle import is_bundle_folder
-    from ..io import read_json
-
     try:
         rows = read_json(path / "demo_results.json").get("rows")
     except (OSError, AttributeError, ValueError):
@@ -149,8 +147,6 @@ def _is_demo_folder(path: Path) -> bool:
 
 def get_demo(dataset: str) -> DemoSpec:
     if dataset not in DEMOS:
-        from ..errors import UnknownNameError
-
         raise UnknownNameError("demo dataset", dataset, DEMOS)
     return DEMOS[dataset]
 
@@ -176,8 +172,6 @@ def demo_rows(bundle, spec: DemoSpec, *, methods: list[str], lrs, seeds, epochs:
                      "test_std": sel.test_std, "train_map": sel.train_mean,
                      "selection": results[0].selection, "seconds": round(time.perf_counter() - t0, 2)})
         if bar is not None:
-            from ..progress import advance_to
-
             done += costs[i] if costs else 1.0
             advance_to(bar, int(round(done)))
     return rows
@@ -185,8 +179,6 @@ def demo_rows(bundle, spec: DemoSpec, *, methods: list[str], lrs, seeds, epochs:
 
 def _run_demo(root: Path, spec: DemoSpec, *, epochs: int, seed: int, quick: bool, methods: list[str] | None,
               device: str, keep: bool) -> int:
-    from ..progress import progress
-
     t0 = time.perf_counter()
     bpath = root / f"{spec.dataset}-bundle"
     bundle = Bundle(bpath) if (bpath / "meta.json").exists() else prepare_bundle(

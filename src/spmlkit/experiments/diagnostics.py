@@ -24,12 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import ownership
 from ..data.bundle import Bundle
 from ..errors import SpmlError
+from ..io import read_json
 from ..methods.apl import AsymmetricPseudoLabeler
 from ..ownership import atomic_path, write_json
 from ..metrics import (class_ap_change, mean_average_precision, pseudo_label_precision,
                        pseudo_label_precision_by_epoch, share_above_diagonal, unobserved_wasserstein)
+from ..practitioner.saved import load_model
+from ..training.checkpoint import load_run_checkpoint
 
 #: the state key of APL's component (:attr:`spmlkit.methods.base.Component.state_key`); checkpoints
 #: written before state keys hold it as ``"<position>:AsymmetricPseudoLabeler"``
@@ -38,10 +42,10 @@ APL_STATE_KEY = AsymmetricPseudoLabeler.state_key
 
 # ------------------------------------------------------------------------ figures
 def _pyplot():
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, only when a figure is drawn
 
     return plt
 
@@ -129,9 +133,6 @@ def find_apl_state(method_state: dict) -> dict | None:
 
 def load_run(path: str | Path) -> RunInfo:
     """Load a run folder written by ``spml train`` (or a bare model folder)."""
-    from ..practitioner.saved import load_model
-    from ..training.checkpoint import load_run_checkpoint
-
     path = Path(path)
     model = load_model(path)
     run_dir = path if (path / "model").is_dir() else path.parent if path.name == "model" else path
@@ -155,8 +156,6 @@ def apl_precision(state: dict, Y_train: np.ndarray, member: int = 0) -> dict:
 
 
 def _register_kind() -> None:
-    from .. import ownership
-
     ownership.register_kind("diagnostics", "a diagnostics folder", is_ours=_is_diagnostics_folder,
                             layout=("diagnostics.json", "*.png"))
 
@@ -164,8 +163,6 @@ def _register_kind() -> None:
 def _is_diagnostics_folder(path: Path) -> bool:
     """A diagnostics folder written before the marker existed: its ``diagnostics.json``
     (a summary with ``runs`` and ``split``), not merely a file of that name."""
-    from ..io import read_json
-
     try:
         summary = read_json(Path(path) / "diagnostics.json")
     except (OSError, SpmlError):
@@ -185,7 +182,6 @@ def diagnose(bundle: Bundle | str | Path, runs: list[str | Path], out_dir: str |
     one run among ``runs`` whose method is ``an``.  ``regime`` chooses the training
     observations whose unobserved entries are analysed (default: the bundle's)."""
     bundle = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
-    from .. import ownership
 
     def claim(create: bool) -> Path:  # never a folder of the user's, nor an input (checked first, made when writing)
         return ownership.claim(out_dir, "diagnostics", create=create, inputs=[bundle.path, *runs])

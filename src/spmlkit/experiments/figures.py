@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import ownership
 from ..errors import CorruptFileError, SpmlError
 from ..io import json_record_path, read_json, safe_filename
 from ..ownership import write_bytes
@@ -32,7 +33,7 @@ from .tables import select_cells
 
 
 def _figure(n_panels: int, *, width: float = 4.2, height: float = 3.4, ncols: int | None = None):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib, only when a figure is drawn
     from matplotlib.figure import Figure
 
     ncols = ncols or min(n_panels, 3)
@@ -44,8 +45,6 @@ def _figure(n_panels: int, *, width: float = 4.2, height: float = 3.4, ncols: in
 
 
 def _save(fig, path: Path) -> Path:
-    from .. import ownership
-
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png", dpi=110)
@@ -91,7 +90,7 @@ def _curve_figure(runs: list[dict], path: Path, methods: list[str] | None, *, ke
             if pts:
                 _plot_band(ax, pts, m)
         if log_x:
-            from matplotlib.ticker import NullFormatter
+            from matplotlib.ticker import NullFormatter  # lazy: matplotlib, only when a figure is drawn
 
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())
@@ -178,7 +177,7 @@ def selected_histograms(results_dir: Path, runs: list[dict], dataset: str, metho
 
 def figure_histograms(results_dir: Path, runs: list[dict], dataset: str, path: Path,
                       methods: list[str] | None = None) -> Path | None:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     methods = methods or _order(r["method"] for r in runs if r["dataset"] == dataset)
     panels = []

@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 import numpy as np
+
+from .._version import __version__
+from ..device import describe, device_info, resolve_device
+from ..errors import ConfigError
+import torch
 
 
 def machine_info(jobs: int = 1, threads: int | None = None, device: str | None = None,
@@ -13,12 +19,6 @@ def machine_info(jobs: int = 1, threads: int | None = None, device: str | None =
     ``jobs > 1`` the training parallelism (worker processes × torch threads each); the
     training device (``device``: the bench's ``--device``, default auto) with its name,
     memory and CUDA/driver versions."""
-    import platform
-
-    import torch
-
-    from .._version import __version__
-
     par = (f"{jobs} worker processes × {threads or 1} torch thread{'s' if (threads or 1) != 1 else ''} each"
            if jobs > 1 else f"torch threads {threads or (1 if setting == 'linear' else torch.get_num_threads())}")
     u = platform.uname()
@@ -30,8 +30,6 @@ def machine_info(jobs: int = 1, threads: int | None = None, device: str | None =
                 break
     except OSError:
         pass
-    from ..device import describe, device_info, resolve_device
-    from ..errors import ConfigError
 
     try:
         dev = describe(device_info(resolve_device(device)))

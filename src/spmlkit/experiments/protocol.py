@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS, TrainConfig  # the grid constants live in torch-free config
 from ..data.bundle import Bundle
+from ..training.grid import train_members
 from ..training.result import RunResult
 
 
@@ -25,8 +26,6 @@ def run_grid(bundle: Bundle, base: TrainConfig, *, lrs=DEFAULT_LRS, batch_sizes=
     One batch size at a time, its learning rates × seeds through
     :func:`spmlkit.training.grid.train_members` (one stacked model when the method
     allows it), so this protocol and ``spml bench`` train members the same way."""
-    from ..training.grid import train_members
-
     out: list[RunResult] = []
     for bs in batch_sizes:
         members = [(lr, s) for lr in lrs for s in seeds]

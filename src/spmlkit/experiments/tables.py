@@ -18,6 +18,7 @@ so two runs of the same bench compare byte for byte.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -28,6 +29,7 @@ from ..io import read_json_record
 from .. import ownership
 from ..ownership import write_json_gz, write_text
 from ..labels import REGIMES, get_regime, regime_sort_key
+from .machine import machine_info
 from .protocol import Selection, select_best
 
 #: the regime whose rows compete for bold/underline (Cole Table 1: "best single positive method")
@@ -312,8 +314,6 @@ def grid_key(groups) -> str:
     """A short fingerprint of a bench grid: its groups' hashes (the same command, resumed
     or re-rendered with ``--table-only``, has the same key; another grid in the same
     results folder has another)."""
-    import hashlib
-
     return hashlib.sha256(" ".join(sorted(g.hash for g in groups)).encode()).hexdigest()[:16]
 
 
@@ -324,7 +324,7 @@ def _invocations(manifest_path: Path, ctx: dict, n_trained: int, grid: str | Non
     it trained something.  So the header's wall time is the bench's (summed over resumed
     invocations), and re-rendering finished results keeps it.  Each records its grid
     (:func:`grid_key`): the header sums only this grid's (:func:`grid_invocations`), since
-    another grid written into the same folder took its own time (issue 37)."""
+    another grid written into the same folder took its own time."""
     try:
         old = read_json_record(manifest_path).get("invocations") or []
     except (OSError, ValueError, AttributeError):
@@ -347,8 +347,6 @@ def grid_invocations(invocations: list[dict], grid: str) -> list[dict]:
 def write_outputs(runner, groups, ctx: dict) -> dict:
     """(Re)build every table of ``runner``'s bench from its finished groups (the figures
     are drawn by the caller, :mod:`.figures`, from what this writes)."""
-    from .machine import machine_info
-
     ownership.folder(runner.out, "bench")  # (a bench's folder: claimed by run(), checked here for library callers)
     spec = runner.spec
     out = runner.out

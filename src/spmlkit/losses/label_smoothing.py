@@ -48,7 +48,7 @@ def two_valued(mask: torch.Tensor, if_true: float, otherwise: float, like: torch
     """``if_true`` where ``mask``, else ``otherwise``, in ``like``'s dtype and device: the
     values of ``torch.where(mask, as_tensor(if_true), as_tensor(otherwise))`` (each Python
     number rounded once to the dtype), filled on the device from Python scalars, so no
-    host-to-device copy blocks the step on a GPU (issue 28, item 11)."""
+    host-to-device copy blocks the step on a GPU."""
     return torch.full(mask.shape, otherwise, dtype=like.dtype, device=like.device).masked_fill_(mask, if_true)
 
 

@@ -60,8 +60,8 @@ class _RoleLoss(torch.autograd.Function):
     the first term from ``½[softplus(−S)(1 + pos) + (1 − T) S]`` (T constant), the second
     from ``½λ((k̂ − k)/L)²`` added to every entry, ``k̂ = (1/B) Σ_{n,l} P``.  The same
     numbers as autograd through the expression (tested) with one autograd node instead
-    of about twenty: at batch 8 the loss's cost is per-operation overhead (issue 7's
-    speed targets)."""
+    of about twenty: at batch 8 the loss's cost is per-operation overhead
+    (benchmarks/ measures the step time)."""
 
     @staticmethod
     def forward(ctx, logits, estimator_logits, observed, k: float, lam: float):

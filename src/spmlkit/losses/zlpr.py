@@ -89,8 +89,8 @@ class _PairwiseLogSumExp(torch.autograd.Function):
     (a softmax over each side, offsets included).  The same numbers as
     ``log_offset_sum_exp(s, 1 − t, a) + log_offset_sum_exp(−s, t, b)`` under autograd
     (tested), with one autograd node instead of a dozen: at batch 8 and 20 labels the
-    loss's forward + backward is dominated by per-operation overhead (issue 7's speed
-    targets).  The two sides are stacked on a new leading dimension as
+    loss's forward + backward is dominated by per-operation overhead (benchmarks/
+    measures the step time).  The two sides are stacked on a new leading dimension as
     ``[±s_j + log w_j, log offset]`` (``log 0 = −inf`` drops an entry) and reduced by
     ``logsumexp``, so it is finite for logits of any magnitude."""
 

@@ -54,20 +54,20 @@ The one place that maps a name to parts is :func:`build_method`.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
+from ..device import free_memory_bytes
 from ..errors import ConfigError
 from ..losses import LossSpec, get_loss, reduce_mean
 from ..params import check_params, constraints_from_signature
 from ..registry import Registry
-
-if TYPE_CHECKING:  # (annotations only)
-    from ..sparse_labels import SparseLabels
+from ..sparse_labels import SparseLabels, as_sparse
 
 
 #: name of the components' scratch folder inside a run folder (removed when the run finishes;
@@ -100,8 +100,6 @@ class TrainContext:
     scratch_dir: "str | None" = None
 
     def __post_init__(self):
-        from ..sparse_labels import SparseLabels, as_sparse
-
         if not isinstance(self.observed, SparseLabels):
             obs = self.observed.detach().cpu().numpy() if torch.is_tensor(self.observed) else self.observed
             self.observed = as_sparse(obs, dtype="int8")
@@ -136,7 +134,7 @@ class Batch:
     #: with a gradient scaler; a device tensor) or None (1).  Components that read a
     #: gradient themselves (ROLE's estimator rows) divide by it.
     grad_scale: Any = None
-    #: background rows drawn for this step (issue 24): inputs ``(G, B, D)`` of training rows
+    #: background rows drawn for this step (presence-only data): inputs ``(G, B, D)`` of training rows
     #: with **no observed label** (an ecologist's random background sites), one paired with
     #: each example; supplied by the trainer only to a method that consumes background
     #: (:attr:`Method.uses_background`), else None.
@@ -146,7 +144,7 @@ class Batch:
 class Component:
     """Base class of training-time machinery with state.  Every hook is a no-op.
 
-    **Per-entry state** (issue 32): state with one entry per training example and label
+    **Per-entry state**: state with one entry per training example and label
     (ROLE's estimator, APL's pseudo-labels, Large-Loss corrections: ``(G, N, L)``) is where
     a component will declare its size and storage, so that a run can plan or refuse it
     before it allocates anything.  The declaration belongs here, on the component class,
@@ -174,8 +172,7 @@ class Component:
                           stacklevel=2)
             cls.after_optimizer_step = cls.__dict__["after_backward"]
 
-
-    #: Per-entry state (issue 32).  Observations are stored sparse, O(N + L); state that a
+    #: Per-entry state.  Observations are stored sparse, O(N + L); state that a
     #: component keeps for every (member, example, label) entry — ROLE's label table,
     #: APL's pseudo-labels, Large-Loss's permanent corrections — is O(G·N·L) and declared:
     #: :meth:`state_bytes` gives its resident size for a context, :attr:`state_alternative`
@@ -350,7 +347,6 @@ class Method:
                 if key in self.params:
                     self.params[key] = value
 
-
         check_state_budget(self, ctx)
         self.ctx = ctx
         for c in self.components:
@@ -367,7 +363,7 @@ class Method:
     @property
     def uses_background(self) -> bool:
         """True when the loss consumes **background rows** (training examples with no
-        observed label, issue 24): its ``background_logits`` input.  The trainer then
+        observed label, presence-only data): its ``background_logits`` input.  The trainer then
         draws one background row per example each step (``batch.background``), and the
         epoch runs over the labelled rows only; a method without it sees background rows,
         if the data has any, as ordinary examples with an all-unobserved row of Z."""
@@ -488,15 +484,11 @@ def state_budget_bytes(device: torch.device | str = "cpu") -> int:
     """The memory per-entry method state may take: ``SPML_STATE_BUDGET_MB`` when set, else
     half of the device's free memory (CUDA) or of the machine's physical memory — the
     other half is left to the features, the model, the evaluation chunks and the system."""
-    import os
-
     env = os.environ.get("SPML_STATE_BUDGET_MB")
     if env:
         return int(float(env) * 2 ** 20)
     device = torch.device(device)
     if device.type == "cuda":
-        from ..device import free_memory_bytes
-
         free = free_memory_bytes(device)
         if free is not None:
             return free // 2
@@ -582,9 +574,26 @@ def get_method_spec(name: str) -> MethodSpec:
 def build_method(name: str, **params) -> Method:
     """The one place that maps a method name to its parts.
 
-    >>> m = build_method("an")
-    >>> m.loss.name, m.regime
-    ('an', 'single_positive')
+    Args:
+        name: a registered method (``spml methods`` lists them).
+        **params: its hyper-parameters (the factory's keyword arguments); unknown names and
+            values outside the declared constraints are refused by :func:`spmlkit.params.check_params`.
+
+    Returns:
+        A fresh :class:`Method` (not set up: :meth:`Method.setup` gives it the run's
+        context) with its ``name``, ``regime``, ``setting`` and ``params`` (defaults
+        completed) filled in.
+
+    Raises:
+        UnknownNameError: ``name`` is not registered (the message lists the known names).
+        ConfigError: a hyper-parameter is unknown or out of range (one line, naming it).
+
+    Example:
+        >>> m = build_method("an")
+        >>> m.loss.name, m.regime
+        ('an', 'single_positive')
+        >>> build_method("an-ls", epsilon=0.2).params
+        {'epsilon': 0.2}
     """
     spec = get_method_spec(name)
     spec.check_params(params)
@@ -600,7 +609,6 @@ def describe_methods() -> list[dict]:
     """Every registered method as a dict (name, regime, setting, family, reference, summary,
     hyper-parameters with defaults), sorted by family then name."""
     METHODS.discover()
-
     return [{"name": s.name, "regime": s.regime, "setting": s.setting, "family": s.family, "reference": s.reference,
              "summary": s.summary, "hyperparameters": dict(s.hyperparameters)}
             for s in sorted(METHODS.values(), key=lambda s: (s.family, s.name))]

@@ -1,4 +1,4 @@
-"""Storage of ROLE's label-estimator table, updated batch row by batch row (issue 7 item 5).
+"""Storage of ROLE's label-estimator table, updated batch row by batch row.
 
 ROLE's estimator (Cole et al. 2021, §6.1) is one row of logits per training example and
 label, ``φ ∈ R^{N×L}``, trained with Adam at ``lr_mult × lr``; with grid members it is
@@ -21,8 +21,8 @@ global step.  After a visit with gradient ``g`` (late in training) the row keeps
 for tens of steps, in total about
 ``lr·(1−β₁)/√(1−β₂)·Σ_{s≥0} (β₁/√β₂)^s ≈ 3.16·lr·10 ≈ 32·lr`` per entry, where the
 row-wise version moves it about ``lr`` per visit.  Dense Adam costs ``3·G·N·L`` memory
-traffic per step (313 s per COCO epoch at batch 8 in the authors' code, issue 7) and
-cannot scale; the issue requires that only the batch's rows are touched.
+traffic per step (313 s per COCO epoch at batch 8 in the authors' code) and
+cannot scale, so only the batch's rows are touched.
 
 ``dense`` (default): the authors' trajectory **computed lazily**, still touching only batch
 rows — the optimiser under which the paper's "10× learning rate for φ" was chosen.
@@ -445,7 +445,7 @@ class _Store:
 
     def member_state(self, g: int) -> dict:
         """Member ``g``'s current table (float32), kept on the store's device: a snapshot per
-        improved member costs no host copy (issue 28, item 13); files get it through
+        improved member costs no host copy; files get it through
         :func:`spmlkit.device.to_cpu`."""
         return {"logits": torch.cat([block for _, block in self.member_blocks(g)])}
 

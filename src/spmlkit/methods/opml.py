@@ -41,7 +41,7 @@ import torch
 
 from ..errors import ConfigError
 from ..losses.opml import odds
-from ..metrics import average_precision
+from ..metrics import average_precision, average_precision_torch
 from .base import Batch, Component, Method, TrainContext, register_method
 
 REFERENCE = "Li, Wang & Chen 2023 (arXiv 2302.14695)"
@@ -92,9 +92,9 @@ class _HighRankTerm(torch.autograd.Function):
 
     from the Cholesky factor, times ``σ'(s) = F(1 − F)``: one triangular solve and one
     autograd node instead of autograd through the sigmoid, the factorisation and the
-    scaling (issue 7's speed targets: at batch 8 the term's cost is per-operation
-    overhead).  The gradient is formed in the forward pass (the factor is at hand; the
-    term exists only in training losses).  Float64 inside (the Gram matrix's condition
+    scaling (at batch 8 the term's cost is per-operation overhead).  The gradient is
+    formed in the forward pass (the factor is at hand; the term exists only in training
+    losses).  Float64 inside (the Gram matrix's condition
     number reaches L/δ), the input's dtype outside."""
 
     @staticmethod
@@ -187,9 +187,7 @@ class TrainingAP:
             probs = predict_train()
             if probs.dim() == 2:
                 probs = probs.unsqueeze(0)
-            if probs.device.type != "cpu":  # on the device (issue 13); the CPU path below is unchanged
-                from ..metrics import average_precision_torch
-
+            if probs.device.type != "cpu":  # on the device; the CPU path below is unchanged
                 pos = torch.from_numpy(self.positives).to(probs.device)
                 ap = torch.stack([average_precision_torch(pos, p.detach()) for p in probs])
                 self.raw = ap.cpu().numpy()
@@ -214,7 +212,7 @@ class TrainingAP:
 
     def load_state_dict(self, state: dict) -> None:
         self.ap, self.epoch = state.get("ap"), state.get("epoch", 0)
-        if self.ap is not None:  # a checkpoint's CPU tensor -> the run's device (issue 28)
+        if self.ap is not None:  # a checkpoint's CPU tensor -> the run's device
             self.ap = self.ap.to(getattr(self, "device", None))
         if state.get("raw") is not None:
             raw = state["raw"]
@@ -276,7 +274,7 @@ class APSmoothing(_UsesTrainingAP):
     def load_state_dict(self, state: dict) -> None:
         self.weights = state.get("weights")
         if self.weights is not None and getattr(self, "ctx", None) is not None:
-            self.weights = self.weights.to(self.ctx.device)  # not copied to the device every step (issue 28)
+            self.weights = self.weights.to(self.ctx.device)  # not copied to the device every step
         if "ap" in state:
             self.ap.load_state_dict(state["ap"])
 

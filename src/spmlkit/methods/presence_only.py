@@ -1,4 +1,4 @@
-"""Presence-only methods (issue 24): SINR's losses (Cole et al. 2023) and Zbinden et al.
+"""Presence-only methods: SINR's losses (Cole et al. 2023) and Zbinden et al.
 (2024)'s full-weighted loss, for data whose examples are single presence records plus
 **background rows** (examples with no observed label, e.g. random background sites).
 

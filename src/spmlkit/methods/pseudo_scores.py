@@ -37,7 +37,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataFormatError
+from ..io import load_numpy
 from .base import Batch, Component, Method, TrainContext, register_method, resolve_k
 from .chen2024 import gr_schedule
 
@@ -52,8 +53,6 @@ def load_pseudo_scores(path: str | Path, n_train: int, n_labels: int) -> np.ndar
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"pseudo-scores file {p} not found")
-    from ..errors import DataFormatError
-    from ..io import load_numpy
 
     try:
         S = load_numpy(p)  # one-line errors (no numpy allow_pickle hint), never unpickles

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..io import load_numpy
 from ..params import Interval, Options, check_params
 from .base import Batch, Component, Method, TrainContext, register_method, resolve_k
 from .label_store import ADAM_MODES, STORAGE, _chunks_from_state, make_store, storage_bytes
@@ -159,7 +160,7 @@ class LabelEstimator(Component):
         of rows not visited since their last update)."""
         G = self.store.G
         sums = []
-        for g in range(G):  # summed on the store's device (issue 28, item 13: no copy of the table to the host)
+        for g in range(G):  # summed on the store's device (no copy of the table to the host)
             s = None
             for _, block in self.store.member_blocks(g, as_stored=True):
                 part = torch.sigmoid(block).sum(dtype=torch.float64)
@@ -202,8 +203,6 @@ class LabelEstimator(Component):
             if "logits" in state:
                 shape = tuple(state["logits"].shape)
             elif "path" in state:
-                from ..io import load_numpy
-
                 shape = tuple(load_numpy(state["path"], mmap=True).shape)
             else:
                 shape = (state["U"].shape[0], state["V"].shape[1])

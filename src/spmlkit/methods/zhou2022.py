@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import ConfigError
+from ..models.heads import StackedLinear
 from .apl import AsymmetricPseudoLabeler
 from .base import Batch, Method, register_method
 
@@ -69,8 +70,6 @@ def classifier_weights(model) -> list[tuple[torch.Tensor, bool]]:
     stacked head regularises the head only.  Otherwise the weight matrices (dim ≥ 2) of
     a submodule named ``head``, ``classifier`` or ``fc`` are used, without member axis.
     """
-    from ..models.heads import StackedLinear
-
     stacked = [(m.weight, True) for m in model.modules() if isinstance(m, StackedLinear)]
     if stacked:
         return stacked

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..device import autocast
+from ..errors import UnknownNameError
 from ..features.backbones import Backbone, build_backbone
 from .decoder import LabelDecoder
 from .heads import HEADS, build_head
@@ -26,8 +28,6 @@ class ImageModel(nn.Module):
                  decoder: dict | None = None):
         super().__init__()
         if head not in MAP_HEADS and head not in HEADS:
-            from ..errors import UnknownNameError
-
             raise UnknownNameError("image model head", head, [*HEADS, *MAP_HEADS])
         self.backbone = backbone
         self.head_kind = head
@@ -60,8 +60,6 @@ class ImageModel(nn.Module):
     precision: str = "32"
 
     def _autocast(self, x: torch.Tensor):
-        from ..device import autocast
-
         return autocast(x.device, self.precision)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -21,10 +21,12 @@ enter, so the labels are never copied per trial.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..data import Bundle, load_any
+from ..errors import ConfigError, SpmlError
 from ..labels import expected_positives
 
 DEFAULT_MS = (5, 10, 25)
@@ -100,11 +102,6 @@ def training_labels(source, *, data_root=None) -> tuple[np.ndarray, str]:
     """The full training labels of ``source`` (a prepared bundle folder, a dataset name or
     a data file/folder) and a name saying where they come from; a one-line
     :class:`~spmlkit.errors.SpmlError` when it has none (k needs fully labelled examples)."""
-    from pathlib import Path
-
-    from ..data import Bundle, load_any
-    from ..errors import SpmlError
-
     if (Path(source) / "meta.json").exists():
         bundle = Bundle(source)
         Y, name = bundle.labels("train"), f"{bundle.name} (bundle {source}, training split)"

@@ -50,13 +50,25 @@ without a ``scoring`` argument; :func:`observed_map_scorer` and
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from ..config import TrainConfig
+from ..data.encoding import CovariateEncoding
+from ..data.memory import ArrayBundle
 from ..errors import ConfigError
+from ..metrics import mean_average_precision, observed_positive_recall_at_k
+from ..training.callbacks import PrintEpochs
+from ..training.run import train
+from .labelsets import (RULES, LabelSetWarning, estimate_k, label_set_warning, model_label_rule, rule_k_estimate,
+                        tune_label_thresholds)
+from .saved import SavedModel, load_model, save_model
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -101,8 +113,6 @@ def _to_observations(y, classes=None, *, unknown: str = "raise"):
     raises ``ValueError`` (``unknown="raise"``), or (``unknown="return"``, for scoring)
     ``(Z, classes, U)`` is returned with ``U`` ``(N, n_unknown)`` int8: one column per
     label not in ``classes``, +1 on the rows observing it (2-D targets: no columns)."""
-    from sklearn.utils.multiclass import type_of_target
-
     columns = getattr(y, "columns", None)
     if columns is not None and getattr(y, "ndim", 2) == 2:  # pandas DataFrame
         y, found = np.asarray(y), np.asarray(list(columns))
@@ -210,7 +220,7 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
     categorical : list, optional
         Columns of ``X`` (names of a DataFrame's columns, or indices) that are
         categorical: each is one-hot encoded with the levels (numbers) seen in fit, and
-        the encoding is stored with the model (issue 36), so :meth:`predict_proba`,
+        the encoding is stored with the model, so :meth:`predict_proba`,
         ``spml predict`` and ``spmlkit.load(...).predict_proba`` take the table in the
         training layout; a level unseen in fit is an error naming the column and the
         level.  Default: every column is a number used as it is.
@@ -259,8 +269,6 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     def _config(self):
-        from ..config import TrainConfig
-
         return TrainConfig(method=self.method, params=dict(self.method_params or {}), lr=self.lr,
                            batch_size=self.batch_size, epochs=self.epochs, patience=self.patience, seed=self.seed,
                            head=self.head, hidden=self.hidden, standardize=self.standardize,
@@ -268,17 +276,30 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
                            device=self.device)
 
     def fit(self, X, y, *, validation_data=None):
-        """Train on features ``X`` ``(N, D)`` and observations ``y`` (see module docstring).
+        """Train on features ``X`` and observations ``y`` (the module docstring lists the forms of ``y``).
 
-        ``validation_data=(X_val, Y_val)``: a fully labelled validation set (``Y_val``
-        ``(M, L)`` 0/1 over the same classes); used instead of a held-out part of ``y``.
+        Args:
+            X: ``(N, D)`` features (an array or a DataFrame; with ``categorical`` set, the
+                named columns are one-hot encoded and the encoding goes with the model).
+            y: the observations: one label per row (a 1-D array of class names or indices:
+                single positives), or an ``(N, L)`` matrix of +1 / -1 / 0 (observed
+                positive, observed negative, unobserved).
+            validation_data: ``(X_val, Y_val)``, a fully labelled validation set (``Y_val``
+                ``(M, L)`` 0/1 over the same classes), used instead of a held-out part of ``y``.
+
+        Returns:
+            ``self``, fitted: ``classes_``, the trained model, and the label-set rule
+            (``threshold_rule``) worked out on the validation data.
+
+        Example:
+            >>> import numpy as np
+            >>> from spmlkit import SPMLClassifier
+            >>> rng = np.random.default_rng(0)
+            >>> X, y = rng.normal(size=(80, 4)), rng.choice(["ant", "bee", "fly"], size=80)
+            >>> clf = SPMLClassifier(method="an", epochs=2).fit(X, y)
+            >>> clf.classes_.tolist(), clf.predict_proba(X[:2]).shape
+            (['ant', 'bee', 'fly'], (2, 3))
         """
-        from ..data.memory import ArrayBundle
-        from .labelsets import RULES, estimate_k, model_label_rule
-        from .saved import SavedModel
-        from ..training.callbacks import PrintEpochs
-        from ..training.run import train
-
         if self.threshold_rule not in (*RULES, "auto"):
             raise ConfigError(f"threshold_rule must be auto or one of {', '.join(RULES)}, got {self.threshold_rule!r}")
         if y is None:
@@ -351,8 +372,6 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             params=res.params, input=described)
         # the default rule (labelsets.model_label_rule): chosen on full validation labels; else expected-k with k
         # known, else estimated from held-out observations (or, with nothing held out, from the training rows)
-        from scipy.special import expit
-
         auto = self.threshold_rule == "auto"
         P_val = expit(st["val_logits"].astype(np.float64)) if Y_val is not None else None
         rows = ({} if k is not None else
@@ -385,8 +404,6 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         """The label-set rule of the estimator's options (``threshold_rule``, ``threshold``,
         ``top_k``, ``min_labels``) around the default ``base`` (its k); per-label thresholds
         tuned on full validation labels when there are some."""
-        from .labelsets import tune_label_thresholds
-
         rule = base["rule"] if self.threshold_rule == "auto" else self.threshold_rule
         if rule == "expected_k" and base.get("k_estimate") is None:
             raise ConfigError("threshold_rule='expected_k' needs expected_positives, validation_data with full "
@@ -405,8 +422,6 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_encoding(self, X):
         """``(encoding, encoded X)`` of the raw table ``X`` with the ``categorical`` columns."""
-        from ..data.encoding import CovariateEncoding
-
         columns = getattr(X, "columns", None)
         self._raw_names = [str(c) for c in columns] if columns is not None else None
         raw = np.asarray(X, dtype=np.float64) if columns is None else np.column_stack(
@@ -467,10 +482,6 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         return self._label_sets(X, stacklevel=3)
 
     def _label_sets(self, X, *, stacklevel: int) -> np.ndarray:
-        import warnings
-
-        from .labelsets import LabelSetWarning, label_set_warning, rule_k_estimate
-
         check_is_fitted(self)
         S = self.model_.label_sets_from_proba(self.predict_proba(X)).astype(np.int64)
         msg = label_set_warning(S, rule_k_estimate(self.model_.label_sets))
@@ -499,16 +510,12 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- persistence
     def save(self, path) -> Path:
         """Save as a model folder (the ``spml`` format; ``spmlkit.load`` reads it too)."""
-        from .saved import save_model
-
         check_is_fitted(self)
         return save_model(self.model_, path)
 
     @classmethod
     def load(cls, path) -> "SPMLClassifier":
         """A fitted estimator from a folder written by :meth:`save`."""
-        from .saved import load_model
-
         model = load_model(path)
         params = model.info.get("estimator_params")
         if model.info.get("estimator") != "SPMLClassifier" or params is None:
@@ -540,8 +547,6 @@ def observed_map_scorer(estimator, X, y) -> float:
     Observed positives count as positives, every other entry as negative; labels with
     no observed positive in ``y`` are left out.  A label of ``y`` that the estimator
     did not see in fit counts with AP 0 (a miss).  Needs no full labels."""
-    from ..metrics import mean_average_precision
-
     Z, U = _observed_targets(estimator, y)
     res = mean_average_precision(Z == 1, estimator.decision_function(X))
     n_known = int((Z == 1).any(axis=0).sum())
@@ -553,8 +558,6 @@ def observed_map_scorer(estimator, X, y) -> float:
 
 def observed_recall_scorer(k: int = 3):
     """A scorer: fraction of observed positives ranked in the top ``k`` labels of their example."""
-    from ..metrics import observed_positive_recall_at_k
-
     def scorer(estimator, X, y) -> float:  # a label unseen in fit is never in the top k: a miss
         Z, U = _observed_targets(estimator, y)
         n_pos, n_unknown = int((Z == 1).sum()), int(U.sum())

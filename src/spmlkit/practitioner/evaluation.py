@@ -11,9 +11,17 @@ key says what the numbers were computed against:
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from ..metrics import evaluate_scores, label_set_scores
+import numpy as np
+from scipy.special import expit
+
+from ..data.formats.tabular import describe_name_difference
+from ..errors import SpmlError
+from ..metrics import (average_precision_from_counts, evaluate_scores, label_set_scores, roc_auc_from_counts,
+                       stream_rank_counts, streamed_observed_scores)
+from ..training.scores import needs_streaming
+from .labelsets import observed_set_scores
 
 OBSERVED_NOTE = "observed labels only (no full labels): not comparable to a full-label mAP"
 
@@ -21,7 +29,7 @@ OBSERVED_NOTE = "observed labels only (no full labels): not comparable to a full
 
 class SetTally:
     """The counts behind :func:`spmlkit.practitioner.evaluation.evaluate_label_sets`,
-    accumulated over row blocks (issue 32): totals per label and one number per row, never
+    accumulated over row blocks: totals per label and one number per row, never
     an ``N × L`` array; :meth:`result` gives the same dict."""
 
     def __init__(self, n_labels: int, observed: bool):
@@ -72,8 +80,6 @@ class SetTally:
 
 def evaluate_label_sets(S, *, Y=None, Z=None) -> dict:
     """Quality of predicted label sets ``S`` ``(N, L)`` bool against ``Y`` or ``Z``."""
-    from .labelsets import observed_set_scores
-
     if Y is not None:
         out = label_set_scores(Y, S)
         S = np.asarray(S, dtype=bool)
@@ -93,15 +99,12 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
 
     With full labels: mAP (x100; classes without a positive excluded or, ``empty="zero"``,
     counted as AP 0) and per-label AUC-ROC, each label scored on its surveyed examples
-    when the bundle has a label mask (issue 24); ``ap`` and ``auc`` map label names to
+    when the bundle has a label mask; ``ap`` and ``auc`` map label names to
     per-label values (None where undefined).  On observed-only data (the user's own
     observations): never a full-label mAP, but :func:`evaluate_scores` against the
     observations with ``labels == "observed"``, plus the quality of the model's label
     sets (``label_sets``, :func:`evaluate_label_sets`).  Scores are the model's logits:
     probabilities of confident models round to exactly 1.0 and would create false ties."""
-    from ..data.formats.tabular import describe_name_difference
-    from ..errors import SpmlError
-
     if bundle.label_names != model.label_names:
         raise SpmlError(f"{bundle.path}: the model's labels differ from the bundle's: "
                         + describe_name_difference(model.label_names, bundle.label_names, "label"))
@@ -111,14 +114,11 @@ def evaluate_model(model, bundle, split: str = "test", *, empty: str = "exclude"
                         f"data with a {split} split")
     Y = bundle.labels(split)
     X = model_features(model, bundle, split)  # matched to the model's columns by name
-    from ..training.scores import needs_streaming
 
     if needs_streaming(1, len(X), len(model.label_names)) and not model.takes_images:
         return _evaluate_streamed(model, X, bundle, split, Y, empty=empty)
     scores = model.decision_function(X)
     if Y is None:
-        from scipy.special import expit
-
         Z = bundle.observations(split)
         ev = evaluate_scores(scores, Z=Z)
         ev["label_sets"] = evaluate_label_sets(model.label_sets_from_proba(expit(scores)), Z=Z)
@@ -136,9 +136,6 @@ def model_features(model, bundle, split: str):
     names of its input columns (``input.feature_names``) meets a bundle's features **by
     name** — reordered when the same columns come in another order, refused (one line,
     naming the columns) when they differ; never taken by position."""
-    from ..data.formats.tabular import describe_name_difference
-    from ..errors import SpmlError
-
     X = bundle.features(split, model.info.get("feature_set"))
     want = (model.input or {}).get("feature_names") if isinstance(model.input, dict) else None
     have = bundle.meta.get("feature_names") if bundle.kind == "features" else None
@@ -154,14 +151,7 @@ def model_features(model, bundle, split: str):
 def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
     """:func:`evaluate_model` for a split whose ``N × L`` scores are too large to hold:
     the model's logits in row blocks, metrics from streamed rank counts and label sets
-    tallied block by block (issue 32; the same numbers, tested)."""
-    import math
-
-    from scipy.special import expit
-
-    from ..metrics import (average_precision_from_counts, roc_auc_from_counts, stream_rank_counts,
-                           streamed_observed_scores)
-
+    tallied block by block (the same numbers, tested)."""
     rows = model.stream_rows(16 * 2 ** 20)
 
     def chunks():

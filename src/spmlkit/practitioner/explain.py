@@ -1,4 +1,4 @@
-"""What species-distribution modellers read (issue 36, item 4): response curves and
+"""What species-distribution modellers read: response curves and
 permutation importance per covariate and species, as tables and figures.
 
 Response curves (partial dependence)
@@ -30,8 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import roc_auc_score
 
+from .. import ownership
 from ..errors import ConfigError
+from ..io import safe_filename
+from ..ownership import atomic_path
 
 
 @dataclass
@@ -107,8 +111,6 @@ def response_curves(model, reference: np.ndarray, *, points: int = 50) -> list[d
 def _aucs(P: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """Per-species AUC of the rows ``pos[:, j]`` against the rows ``neg[:, j]`` (NaN when
     either is empty)."""
-    from sklearn.metrics import roc_auc_score
-
     out = np.full(P.shape[1], np.nan)
     for j in range(P.shape[1]):
         p, n = pos[:, j], neg[:, j]
@@ -149,8 +151,6 @@ def permutation_importance(model, X: np.ndarray, pos: np.ndarray, neg: np.ndarra
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    from ..ownership import atomic_path
-
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
@@ -160,18 +160,16 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def _savefig(fig, path: Path) -> None:
-    from ..ownership import atomic_path
-
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": "spmlkit explain"})
 
 
 def response_figure(rows: list[dict], species: str, enc, path: Path) -> Path:
     """One panel per covariate: the partial dependence of ``species`` (probability 0-1)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, only when a figure is drawn
 
     covs = list(enc.covariates)
     ncol = min(4, len(covs))
@@ -200,10 +198,10 @@ def response_figure(rows: list[dict], species: str, enc, path: Path) -> Path:
 
 def importance_figure(rows: list[dict], species: list[str], path: Path, split: str) -> Path:
     """One panel per species: the AUC drop of each covariate (mean ± sd), largest on top."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, only when a figure is drawn
 
     fig, axes = plt.subplots(1, len(species), figsize=(4.2 * len(species), 0.35 * (len({r['covariate'] for r in rows}))
                                                         + 1.6), squeeze=False)
@@ -227,9 +225,6 @@ def explain(model, bundle, out, *, split: str = "val", species=None, points: int
     the folder ``out`` (a new or empty one, or one ``spml explain`` wrote): ``response.csv``,
     ``importance.csv``, ``response_<species>.png`` (for each of ``species``, default all)
     and ``importance.png``.  Returns the paths written."""
-    from .. import ownership
-    from ..io import safe_filename
-
     if list(bundle.label_names) != list(model.label_names):
         raise ConfigError(f"{bundle.path}: its species are not the model's; give the bundle the model was trained on")
     names = list(model.label_names)

@@ -49,11 +49,21 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
+from scipy.special import expit
 
+from .. import ownership
+from ..data import Bundle
+from ..data.dataset import check_features
+from ..data.encoding import is_raw_layout, read_covariate_table
+from ..data.formats.tabular import read_feature_table
 from ..errors import ConfigError, DataFormatError, SpmlError
+from ..io import load_numpy, npz_array
 from ..ownership import is_checked_file, write_output_file
 
 from ..features.transforms import IMAGE_SUFFIXES as IMAGE_EXTENSIONS  # noqa: E402  (one list of suffixes)
+from ..progress import progress as progress_bar
+from .labelsets import format_label_sets, label_set_stats_warning, label_set_warning, rule_k_estimate
+from .report import describe_rule
 PATH_COLUMN = "path"
 
 
@@ -64,6 +74,7 @@ EXTRACTOR = "extract_image_features"
 def feature_extractor() -> Callable:
     """``spmlkit.features.extract_image_features`` (provided by the images extension)."""
     try:
+        # lazy: optional dependency
         from .. import features  # noqa: WPS433 - optional extension
         fn = getattr(features, EXTRACTOR)
     except (ImportError, AttributeError) as exc:
@@ -160,13 +171,9 @@ def read_features(path: str | Path, *, columns: list[str] | None = None,
     features except an identifier column (``id_column``, default an optional 'id'; with
     ``columns``, the model's feature names, matched by name; see
     :func:`spmlkit.data.formats.tabular.read_feature_table`)."""
-    from ..data.dataset import check_features
-    from ..data.formats.tabular import read_feature_table
-
     p = Path(path)
     if not p.exists():
         raise DataFormatError(p, "file not found")
-    from ..io import load_numpy, npz_array
 
     if p.suffix == ".npy":
         return check_features(load_numpy(p), p), None
@@ -217,13 +224,11 @@ def prediction_input(model, source: str | Path, *, split: str = "test", path_col
     from named columns, estimators fitted on a DataFrame); a model saved without them
     (older models, or trained on unnamed arrays) takes the columns by position, and
     ``log`` hears a note saying so.  A model that records its **covariate encoding**
-    (issue 36: trained on a presence-only table or on rasters) also takes the table in
+    (trained on a presence-only table or on rasters) also takes the table in
     its raw training layout — covariates by name, categorical ones as their levels
     (:func:`spmlkit.data.encoding.read_covariate_table`); ``siteid`` (or ``id``, or
     ``id_column``) and ``x``, ``y`` pass through.  A bundle's ids and places (stored by
     ``spml prepare`` when its source had them) pass through too."""
-    from ..data import Bundle
-
     names = (getattr(model, "input", None) or {}).get("feature_names")
 
     source = Path(source)
@@ -250,8 +255,6 @@ def prediction_input(model, source: str | Path, *, split: str = "test", path_col
         images = path_column is not None or ((model.input or {}).get("kind") == "images" and PATH_COLUMN in header)
         enc = None if images else model.encoding if hasattr(model, "encoding") else None
         if enc is not None:
-            from ..data.encoding import is_raw_layout, read_covariate_table
-
             if is_raw_layout(header, enc):
                 table = read_covariate_table(source, enc, id_column=id_column)
                 X = enc.transform(table.X, unseen="raise", source=source, lines=table.lines)
@@ -316,8 +319,6 @@ def check_prediction_output(out: str | Path, *, label_names: list[str], source: 
     or ``id,labels,probabilities``), or a ``.npy`` float32 matrix with one column per label
     — unless ``overwrite``.  Re-running a prediction into the same file therefore works, and
     a user's data file is never replaced by accident."""
-    from .. import ownership
-
     def is_prediction_file(p: Path) -> bool:
         if p.suffix.lower() == ".npy":
             try:
@@ -349,8 +350,6 @@ def used_rule(model, *, rule: str | None = None, threshold: float | None = None,
 def rule_warning_k(model, used: dict, k: float | None) -> float | None:
     """The expected number of labels a label-set warning compares with: the ``k`` given
     for ``expected_k``, else the model's estimate."""
-    from .labelsets import rule_k_estimate
-
     return rule_k_estimate(model.label_sets) if used["rule"] != "expected_k" or k is None else k
 
 
@@ -362,8 +361,6 @@ def predicted_label_sets(model, P: np.ndarray, *, rule: str | None = None, thres
     ``warning`` a one-line warning when the sets look wrong for the expected number of
     labels (:func:`spmlkit.practitioner.labelsets.label_set_warning`: the ``k`` given
     for ``expected_k``, else the model's estimate), or None."""
-    from .labelsets import label_set_warning
-
     S = model.label_sets_from_proba(P, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
     used = used_rule(model, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
     return S, used, label_set_warning(S, rule_warning_k(model, used, k))
@@ -374,8 +371,6 @@ def iter_probabilities(model, X, *, rows: int | None = None) -> Iterator[tuple[i
     :func:`chunk_rows`): per-label probabilities in float64, the values
     :meth:`SavedModel.predict_proba` gives, without ever holding all N x L of them.
     Image paths (a fine-tuned model) are scored in one piece."""
-    from scipy.special import expit
-
     if isinstance(X, (list, tuple)):
         yield 0, model.predict_proba(X)
         return
@@ -484,8 +479,6 @@ def write_label_set_chunks(out: str | Path, ids: list[str], label_names: list[st
                            xy: np.ndarray | None = None, separator: str = ";", progress=None) -> Path:
     """Write label sets of ``chunks`` (``(start, S)`` pairs, ``S`` ``(n, L)`` bool) as a
     CSV ``id[,x,y],labels`` (the labels of each set joined by ``separator``)."""
-    from .labelsets import format_label_sets
-
     out = Path(out)
     if not is_checked_file(out):  # (spml predict checks it before reading anything)
         check_prediction_output(out, label_names=label_names)
@@ -541,11 +534,6 @@ def predict_to_file(model, inp: PredictionInput, out: str | Path, *, kind: str =
     N x L array is ever held (a ``.npy`` output is appended chunk by chunk).  Returns
     ``{"message", "warning", ...}`` (``warning``: the label-set warning of
     :func:`spmlkit.practitioner.labelsets.label_set_stats_warning`, or None)."""
-    from ..errors import ConfigError
-    from ..progress import progress as progress_bar
-    from .labelsets import label_set_stats_warning
-    from .report import describe_rule
-
     out = Path(out)
     N, L = len(inp.X), len(model.label_names)
     npy = out.suffix.lower() == ".npy"

@@ -1,4 +1,4 @@
-"""From per-label probabilities to label sets (issue 8).
+"""From per-label probabilities to label sets.
 
 A trained SPML model scores every label; a practitioner wants the *set* of labels of
 each input.  This module turns an ``(N, L)`` probability matrix ``P`` into an ``(N, L)``
@@ -48,9 +48,13 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import expit
 
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, UnknownNameError
 from ..labels import expected_positives
+from ..metrics import label_set_scores
+from ..sparse_labels import as_sparse
+from ..training.scores import top_k_rows
 
 RULES = ("threshold", "top_k", "expected_k", "per_label")
 DEFAULT_THRESHOLD = 0.5
@@ -86,8 +90,6 @@ def round_k(k: float) -> int:
 def _top_mask(P: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Keep the ``counts[n]`` highest entries of row ``n`` (ties: lower label index first),
     by partial selection (O(L) per row; a stable descending sort's first ``counts[n]``)."""
-    from ..training.scores import top_k_rows
-
     N, L = P.shape
     counts = np.clip(np.asarray(counts, dtype=np.int64), 0, L)
     out = np.zeros((N, L), dtype=bool)
@@ -235,10 +237,6 @@ def estimate_k_observed_streamed(Z, chunks) -> float:
     """:func:`estimate_k_observed` from logit blocks (``chunks()`` yields ``(start, (b, L))``):
     each row's top label by ``argmax`` of its probabilities (the first on ties, as the
     stable sort there), never a sort; ``Z`` dense or sparse.  Memory O(block × L)."""
-    from scipy.special import expit
-
-    from ..sparse_labels import as_sparse
-
     pos = as_sparse(Z, dtype=np.int8).positives()
     n_pos = pos.count(1)
     if not n_pos:
@@ -408,8 +406,6 @@ def choose_rule(Y, P, *, k: float | None = None, folds: int = 5, seed: int = 0,
     summary) so ``per_label`` can be asked for later, and ``k`` when known — and one row
     per candidate with its validation example-F1 (also stored as ``spec["choice"]``).
     """
-    from ..metrics import label_set_scores
-
     P = _as_scores(P)
     Y = np.asarray(Y) == 1
     N = len(Y)
@@ -476,8 +472,6 @@ def label_sets(P, *, rule: str = "threshold", threshold=DEFAULT_THRESHOLD, k: fl
                               "e.g. 'spml prepare ... --val-file FILE')")
         S = threshold_sets(P, threshold=np.asarray(thresholds, dtype=np.float64))
     else:
-        from ..errors import UnknownNameError
-
         raise UnknownNameError("threshold rule", rule, RULES)
     if min_labels:
         S = S | _top_mask(P, np.full(P.shape[0], int(min_labels)))
@@ -535,7 +529,7 @@ def model_label_rule(*, k: float | None = None, k_source: str | None = None, Z=N
                      where: str = "held-out", Y_val=None, P_val=None, seed: int = 0,
                      fallback: float = DEFAULT_THRESHOLD) -> dict:
     """The label-set rule a trained model gets by default: the one choice ``spml train``
-    (:mod:`spmlkit.practitioner.run`) and :class:`~spmlkit.practitioner.SPMLClassifier`
+    (:mod:`spmlkit.practitioner.run_folder`) and :class:`~spmlkit.practitioner.SPMLClassifier`
     make.
 
     With a fully labelled validation set (``Y_val``, the model's probabilities ``P_val``

@@ -41,11 +41,21 @@ A missing library is a one-line error naming the extra to install, before any tr
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
+import re
+import statistics
+import time
 from pathlib import Path
 
+import numpy as np
+from PIL import Image
+from urllib.parse import unquote, urlparse
+
+from .. import ownership
 from ..errors import ConfigError, did_you_mean
+from ..io import read_json
 from ..training.callbacks import Callback
 
 #: names accepted by --log-to
@@ -70,8 +80,6 @@ def parse_log_to(text: str | None) -> list[str]:
 
 def check_available(names: list[str]) -> None:
     """A one-line error, before any training, when a requested library is not installed."""
-    import importlib.util
-
     for n in names:
         module, extra = _EXTRA[n]
         if importlib.util.find_spec(extra) is None:  # (torch.utils.tensorboard needs the tensorboard package)
@@ -102,8 +110,6 @@ def metric_name(text: str) -> str:
     >>> metric_name("label_sets.threshold 0.5, at least 1 label(s).f1")
     'label_sets.threshold_0.5_at_least_1_label_s_.f1'
     """
-    import re
-
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_\-.:/]", "_", text.replace(", ", "_")))
 
 
@@ -116,8 +122,6 @@ def rule_key(description: str) -> str:
     >>> rule_key("top-1"), rule_key("per-label thresholds (tuned for F1 on validation)")
     ('top_1', 'per_label')
     """
-    import re
-
     d = str(description)
     least = re.search(r"at least (\d+) label", d)
     tail = f"_min{least.group(1)}" if least else ""
@@ -135,8 +139,6 @@ def rule_key(description: str) -> str:
 
 
 def _rule_k(description: str) -> float | None:
-    import re
-
     m = re.search(r"k=([0-9.]+)", str(description))
     return float(m.group(1)) if m else None
 
@@ -208,9 +210,7 @@ class TensorBoardLogger(Logger):
     """Event files in ``log_dir`` (``torch.utils.tensorboard.SummaryWriter``)."""
 
     def __init__(self, log_dir: str | Path, name: str):
-        from torch.utils.tensorboard import SummaryWriter
-
-        from .. import ownership
+        from torch.utils.tensorboard import SummaryWriter  # lazy: optional dependency
 
         # a folder spmlkit makes inside the run (or bench) folder: checked, never a link followed
         self.dir = ownership.folder(log_dir, "tensorboard")
@@ -244,13 +244,9 @@ class TensorBoardLogger(Logger):
             if f.suffix == ".md" or f.suffix == ".json":
                 self.writer.add_text(f.name, f.read_text(encoding="utf-8"), 0)
             elif f.suffix == ".png":
-                import numpy as np
-                from PIL import Image
-
                 with Image.open(f) as im:
                     self.writer.add_image(f.stem, np.asarray(im.convert("RGB")), 0, dataformats="HWC")
         self.writer.close()
-        from .. import ownership
 
         ownership.record_new(self.dir)  # (add_hparams writes a second event file)
 
@@ -260,10 +256,6 @@ def check_mlflow_store(uri: str) -> Path:
     spmlkit only names it, so it must be new, empty or an MLflow store already (its
     ``meta.yaml`` files, ``.trash``, ``models``) — a folder of the user's that happens to
     have the name, a file, or a dangling link is refused in one line before MLflow writes."""
-    from urllib.parse import unquote, urlparse
-
-    from .. import ownership
-
     path = Path(unquote(urlparse(uri).path)) if uri.startswith("file:") else Path(uri)
     ownership.check_output_folder(path, option="MLflow store")
     if path.is_dir():
@@ -288,7 +280,7 @@ class MLflowLogger(Logger):
         if uri.startswith("file:") or "://" not in uri:
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file stores are opt-in
             check_mlflow_store(uri)
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # lazy: optional dependency
 
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
@@ -301,7 +293,7 @@ class MLflowLogger(Logger):
         self.run_id = self.client.create_run(exp_id, run_name=name, tags=tags).info.run_id
 
     def params(self, params: dict) -> None:
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # lazy: optional dependency
 
         flat = _flat(params)
         items = [Param(k[:250], str(v)[:6000]) for k, v in flat.items()]
@@ -309,9 +301,7 @@ class MLflowLogger(Logger):
             self.client.log_batch(self.run_id, params=items[i:i + 100])
 
     def scalars(self, values: dict, step: int) -> None:
-        import time
-
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # lazy: optional dependency
 
         ms = int(time.time() * 1000)
         items = [Metric(metric_name(k.replace("@", "_at_")), float(v), ms, int(step))
@@ -419,8 +409,6 @@ class RunTracking(Callback):
 
 def log_finished_run(loggers: RunLoggers, run_dir: Path) -> None:
     """Final metrics and the run folder's files (report, result, config, figures)."""
-    from ..io import read_json
-
     run_dir = Path(run_dir)
     result = read_json(run_dir / "result.json")
     files = [run_dir / n for n in ("report.md", "result.json", "config.json")] + sorted(run_dir.glob("*.png"))
@@ -433,8 +421,6 @@ def group_summary(record: dict) -> dict:
     """A bench group's numbers under names that do not depend on its grid: the lr with the
     best mean validation score over seeds (``selected_lr``) and, at it, the mean
     validation score, test mAP (± ``test_map_std`` over seeds) and training-set mAP."""
-    import statistics
-
     by_lr: dict = {}
     for run in record.get("runs", []):
         if _finite(run.get("lr")) and _finite(run.get("val_score")):

@@ -1,4 +1,4 @@
-"""Species maps (issue 36, item 3): a model trained on covariates predicts every cell of a
+"""Species maps: a model trained on covariates predicts every cell of a
 raster stack, written as GeoTIFF on the input's grid, and a PNG map per species.
 
 :func:`predict_rasters` reads the covariate layers the model was trained on (matched by
@@ -29,8 +29,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
+from scipy.special import expit
 
+from .. import ownership
+from ..data import Bundle, rasters as R
+from ..data.rasters import parse_crs, rasterio, same_crs
 from ..errors import ConfigError, DataFormatError
+from ..io import safe_filename
+from ..ownership import replace_file
 
 #: the GeoTIFF tag (and its value) that marks a map spmlkit wrote
 TAG = "SPMLKIT_MAP"
@@ -38,14 +45,10 @@ PNG_SOFTWARE = "spmlkit"
 
 
 def _safe(name: str) -> str:
-    from ..io import safe_filename
-
     return safe_filename(name.replace(" ", "_"))
 
 
 def _is_our_tif(path: Path) -> bool:
-    from ..data.rasters import rasterio
-
     rio = rasterio()
     try:
         with rio.open(path) as ds:
@@ -56,8 +59,6 @@ def _is_our_tif(path: Path) -> bool:
 
 def _is_our_png(path: Path) -> bool:
     try:
-        from PIL import Image
-
         with Image.open(path) as im:
             return str(im.info.get("Software", "")).startswith(PNG_SOFTWARE)
     except Exception:
@@ -72,8 +73,6 @@ def _check_outputs(paths: list[Path], inputs: list[str], overwrite: bool) -> Non
     """Single map files (:func:`spmlkit.ownership.output_file`): never a folder, a link, an
     input raster or inside one; an existing file only when it is a map spmlkit wrote, or
     with ``overwrite``."""
-    from .. import ownership
-
     for p in paths:
         ownership.output_file(p, inputs=inputs, overwrite=overwrite, is_ours=_is_our_map, option="-o", what="map")
 
@@ -112,11 +111,6 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
                     log=None) -> dict:
     """Write ``model``'s probability of each species on the grid of ``rasters`` (module
     docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``."""
-    from scipy.special import expit
-
-    from .. import ownership
-    from ..data import rasters as R
-
     enc = model.encoding
     if enc is None:
         raise ConfigError("this model records no covariate encoding (it was trained on ready-made features, not on "
@@ -192,7 +186,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
             block = np.full((len(species), n * stack.width), out_nodata, dtype=np.float32)
             block[:, valid.ravel()] = P.T
             block = block.reshape(len(species), n, stack.width)
-            from rasterio.windows import Window
+            from rasterio.windows import Window  # lazy: optional dependency
 
             win = Window(0, r0, stack.width, n)
             if per_species:
@@ -221,9 +215,6 @@ def _training_records(model, records, species: list[str], stack) -> dict | None:
     """``{species: (n, 2) x, y}`` of the training records (train and validation rows that
     observe the species) of ``records`` (a bundle) or of the model's bundle; None when
     there is none, or it has no places."""
-    from ..data import Bundle
-    from ..data.rasters import same_crs, parse_crs
-
     path = records or (model.info or {}).get("bundle")
     if not path or not (Path(path) / "meta.json").exists():
         if records:
@@ -254,13 +245,10 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
     """A PNG of band ``band`` of the GeoTIFF ``tif`` (probability 0-1, nodata blank), the
     species name as title, a colour bar, and ``records`` ``(n, 2)`` drawn as points.
     Rasters wider or taller than ``max_pixels`` are read decimated."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..data.rasters import rasterio
-    from ..ownership import replace_file
+    import matplotlib.pyplot as plt  # lazy: matplotlib, only when a figure is drawn
 
     rio = rasterio()
     with rio.open(tif) as ds:

@@ -1,4 +1,4 @@
-"""Background rows in the linear setting (issue 24).
+"""Background rows in the linear setting (presence-only data).
 
 A **background row** is a training example with no observed label (its row of Z is all
 0): an ecologist's random background site, an unlabelled image.  The data model keeps
@@ -20,14 +20,13 @@ import torch
 
 from ..errors import ConfigError
 from ..methods.base import MemberStreams
+from ..sparse_labels import as_sparse
 
 
 class BackgroundSampler(MemberStreams):
     """The labelled and background rows of a training set and the per-step draws."""
 
     def __init__(self, observed: np.ndarray | torch.Tensor, seeds: list[int], *, method: str = ""):
-        from ..sparse_labels import as_sparse
-
         Z = as_sparse(observed.cpu().numpy() if torch.is_tensor(observed) else observed, dtype=np.int8)
         has = torch.from_numpy(Z.row_counts(0) < Z.n_labels)  # an observed label (on the CPU whatever the device)
         self.labelled = torch.nonzero(has).flatten()

@@ -16,7 +16,7 @@ epoch, step)``                 ``after_optimizer_step`` (``step`` from 1 in ``ep
 ``on_fit_end(fit)``            after the last epoch
 =============================  ====================================================
 
-and, around a run folder (:func:`spmlkit.practitioner.run.run_training`, rank 0 only):
+and, around a run folder (:func:`spmlkit.practitioner.run_folder.run_training`, rank 0 only):
 ``on_run_skipped(run_dir)`` when the folder already holds this finished run (nothing
 trains), and ``on_run_end(run_dir)`` once the folder is complete (its ``result.json``
 written), also after a skip.  A recipe, LinearInit or several fine-tuning members run
@@ -43,6 +43,7 @@ gets it back when the run resumes.  Two callbacks with state need two keys.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Callable
@@ -52,6 +53,7 @@ from .. import ownership
 from ..io import read_jsonl
 from ..ownership import append_jsonl, write_text
 from . import distributed
+from ..progress import advance_to, progress
 from .checkpoint import RESTART_ADVICE, load_run_checkpoint, save_checkpoint
 
 
@@ -242,8 +244,6 @@ class ProgressBar(Callback):
     a resumed run goes on from its epoch."""
 
     def __init__(self, plan, desc: str, *, bar=None):
-        from ..progress import progress
-
         self.plan = plan
         main = distributed.context().is_main
         self.bar = bar if bar is not None else (progress(plan.total, desc, plan.unit) if main else None)
@@ -253,14 +253,11 @@ class ProgressBar(Callback):
 
     def on_train_step_end(self, fit, epoch: int, step: int) -> None:
         if self.bar is not None and self.plan.unit == "step":
-            from ..progress import advance_to
-
             advance_to(self.bar, (epoch - 1) * self.plan.steps + step)
 
     def on_epoch_end(self, fit, info: dict) -> None:
         if self.bar is None:
             return
-        from ..progress import advance_to
 
         r = info["rows"][0]
         extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
@@ -287,7 +284,6 @@ class PrintEpochs(Callback):
     def on_epoch_end(self, fit, info: dict) -> None:
         if not info.get("is_main", True):
             return
-        import math
 
         r = info["rows"][0]
         val = r.get("val_score")

@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from .. import ownership
-from ..errors import CorruptFileError
-from ..io import safe_torch_load, sha256_bytes, sha256_file
+from ..errors import CorruptFileError, SpmlError
+from ..io import read_json, safe_torch_load, sha256_bytes, sha256_file
 from ..ownership import write_text
 
 _NDARRAY = "__spmlkit_ndarray__"
@@ -175,9 +175,6 @@ def is_run_folder(path) -> bool:
     marker: a run's ``config.json`` (``spml train``), or a ``last.pt`` whose SHA-256 its
     ``last.pt.sha256`` records (a run of the training loop called from Python, a bench
     group's checkpoint)."""
-    from ..io import read_json
-    from ..errors import SpmlError
-
     path = Path(path)
     try:
         cfg = read_json(path / "config.json")

@@ -96,6 +96,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
+from ..device import _local_gpu
+from ..errors import ConfigError
 from ..methods.base import Batch
 
 
@@ -143,14 +145,10 @@ def init_from_env(backend: str | None = None, timeout_s: float = 1800) -> DistCo
         _CONTEXT = DistContext()
         return _CONTEXT
     if not dist.is_available():
-        from ..errors import ConfigError
-
         raise ConfigError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if backend == "nccl":
-        from ..device import _local_gpu
-
         torch.cuda.set_device(_local_gpu(local, "NCCL", "process group"))  # a clear error past the last GPU
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
     _CONTEXT = _from_process_group()
@@ -231,10 +229,10 @@ def all_reduce_gradients(params, ctx: DistContext | None = None, bucket_bytes: i
     one global loss, so the sum (not the mean) is the one-process gradient.
 
     The gradients are flattened into buckets of about ``bucket_bytes`` and each bucket is
-    summed by one asynchronous all-reduce (issue 28, item 14: one collective per parameter
-    before).  A parameter that received no gradient on **any** rank keeps ``grad = None``,
-    as in one process (issue 28, item 6: filling it with zeros made AdamW decay and count
-    steps for LAC's stage-1 projection head, which one process leaves untouched); one that
+    summed by one asynchronous all-reduce (not one collective per parameter).  A parameter
+    that received no gradient on **any** rank keeps ``grad = None``, as in one process
+    (filling it with zeros made AdamW decay and count steps for LAC's stage-1 projection
+    head, which one process leaves untouched); one that
     received a gradient on some rank only (a rank with an empty shard) gets the sum.  Which
     parameters were used is summed with the gradients (a flag per parameter); a rank reads
     it back (a host synchronisation on a GPU) only when it lacks some gradient itself."""

@@ -44,12 +44,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import ownership
 from ..config import TrainConfig
 from ..data.bundle import Bundle
+from ..device import check_precision, cuda_numerics, grad_scaler, resolve_device, to_cpu
 from ..errors import ConfigError
+from ..features.backbones import build_backbone
+from ..features.extract import ensure_features
+from ..features.transforms import ImageSet, image_loader, iterate_loader, persistent_loader
+from ..io import read_jsonl
 from ..methods.base import Batch, Method
 from ..models.image import ImageModel
 from . import distributed
+from ..sparse_labels import as_sparse
 from .callbacks import Callback, EpochFunction, tagged
 from .ema import ModelEMA
 from .linear import split_scores, train_linear
@@ -97,7 +104,7 @@ def make_optimizer(name: str, params, *, lr: float, device: torch.device, steps:
     no weight decay, no schedule) or ``adamw-onecycle`` (Xie et al.: AdamW + OneCycle,
     stepped per iteration).  On CUDA the fused implementation (one kernel for all
     parameters; under ``16-mixed`` the gradient scaler's inf check then stays on the
-    device instead of an ``.item()`` per step, issue 28 item 10); elsewhere the default
+    device instead of an ``.item()`` per step); elsewhere the default
     one, so CPU results are unchanged."""
     fused = {"fused": True} if torch.device(device).type == "cuda" else {}
     if name == "adam":
@@ -112,7 +119,7 @@ def make_optimizer(name: str, params, *, lr: float, device: torch.device, steps:
 class ImageLearner:
     """One image model (``G = 1``) implementing the :class:`~spmlkit.training.loop.Learner` protocol.
 
-    ``device`` (issue 13): the model, its optimizer and EMA live there (moved before the
+    ``device``: the model, its optimizer and EMA live there (moved before the
     optimizer is made); batches come from a DataLoader (``num_workers`` worker
     processes, pinned memory and non-blocking copies on CUDA) and the model computes in
     ``precision`` (``32``; ``bf16`` / ``16-mixed`` autocast, float16 with a gradient
@@ -125,9 +132,6 @@ class ImageLearner:
                  seed: int, batch_size: int, image_size: int, epochs: int, views=("train",),
                  optimizer: str = "adam", ema_decay: float = 0.0, num_workers: int = 0, evaluate=None,
                  device="cpu", precision: str = "32", channels_last: bool | None = None, compile: bool = False):
-        from ..device import grad_scaler
-        from ..features.transforms import ImageSet
-
         self.device = torch.device(device)
         self.precision = precision
         self.channels_last = self.device.type == "cuda" if channels_last is None else bool(channels_last)
@@ -139,7 +143,6 @@ class ImageLearner:
         self._loader = self._sampler = None  # the persistent training loader (num_workers > 0)
         self.paths = paths
         self.model = model
-        from ..sparse_labels import as_sparse
 
         self.observed = as_sparse(observed, dtype=np.int8)  # sparse; each batch's block is built on the device
         self._observed_dev = self.observed.to(self.device)
@@ -166,8 +169,6 @@ class ImageLearner:
         """The epoch's batches; in a distributed run each rank loads and yields only its
         shard of every global batch (``shard``, ``global_batch`` set), as the linear
         learner does, so the loop computes the one-process loss of the whole batch."""
-        from ..features.transforms import image_loader
-
         perm = torch.randperm(self.n_train, generator=self.generator, device="cpu")
         rows = [perm[s:s + self.batch_size].tolist() for s in range(0, self.n_train, self.batch_size)]
         self.train_set.epoch = epoch
@@ -175,8 +176,6 @@ class ImageLearner:
         shards = [distributed.shard_bounds(len(r), ctx.world_size, ctx.rank) for r in rows]  # (0, n) in one process
         local = [r[a:b] for r, (a, b) in zip(rows, shards)]
         if self.num_workers > 0:  # one loader, its worker processes kept from epoch to epoch
-            from ..features.transforms import iterate_loader, persistent_loader
-
             if self._loader is None:
                 self._loader, self._sampler = persistent_loader(
                     self.train_set, num_workers=self.num_workers, pin_memory=self.device.type == "cuda",
@@ -189,7 +188,7 @@ class ImageLearner:
         S, dev, obs = self.image_size, self.device, self._observed_dev
         # the epoch's row numbers reach the device in one copy (pinned, not blocking); every
         # batch's index and observations are slices of it and of the device's observations:
-        # no copy from pageable memory per step (issue 28, item 9)
+        # no copy from pageable memory per step
         perm_dev = perm if dev.type == "cpu" else \
             (perm.pin_memory() if dev.type == "cuda" else perm).to(dev, non_blocking=True)
         L = obs.shape[1]
@@ -243,8 +242,6 @@ class ImageLearner:
     # ---------------------------------------------------------------- evaluation
     @torch.no_grad()
     def _logits(self, model, split: str) -> torch.Tensor:
-        from ..features.transforms import ImageSet, image_loader
-
         ds = self._eval_sets.get(split)
         if ds is None:
             ds = self._eval_sets[split] = ImageSet(self.paths[split], ("eval",), self.image_size)
@@ -328,8 +325,6 @@ def fold_standardization(head_state: dict, mean, std, head: str) -> dict:
 def linear_init_phase(bundle: Bundle, config: TrainConfig, *, seed: int, run_dir=None, resume: bool = True,
                       log=None) -> RunResult:
     """Phase 1 of LinearInit: the linear setting on cached features of the same backbone."""
-    from ..features.extract import ensure_features
-
     dctx = distributed.context()
     if dctx.enabled and not dctx.is_main:
         distributed.barrier()  # rank 0 extracts (or finds) the cached features first; the others then read them
@@ -354,9 +349,6 @@ def prepare_finetune(bundle: Bundle, config: TrainConfig, *, lr: float, seed: in
     method state over (``info["linear_init"]`` is the phase-1 :class:`RunResult`).
     ``method`` / ``device``: the run's method (fresh, not set up) and resolved device when
     the caller has them already."""
-    from ..device import check_precision, resolve_device
-    from ..features.backbones import build_backbone
-
     if device is None:
         device = resolve_device(config.device, option="device")
     check_precision(config.precision, device, option="precision")
@@ -417,13 +409,9 @@ def train_finetune(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | No
     caller has built it (fresh, not set up); every other member builds its own.  ``callbacks`` /
     ``on_epoch``: the loop's (:mod:`spmlkit.training.callbacks`), told each member's epochs
     with the member's number in the rows."""
-    from ..device import cuda_numerics, resolve_device
-
     lrs, seeds = config.members(lrs, seeds)
     log = log or (lambda m: print(m, file=sys.stderr))
     if run_dir is not None and distributed.context().is_main:  # linear-init/ and member folders are made in it
-        from .. import ownership
-
         ownership.folder(run_dir, "run")
     dev = device if device is not None else resolve_device(config.device, option="device")
     with cuda_numerics(dev, config.precision):  # (restored after)
@@ -465,8 +453,6 @@ def _epoch_seconds(run_dir, seen: dict[int, float]) -> list[float]:
     """Seconds of each fine-tuning epoch (training + validation), from ``metrics.jsonl``
     when the run has a folder (so epochs of an interrupted invocation count too)."""
     if run_dir is not None and (Path(run_dir) / "metrics.jsonl").exists():
-        from ..io import read_jsonl
-
         for row in read_jsonl(Path(run_dir) / "metrics.jsonl"):
             seen.setdefault(int(row["epoch"]), float(row["epoch_seconds"]))
     return [round(seen[e], 2) for e in sorted(seen)]
@@ -518,8 +504,6 @@ def _train_one(bundle, config, *, lr, seed, run_dir, resume, callbacks, keep_sta
                                   "test_map": init.test_map, "epochs_run": init.epochs_run, "seconds": init.seconds}
     state = None
     if keep_state:
-        from ..device import to_cpu
-
         state = {"model": {k: v.detach().cpu().clone() for k, v in learner.model.state_dict().items()},
                  "spec": learner.model.spec(), "method": to_cpu((snapshot or {}).get("method", {})),
                  "val_logits": learner.scores("val")[0].cpu().numpy() if bundle.size("val")

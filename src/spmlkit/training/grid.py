@@ -11,7 +11,7 @@ pure speed choice:
     optimizer steps into one big one — the win on a GPU, where per-operation overhead
     dominates.  On a CPU the stacked parameters and Adam state (4 × G × D × L floats)
     leave the cache for large G, and the step becomes memory-bound: measured on the
-    2-core CPU of issue 7 (D = 2048, L = 80), one member costs ~0.28 ms of CPU per
+    2-core reference CPU (D = 2048, L = 80), one member costs ~0.28 ms of CPU per
     step alone and ~0.33 ms inside a stack of 12 (docs/scale.md), so ``stack=1`` is
     as fast or faster there.
 ``jobs``
@@ -23,15 +23,21 @@ pure speed choice:
     takes one GPU of its own (``cuda:0``, ``cuda:1``, ... in turn, kept for the worker's
     life), so ``jobs`` may not exceed the visible GPUs (and must be 1 when one GPU is
     named, ``cuda:N``): workers sharing a GPU would each measure the same free memory,
-    each hold a CUDA context and a copy of the features, and compete for it (issue 28,
-    item 15).  On one GPU, ``jobs=1`` with stacking is the fast choice anyway.
+    each hold a CUDA context and a copy of the features, and compete for it.  On one
+    GPU, ``jobs=1`` with stacking is the fast choice anyway.
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+import torch
+
 from ..config import TrainConfig
+from ..data.bundle import Bundle
+from ..device import resolve_device
 from ..errors import ConfigError
 from .result import RunResult
 from .prepare import build_run_method
@@ -68,12 +74,9 @@ def gpu_worker_devices(device: str | None, jobs: int, *, share: bool | None = No
     one-line :class:`ConfigError`, unless ``share`` is True (round-robin; the bench's
     ``--share-gpus``).  ``share=None``: the caller offers no sharing option (the grid
     trainer, whose members on one GPU are stacked into one model instead)."""
-    from ..device import resolve_device
-
     dev = resolve_device(device, option="device")
     if dev.type != "cuda" or jobs <= 1:
         return None
-    import torch
 
     named = str(device or "auto").strip().lower().startswith("cuda:")
     gpus = [str(dev)] if named else [f"cuda:{i}" for i in range(torch.cuda.device_count())]
@@ -88,8 +91,6 @@ def gpu_worker_devices(device: str | None, jobs: int, *, share: bool | None = No
 
 
 def _run_group(bundle_path: str, config: TrainConfig, lrs, seeds, keep_state: bool) -> list[RunResult]:
-    from ..data.bundle import Bundle
-
     if _WORKER_DEVICE is not None:
         config = config.replace(device=_WORKER_DEVICE)
     return train(Bundle(bundle_path), config, lrs=lrs, seeds=seeds, keep_state=keep_state)
@@ -123,9 +124,6 @@ def train_members(bundle, config: TrainConfig, lrs: list[float], seeds: list[int
                                         keep_state=keep_state))
         return out  # type: ignore[return-value]
 
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
     path = str(Path(bundle.path))
     gpus = gpu_worker_devices(config.device, jobs)
     ctx = mp.get_context("spawn")
@@ -138,7 +136,6 @@ def train_members(bundle, config: TrainConfig, lrs: list[float], seeds: list[int
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, **init) as pool:
         futures = {pool.submit(_run_group, path, cfg, [lrs[g] for g in group], [seeds[g] for g in group],
                                keep_state): tuple(group) for group in groups}
-        from concurrent.futures import as_completed
 
         for fut in as_completed(futures):
             collect(list(futures[fut]), fut.result())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import mmap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +21,16 @@ import numpy as np
 import torch
 
 from ..config import TrainConfig
-from ..device import to_cpu
+from ..device import DEVICE_MEMORY_FRACTION, free_memory_bytes, plan_device_features, to_cpu
 from ..data.bundle import Bundle
 from ..errors import ConfigError
 from ..methods.base import Batch, Method, TrainContext
-from ..metrics import mean_average_precision
+from ..metrics import (average_precision_from_counts, evaluate_scores, mean_auc, mean_average_precision,
+                       roc_auc_from_counts, stream_rank_counts, streamed_observed_scores)
 from ..sparse_labels import as_sparse
 from ..models.heads import build_head, select_members
 from . import distributed
+from .background import attach_background
 from .loop import fit
 from .optim import StackedAdam
 from .prepare import RunParts, build_run_method, is_streamed, prepare_run
@@ -49,7 +52,7 @@ class FeatureStore:
     ever read.  ``peak_buffer_bytes`` records the largest feature buffer this store
     allocated (the whole array when in memory), so a memory cap can be checked.
 
-    ``device`` (issue 13): rows are returned on it.  Features standardised on the host
+    ``device``: rows are returned on it.  Features standardised on the host
     (the CPU's arithmetic, so every device trains on the same numbers) are kept on the
     device when ``keep_on_device`` (the linear trainer decides for all splits at once with
     :func:`spmlkit.device.plan_device_features`: one budget for the features and the
@@ -78,8 +81,6 @@ class FeatureStore:
             self._note(self.tensor)
             self.chunk_rows = CHUNK_ROWS
             if self.device.type != "cpu":
-                from ..device import DEVICE_MEMORY_FRACTION, free_memory_bytes
-
                 if keep_on_device is None:
                     free = free_memory_bytes(self.device)
                     frac = DEVICE_MEMORY_FRACTION if device_fraction is None else device_fraction
@@ -164,10 +165,8 @@ def release_pages(array, start: int, stop: int) -> None:
     """Drop rows ``[start, stop)`` of a memory-mapped array from this process's resident
     memory (``madvise(MADV_DONTNEED)``: they stay in the page cache, and reading them again
     maps them again).  A memory map that has been read whole otherwise counts as resident
-    beside the copy made of it — twice the features' size at the peak (issue 32).  No-op
+    beside the copy made of it — twice the features' size at the peak.  No-op
     for arrays that are not memory maps or where madvise is missing."""
-    import mmap
-
     mm = getattr(array, "_mmap", None)
     if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
         return
@@ -282,7 +281,7 @@ class LinearLearner:
         self._adam = adam
         self.optimizer = StackedAdam(list(self.model.parameters()), lrs, impl=adam)
         #: the training observations Z, sparse (:class:`~spmlkit.sparse_labels.SparseLabels`);
-        #: each batch's dense (G, B, L) block is built on the device (issue 32: O(N + nnz), not N × L)
+        #: each batch's dense (G, B, L) block is built on the device (O(N + nnz), not N × L)
         self.observed = as_sparse(observed, dtype=np.int8)
         self._observed_dev = self.observed.to(self.device)
         self.n_train = len(stores["train"])
@@ -458,19 +457,15 @@ def split_scores(test_logits: np.ndarray, train_logits: np.ndarray | None, *, Y_
     """The :class:`RunResult` fields scored on the test and training splits: test mAP and
     per-class AP (full test labels), observed-label test metrics (observed-only test
     split), and label recovery, the training-set mAP against full training labels.
-    ``test_mask`` (issue 24): each label scored only on its surveyed test rows; with it,
+    ``test_mask`` (presence-only data): each label scored only on its surveyed test rows; with it,
     the per-label AUC-ROC averaged over labels is scored as well (``test_auc``)."""
     test = mean_average_precision(Y_test, test_logits, empty=empty, mask=test_mask) if Y_test is not None else None
     auc = None
     if test_mask is not None and Y_test is not None:
-        from ..metrics import mean_auc
-
         a = mean_auc(Y_test, test_logits, test_mask)
         auc = {"mean": a.mean, "median": a.median, "per_label": [None if v != v else float(v) for v in a.auc]}
     test_observed = None
     if Z_test is not None:
-        from ..metrics import evaluate_scores
-
         test_observed = evaluate_scores(test_logits, Z=Z_test)
     train_map = None
     if train_logits is not None and Y_train is not None:
@@ -486,9 +481,6 @@ def streamed_split_scores(test_view, train_view, *, Y_test, Z_test, Y_train, emp
                           test_mask=None) -> list[dict]:
     """:func:`split_scores` of every member from score views (one streamed pass per
     split for all members; memory O(chunk × L)), equal to it to ~1e-12."""
-    from ..metrics import (average_precision_from_counts, roc_auc_from_counts, stream_rank_counts,
-                           streamed_observed_scores)
-
     def as_view(v):
         if v is None or isinstance(v, ScoreView):
             return v
@@ -548,15 +540,13 @@ def train_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float] | None
 
 
 def device_feature_plan(arrays: dict, device: torch.device, *, max_bytes, state_bytes: int) -> dict:
-    """``{split: keep on the device}`` for the linear trainer's feature stores (issue 28,
-    item 3): one budget (:func:`spmlkit.device.plan_device_features`) for all splits,
+    """``{split: keep on the device}`` for the linear trainer's feature stores:
+    one budget (:func:`spmlkit.device.plan_device_features`) for all splits,
     measured once, less the method state allocated after them (``state_bytes``: what the
     method's components declare, :meth:`spmlkit.methods.base.Method.state_bytes`; ROLE's
     table, Adam moments and best-epoch snapshot at COCO size with 12 members: 1 GB; nothing
     for a method without per-entry state).  Memory-mapped splits (over ``max_bytes``) never
     go to the device.  On the CPU: every split."""
-    from ..device import free_memory_bytes, plan_device_features
-
     if device.type == "cpu":
         return {s: True for s in arrays}
     sizes = {}
@@ -614,9 +604,7 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
     learner = LinearLearner(stores, parts.observed, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
                             n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, dist_ctx=dctx,
                             device=parts.device)
-    if method.uses_background:  # issue 24: epochs over the labelled rows, background drawn per step
-        from .background import attach_background
-
+    if method.uses_background:  # epochs over the labelled rows, background drawn per step
         attach_background(learner, method, parts.observed, seeds)
     ctx = parts.setup_method(learner.observed, lrs=lrs, seeds=seeds, epochs=config.epochs, run_dir=run_dir,
                              dist_ctx=dctx)

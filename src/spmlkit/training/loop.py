@@ -22,10 +22,12 @@ validation score is computed on rank 0 and broadcast, and only rank 0 writes fil
 from __future__ import annotations
 
 import math
+import random
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
+import numpy as np
 import torch
 
 from ..methods.base import Batch, Method
@@ -176,7 +178,7 @@ class FitState:
     def validate(self, evaluate: Callable[[torch.Tensor], list[float]]) -> list[float]:
         """The validation score of every original member (NaN for one no longer in the
         stack): computed on the main rank, the same on every rank."""
-        with torch.no_grad():  # whole logits, or row chunks computed on demand when too large (issue 32)
+        with torch.no_grad():  # whole logits, or row chunks computed on demand when too large
             view = getattr(self.learner, "score_view", None)
             val_logits = view("val") if view is not None else self.learner.scores("val")
         own = evaluate(val_logits) if self.ctx.is_main else None
@@ -278,10 +280,6 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
 def _global_rng() -> dict:
     """The global generators (torch, numpy, random): a component that draws from them
     continues, after a resume, exactly where the uninterrupted run would."""
-    import random
-
-    import numpy as np
-
     # numpy's state holds an array: save_checkpoint stores it as a tensor (weights_only loads)
     return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate()}
 
@@ -289,9 +287,6 @@ def _global_rng() -> dict:
 def _set_global_rng(state: dict | None) -> None:
     if not state:
         return
-    import random
-
-    import numpy as np
 
     torch.set_rng_state(state["torch"])
     np.random.set_state(state["numpy"])

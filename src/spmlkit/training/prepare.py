@@ -9,7 +9,7 @@ steps once and returns them as :class:`RunParts`; the linear trainer
 (:mod:`spmlkit.training.linear`), the fine-tuning trainer
 (:mod:`spmlkit.training.finetune`), the ``auto`` recipe (:mod:`spmlkit.training.recipe`)
 and the analyses' linear set-up all take their parts from it, so they cannot drift
-apart (issue 26: the fine-tuning copy had lost ``--regime`` and ``--hide-prob``).
+apart (a second copy in the fine-tuning trainer once lost ``--regime`` and ``--hide-prob``).
 
 What stays with each trainer is what differs between settings: the learner (cached
 features or images), the model and the optimizer.
@@ -30,11 +30,13 @@ import torch
 
 from ..config import TrainConfig
 from ..data.bundle import OBSERVED_ONLY, Bundle
+from ..device import resolve_device
 from ..errors import ConfigError
 from ..labels import expected_positives
 from ..methods.base import SCRATCH_DIR, Method, TrainContext, build_method
 from ..metrics import (average_precision_from_counts, mean_average_precision, mean_average_precision_members,
-                       observed_positive_map, observed_positive_recall_at_k, stream_rank_counts)
+                       observed_positive_map, observed_positive_recall_at_k, presence_background_auc,
+                       presence_target_group_auc, stream_rank_counts)
 from ..sparse_labels import SparseLabels, as_sparse
 
 
@@ -65,14 +67,14 @@ def streamed_map(Y, view, *, empty: str = "exclude") -> list[float]:
 def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarray | None,
                    empty: str = "exclude", background: bool = False) -> tuple[str, Callable[[torch.Tensor], list[float]]]:
     """Validation criterion: ``map`` needs full validation labels; ``observed_map`` and
-    ``observed_recall@k`` use observations only (issue 8).  ``auto`` = ``map`` when full
+    ``observed_recall@k`` use observations only.  ``auto`` = ``map`` when full
     labels exist, else ``observed_map`` (the reasons are in :mod:`spmlkit.config`) —
     ``target_group_auc`` on presence-only data with background rows — and
     ``last`` when there is no validation data at all.  ``last`` scores every epoch NaN,
     so no epoch is "best" and the final weights are kept."""
     if selection == "auto":
         selection = "map" if Y_val is not None else ("observed_map" if Z_val is not None else "last")
-        if background and selection == "observed_map":  # presence-only data (issue 24)
+        if background and selection == "observed_map":  # presence-only data
             # the other species' records as the contrast cancels the observers' sampling bias
             # (Phillips et al. 2009); with presences of one label only there is no target group
             selection = "target_group_auc" if _has_target_group(Z_val) else "background_auc"
@@ -101,16 +103,12 @@ def make_evaluator(selection: str, *, Y_val: np.ndarray | None, Z_val: np.ndarra
     if not as_sparse(Z_val).count(1):
         raise ConfigError(no_positive.format(selection))
     if selection == "background_auc":
-        from ..metrics import presence_background_auc
-
         Zs = as_sparse(Z_val)
         if bool((Zs.row_counts(0) < Zs.n_labels).all()):
             raise ConfigError("selection 'background_auc' needs background rows (examples with no observed label) "
                               "in the validation split; this data has none")
         return selection, lambda logits: [presence_background_auc(Z_val, s.numpy()) for s in logits.cpu()]
     if selection == "target_group_auc":
-        from ..metrics import presence_target_group_auc
-
         if not _has_target_group(Z_val):
             raise ConfigError("selection 'target_group_auc' needs validation presences of at least two labels")
         return selection, lambda logits: [presence_target_group_auc(Z_val, s.numpy()) for s in logits.cpu()]
@@ -218,13 +216,13 @@ class RunParts:
 
 
 def label_mask(bundle, split: str) -> np.ndarray | None:
-    """The bundle's label mask of ``split`` (issue 24; None when every label is known everywhere)."""
+    """The bundle's label mask of ``split`` (presence-only data; None when every label is known everywhere)."""
     get = getattr(bundle, "label_mask", None)
     return get(split) if get is not None else None
 
 
 def n_background(bundle) -> int:
-    """Background rows the bundle declares (issue 24): training rows kept with no observed label."""
+    """Background rows the bundle declares (presence-only data): training rows kept with no observed label."""
     meta = getattr(bundle, "meta", None) or {}
     return int(meta.get("background_rows") or 0)
 
@@ -245,15 +243,36 @@ def run_expected_positives(config: TrainConfig, Y_train, Y_val) -> float | None:
 
 def prepare_run(bundle: Bundle, config: TrainConfig, *, method: Method | None = None,
                 device: torch.device | None = None) -> RunParts:
-    """The :class:`RunParts` of training ``config`` on ``bundle``.
+    """What training ``config`` on ``bundle`` needs, worked out in one place for every trainer.
 
-    ``method``: an already built method of ``config`` (built here when None);
-    ``device``: an already resolved device (resolved from ``config.device`` when None)."""
+    Args:
+        bundle: a prepared :class:`~spmlkit.data.Bundle` or another
+            :class:`~spmlkit.data.bundle_like.BundleLike`.
+        config: the run's :class:`~spmlkit.config.TrainConfig`.
+        method: an already built method of ``config`` (built here when None).
+        device: an already resolved device (resolved from ``config.device`` when None).
+
+    Returns:
+        :class:`RunParts`: the method, the device, the training observations drawn in the
+        run's regime, the validation labels or observations and the evaluator that selects
+        with them, k (Cole et al. Eq. A1), and the test split's labels, observations and
+        label mask.
+
+    Example:
+        >>> import numpy as np
+        >>> from spmlkit.config import TrainConfig
+        >>> from spmlkit.data.memory import ArrayBundle
+        >>> rng = np.random.default_rng(0)
+        >>> Z = np.zeros((60, 3), dtype="int8")
+        >>> Z[np.arange(60), rng.integers(0, 3, 60)] = 1
+        >>> bundle = ArrayBundle(rng.normal(size=(40, 5)), Z[:40], X_val=rng.normal(size=(20, 5)), Z_val=Z[40:])
+        >>> parts = prepare_run(bundle, TrainConfig(method="wan"))
+        >>> parts.method.name, parts.regime, parts.observed.shape, parts.selection
+        ('wan', 'single_positive', (40, 3), 'observed_map')
+    """
     if method is None:
         method = build_run_method(config)
     if device is None:
-        from ..device import resolve_device
-
         device = resolve_device(config.device, option="device")
     regime = training_regime(method, config)
     Z = observations_for(bundle, method, config)

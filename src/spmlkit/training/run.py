@@ -97,14 +97,44 @@ def progress_plan(config: TrainConfig, method: Method, n_train: int) -> Progress
 def train(bundle, config: TrainConfig, *, lrs: list[float] | None = None, seeds: list[int] | None = None,
           run_dir: str | Path | None = None, resume: bool = True, on_epoch=None, keep_state: bool = False,
           log=None, method: Method | None = None, device=None, callbacks=()) -> list:
-    """Train ``config`` on ``bundle``: one result (:class:`~spmlkit.training.result.RunResult`)
-    per member ``zip(lrs, seeds)`` (default: ``config.lr``, ``config.seed``), in member order.
+    """Train ``config`` on ``bundle``: the one entry point of every trainer (recipe,
+    fine-tuning, linear), chosen once by :func:`trainer_for`.
 
-    ``method`` / ``device``: the run's method (fresh, not set up; it is used for the first
-    member's run) and resolved device when the caller has them already, so neither is
-    built twice.  ``callbacks`` (:mod:`spmlkit.training.callbacks`) hear every fit of the
-    run; ``on_epoch(info)`` is a plain function called as each epoch ends.  ``log``:
-    messages of the fine-tuning trainer (LinearInit's extraction)."""
+    Args:
+        bundle: a prepared :class:`~spmlkit.data.Bundle`, or any object with the
+            :class:`~spmlkit.data.bundle_like.BundleLike` members (an ``ArrayBundle``).
+        config: the run's :class:`~spmlkit.config.TrainConfig` (method, its parameters,
+            optimisation, selection, setting).
+        lrs, seeds: the grid members, trained together as one stacked model where the
+            method allows it; default ``[config.lr]`` and ``[config.seed]``.
+        run_dir: a folder for the checkpoint and the methods' scratch files; with it a
+            killed run resumes (``resume=True``) where it stopped.
+        on_epoch: ``on_epoch(info)``, a plain function called as each epoch ends.
+        keep_state: keep the model's and the method's final state in ``result.state``.
+        log: messages of the fine-tuning trainer (LinearInit's extraction).
+        method, device: the run's method (fresh, not set up; used for the first member's
+            run) and its resolved device, when the caller has them already, so neither is
+            built twice.
+        callbacks: :mod:`spmlkit.training.callbacks` objects that hear every fit of the run.
+
+    Returns:
+        One :class:`~spmlkit.training.result.RunResult` per member ``zip(lrs, seeds)``, in
+        member order: the best-validation epoch, its validation score and test mAP, the
+        validation history.
+
+    Example:
+        >>> import numpy as np
+        >>> from spmlkit.config import TrainConfig
+        >>> from spmlkit.data.memory import ArrayBundle
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(60, 5)).astype("float32")
+        >>> Z = np.zeros((60, 3), dtype="int8")
+        >>> Z[np.arange(60), rng.integers(0, 3, 60)] = 1  # one observed positive per row
+        >>> bundle = ArrayBundle(X[:40], Z[:40], X_val=X[40:], Z_val=Z[40:])
+        >>> results = train(bundle, TrainConfig(method="an", epochs=2), lrs=[1e-2, 1e-3], seeds=[0, 0])
+        >>> [(r.lr, r.epochs_run) for r in results]
+        [(0.01, 2), (0.001, 2)]
+    """
     if method is None:
         method = build_run_method(config)
     return trainer_for(config, method).run(bundle, config, method, lrs=lrs, seeds=seeds, run_dir=run_dir,

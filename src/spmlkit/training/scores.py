@@ -1,4 +1,4 @@
-"""Model scores of a whole split, whole or streamed (issue 32).
+"""Model scores of a whole split, whole or streamed (never N × L at once when too large).
 
 A split's logits are ``(G, N, L)``: 20,000 validation rows × 50,000 labels are 4 GB per
 member.  Up to :data:`spmlkit.metrics.DENSE_SCORE_BYTES` they are computed whole (the
@@ -16,7 +16,9 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
+from ..errors import ConfigError
 from ..metrics import DENSE_SCORE_BYTES
+from ..sparse_labels import dense_limit_bytes
 
 
 class ScoreView:
@@ -40,9 +42,6 @@ class ScoreView:
         return ScoreView(lambda: ((s, b[g:g + 1]) for s, b in self._produce()), (1, n, L))
 
     def dense(self) -> torch.Tensor:
-        from ..sparse_labels import dense_limit_bytes
-        from ..errors import ConfigError
-
         G, n, L = self.shape
         if G * n * L * 4 > dense_limit_bytes():
             raise ConfigError(f"refusing to hold {G} x {n:,} x {L:,} scores ({G * n * L * 4 / 2 ** 30:.1f} GiB) "

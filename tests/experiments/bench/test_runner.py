@@ -448,12 +448,12 @@ def test_vary_draw_on_image_datasets_caches_features_of_every_draw(tmp_path, mon
     datasets', because it compared bundles with datasets)."""
     from tests.helpers.image_fixtures import tiny_digits_bundle
 
-    import spmlkit.features as F
+    import spmlkit.experiments.bench.runner as R
 
     draws = {s: (tiny_digits_bundle(tmp_path / f"d{s}", seed=s), f"fp{s}") for s in (0, 1)}
     ds = B.BenchDataset("digits", draws[0][0], "fp0", draws)
     seen = []
-    monkeypatch.setattr(F, "ensure_features", lambda b, **kw: seen.append(b.path) or "efficientnet-lite0-32")
+    monkeypatch.setattr(R, "ensure_features", lambda b, **kw: seen.append(b.path) or "efficientnet-lite0-32")
     runner = B.BenchRunner(B.BenchSpec(datasets=["digits"], vary_draw=True, **SMALL_DRAWS), tmp_path / "out",
                            progress=False, figures=False, log=lambda m: None)
     runner._cache_image_features([ds])

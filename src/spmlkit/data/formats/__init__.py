@@ -1,4 +1,8 @@
-"""Readers for multi-label file formats; each returns a :class:`~spmlkit.data.MultiLabelDataset`."""
+"""Readers for multi-label file formats; each returns a :class:`~spmlkit.data.MultiLabelDataset`.
+
+:mod:`.builtin` and :mod:`.presence_only` register the in-tree formats (imported here, so
+the registry is complete on import; ``tests/contracts/test_inits.py`` checks it)."""
+from . import builtin, presence_only
 from .arff import read_arff, read_label_xml
 from .coco import load_coco, load_coco_folder, read_coco_instances
 from .cub import load_cub

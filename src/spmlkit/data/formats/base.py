@@ -1,4 +1,4 @@
-"""File formats by name: one :class:`spmlkit.registry.Registry` (issue 26).
+"""File formats by name: one :class:`spmlkit.registry.Registry`.
 
 A format declares, when it registers, how it is **detected** and how it is **loaded**::
 
@@ -22,6 +22,7 @@ on the first lookup): a new format is one module, with no list to edit.
 """
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -90,8 +91,6 @@ def read_xml(path: Path, *, missing: str):
     two failures every XML reader words the same way: a missing file is
     ``DataFormatError(path, missing)`` (the caller says what the file was for), malformed
     XML is ``DataFormatError(path, "invalid XML: ...")`` naming the line."""
-    import xml.etree.ElementTree as ET
-
     try:
         return ET.parse(path).getroot()
     except FileNotFoundError:

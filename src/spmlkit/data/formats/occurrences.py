@@ -1,5 +1,5 @@
 """Occurrence records as users get them (GBIF exports, a field table) and their covariates
-from rasters (issue 36).
+from rasters.
 
 Cleaning (:func:`clean_records`, ``spml clean``)
 ------------------------------------------------
@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import ownership
 from ...errors import ConfigError, DataFormatError
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
@@ -235,8 +236,6 @@ def write_clean_records(records: CleanRecords, out) -> Path:
     """The cleaned records as ``id,species,x,y`` (UTF-8), written atomically (a single output
     file: :func:`spmlkit.ownership.output_file` checks it first — ``spml clean`` does, with
     its inputs; called alone, a file of anyone's that is not a records file is refused)."""
-    from ... import ownership
-
     out = Path(out)
     if not ownership.is_checked_file(out):
         ownership.output_file(out, is_ours=is_clean_records_file, what="cleaned-records file")
@@ -285,7 +284,7 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
     training = the records (one observed positive each) + ``background`` rows drawn from
     the valid cells; validation by ``val_blocks`` spatial blocks when given.  ``log``
     hears the counts (records read, kept, dropped per reason)."""
-    from .. import rasters as R
+    from .. import rasters as R  # lazy: torch-free CLI start-up
 
     if off_raster not in ("drop", "error"):
         raise ConfigError(f"off_raster must be 'drop' or 'error', got {off_raster!r}")

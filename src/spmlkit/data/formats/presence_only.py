@@ -1,4 +1,4 @@
-"""Presence-only species data (issue 24): the common ecology layout, read as single-positive
+"""Presence-only species data: the common ecology layout, read as single-positive
 multi-label data with background rows and a masked, fully surveyed test set.
 
 Files (CSV, header on line 1; ``NA`` or an empty cell is a missing value)
@@ -66,6 +66,7 @@ import numpy as np
 from ...errors import ConfigError, DataFormatError
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
+from .occurrences import records_on_rasters
 from .occurrences import spatial_blocks  # noqa: F401  (with the records it splits; importable here too)
 from ..encoding import CovariateEncoding
 
@@ -418,8 +419,6 @@ def _load(path, *, test=None, name=None, region=None, background=None, view="rec
     its options in ``raster_options``)."""
     path = Path(path)
     if rasters:
-        from .occurrences import records_on_rasters
-
         if test or background or region:
             raise ConfigError("--rasters draws the background from the rasters and holds out test rows: "
                               "--test, --background and --region do not apply")

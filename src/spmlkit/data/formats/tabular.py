@@ -48,6 +48,7 @@ prefix: ``Y_indptr``, ``Y_indices``, ``Y_shape`` and, unless every entry is 1,
 from __future__ import annotations
 
 import csv
+import dataclasses
 import fnmatch
 import zipfile
 from pathlib import Path
@@ -55,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DataFormatError
+from ...io import load_numpy, npz_array
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
@@ -76,7 +78,7 @@ def _delimiter_for(path: Path, delimiter: str | None, sample: str) -> str:
 def _check_delimiter(header: list[str], path: Path) -> None:
     """A header read as one column that holds another delimiter (a semicolon CSV, as
     spreadsheets write them where the decimal mark is a comma, read with ','): say so,
-    naming the option, rather than "label column ... matches no column" (issue 37).  A
+    naming the option, rather than "label column ... matches no column".  A
     table always has at least two columns (labels and features or paths)."""
     if len(header) != 1:
         return
@@ -590,7 +592,6 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
             if sorted(feats_te) != sorted(feats):
                 raise DataFormatError(test, "feature columns differ from the training table's: "
                                       + describe_name_difference(feats, feats_te, "feature column"), line=1)
-            import dataclasses
 
             te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
@@ -609,8 +610,6 @@ def load_npz(path: str | Path, *, name: str | None = None, observed: bool = Fals
     Never unpickles: an object array, a corrupt or truncated archive, complex numbers,
     or an array with no rows, no feature columns or no label columns is a one-line
     :class:`DataFormatError` naming the file."""
-    from ...io import load_numpy, npz_array
-
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, "file not found")

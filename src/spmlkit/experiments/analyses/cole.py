@@ -22,7 +22,10 @@ import time
 
 import numpy as np
 
-from . import (
+from ...config import TrainConfig, parse_params
+from ...errors import ConfigError
+from ...labels import expected_positives
+from .base import (
     Arg,
     check_positive,
     linear_setup,
@@ -67,9 +70,7 @@ def k_sensitivity(source, out, *, data_root=None, seed: int = 0, threads=None, d
     per run), ``k-sensitivity.json`` (k̂, and mean/std per method and factor) and
     ``k-sensitivity.png`` (mAP ± std against k, log scale, k̂ marked).  Factors that would
     make k exceed the number of labels L are skipped (the losses need 0 < k ≤ L)."""
-    from ...config import TrainConfig
-    from ...labels import expected_positives
-    from ...methods.base import get_method_spec
+    from ...methods.base import get_method_spec  # lazy: torch-free CLI start-up
     from ...training import train_linear
 
     out = prepare_out(out, source)
@@ -112,8 +113,6 @@ def k_sensitivity(source, out, *, data_root=None, seed: int = 0, threads=None, d
 
 
 def _config_error(msg):
-    from ...errors import ConfigError
-
     return ConfigError(msg)
 
 
@@ -214,11 +213,9 @@ def role_estimator(source, out, *, data_root=None, seed: int = 0, threads=None, 
     Epoch 0 is the §6.1 initialisation.  Writes ``role-estimator.csv`` (one row per seed and
     epoch), ``role-estimator.json`` (the same, with the budget ``M_k`` and the mean over
     seeds) and ``role-estimator.png`` (precision and recall against the epoch)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
-    from ...config import TrainConfig
-    from ...config import parse_params
-    from ...methods.role import LabelEstimator
+    from ...methods.role import LabelEstimator  # lazy: torch-free CLI start-up
     from ...training.linear import num_threads
 
     out = prepare_out(out, source)

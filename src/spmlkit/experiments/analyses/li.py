@@ -19,7 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import (
+from ...config import TrainConfig, parse_params
+from ...errors import ConfigError
+from ...ownership import atomic_path, write_json
+from .base import (
     Arg,
     prepare_out,
     pyplot,
@@ -65,9 +68,7 @@ def confidence_histograms(source, out, *, data_root=None, seed: int = 0, threads
     Each method trains once (linear setting, the best validation epoch).  Writes
     ``confidence-histogram.csv`` (method, group, bin edges, count, frequency),
     ``confidence-histogram.json`` and ``confidence-histogram.png``."""
-    from ...config import TrainConfig
-    from ...errors import ConfigError
-    from ...training import train_linear
+    from ...training import train_linear  # lazy: torch-free CLI start-up
 
     out = prepare_out(out, source)
     if bins < 1:
@@ -142,7 +143,7 @@ def grad_cam(model, image, labels) -> tuple[np.ndarray, np.ndarray]:
 
     ``image`` ``(3, H, W)`` in [0, 1]; returns ``(maps (len(labels), h, w), logits (L,))``
     at the feature map's resolution, not normalised (``ReLU(Σ_k α_k A_k)``)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     was = model.training
     model.eval()
@@ -163,7 +164,7 @@ def grad_cam(model, image, labels) -> tuple[np.ndarray, np.ndarray]:
 def upsample_map(m: np.ndarray, size: tuple[int, int], *, normalise: bool = True) -> np.ndarray:
     """A ``(h, w)`` map resized bilinearly to ``size``, negatives clipped, and (``normalise``)
     scaled to [0, 1] by its maximum (all zero stays zero)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     t = torch.as_tensor(np.asarray(m, dtype=np.float32))[None, None]
     up = torch.nn.functional.interpolate(t, size=size, mode="bilinear", align_corners=False)[0, 0].numpy()
@@ -194,7 +195,7 @@ def epoch_logger(log, prefix: str = ""):
 def finetune_model(bundle, config, *, log=print):
     """Fine-tune ``config`` on ``bundle`` (:func:`spmlkit.training.finetune.train_finetune`)
     and rebuild the kept (best-validation) model in eval mode; returns ``(model, result)``."""
-    from ...models.image import build_image_model
+    from ...models.image import build_image_model  # lazy: torch-free CLI start-up
     from ...training.finetune import train_finetune
 
     (res,) = train_finetune(bundle, config, keep_state=True, log=log, on_epoch=epoch_logger(log))
@@ -230,7 +231,7 @@ def pick_labels(probs: np.ndarray, truth: np.ndarray, top: int) -> list[int]:
 
 
 def load_eval_images(paths: list[str], size: int):
-    from ...features.transforms import apply_view, load_image
+    from ...features.transforms import apply_view, load_image  # lazy: torch-free CLI start-up
 
     return [apply_view("eval", load_image(p), size, None) for p in paths]
 
@@ -243,12 +244,9 @@ def maps_on_test_images(source, out, *, what: str, method: str, param, backbone,
     maps)`` on the first ``images`` test images.  Returns ``(summary, maps)`` with the
     summary's common keys and ``"images"`` (one record per image, with its path and true
     labels) and the maps by ``image<i>``."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
-    from ...config import TrainConfig
-    from ...errors import ConfigError
-    from ...config import parse_params
-    from ...training.linear import num_threads
+    from ...training.linear import num_threads  # lazy: torch-free CLI start-up
 
     if images < 1 or top < 1:
         raise ConfigError("--images and --top must be >= 1")
@@ -277,8 +275,6 @@ def maps_on_test_images(source, out, *, what: str, method: str, param, backbone,
 
 def write_maps(out: Path, stem: str, summary: dict, maps: dict, **draw) -> None:
     """``STEM.json`` (the summary), ``STEM.npz`` (the maps), ``STEM.png`` (:func:`draw_overlays`)."""
-    from ...ownership import atomic_path, write_json
-
     write_json(out / f"{stem}.json", summary)
     with atomic_path(out / f"{stem}.npz") as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **maps)
@@ -301,7 +297,7 @@ def gradcam(source, out, *, data_root=None, seed: int = 0, threads=None, device=
     probability and the map's peak cell with its centre in image pixels, ``None`` for an
     empty map), ``gradcam.npz`` (the maps at feature resolution) and ``gradcam.png`` (each
     image, then one overlay per label, each map scaled by its own maximum)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     def per_image(bundle, model, x, truth):
         with torch.no_grad():
@@ -334,7 +330,7 @@ def draw_overlays(summary: dict, maps: dict, path, *, image_size: int, title: st
     own maximum (Grad-CAM's usual display) or, with ``value_range=(lo, hi)``, all maps on
     that one colour scale."""
     plt = pyplot()
-    from ...features.transforms import apply_view, load_image
+    from ...features.transforms import apply_view, load_image  # lazy: torch-free CLI start-up
 
     recs = summary["images"]
     vmin, vmax = value_range if value_range is not None else (0.0, 1.0)

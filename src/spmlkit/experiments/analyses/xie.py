@@ -20,7 +20,9 @@ import time
 
 import numpy as np
 
-from . import (
+from ...config import TrainConfig
+from ...errors import ConfigError
+from .base import (
     Arg,
     check_positive,
     prepare_out,
@@ -30,11 +32,7 @@ from . import (
     save_figure,
     write_table_figure,
 )
-from .li import (
-    _IMAGE_ARGS,
-    epoch_logger,
-    pick_labels,
-)
+from .li import _IMAGE_ARGS, epoch_logger, maps_on_test_images, peak_pixel, pick_labels, write_maps
 
 SWEEPS = {  # parameter of the lac method -> (paper values, axis label)
     "threshold_stage2": ((0.5, 0.6, 0.7, 0.8, 0.9), "PLC threshold δ (stage 2)"),
@@ -68,11 +66,9 @@ def sensitivity(source, out, *, data_root=None, seed: int = 0, threads=None, dev
     Writes ``lac-sensitivity.csv`` (parameter, value, test mAP, best epoch),
     ``lac-sensitivity.json`` (with the largest gap per parameter) and
     ``lac-sensitivity.png`` (one panel per parameter)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
-    from ...config import TrainConfig
-    from ...errors import ConfigError
-    from ...methods.base import get_method_spec
+    from ...methods.base import get_method_spec  # lazy: torch-free CLI start-up
     from ...training.finetune import train_finetune
     from ...training.linear import num_threads
 
@@ -154,11 +150,9 @@ def decoder_attention(model, image) -> tuple[np.ndarray, np.ndarray]:
     cross-attention weights from each label query to the ``h·w`` tokens of the feature map,
     averaged over heads (each label's weights sum to 1).  Read with hooks on the layer's
     ``nn.MultiheadAttention`` that ask it for its weights; the logits are unchanged."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     if getattr(model, "head_kind", None) != "decoder":
-        from ...errors import ConfigError
-
         raise ConfigError("label-wise attention maps need a model with the 'decoder' head (e.g. method lac)")
     attn = model.head.decoder[-1].attn
     seen: dict = {}
@@ -201,8 +195,6 @@ def attention(source, out, *, data_root=None, seed: int = 0, threads=None, devic
     ``attention.npz`` (the maps at feature resolution) and ``attention.png`` (every map on one
     diverging colour scale centred on uniform attention 1/(h·w): white = uniform, red = up to
     twice it, blue = less, so near-uniform attention looks flat)."""
-    from .li import maps_on_test_images, peak_pixel, write_maps
-
     def per_image(bundle, model, x, truth):
         att, logits = decoder_attention(model, x)
         probs = 1.0 / (1.0 + np.exp(-logits))

@@ -3,7 +3,7 @@
 * ``zhou-positive-loss`` — their Fig. 2b: the loss ``L_+ = −log σ(s)`` of the annotated
   (observed) positive labels over training, for AN and EM (with α = 1, as in the figure).
   The paper: "L_+ of AN loss is more unstable and would increase in early training",
-  because the C−1 assumed negatives dominate the AN gradient (§3.2, issue 1).  Here it is
+  because the C−1 assumed negatives dominate the AN gradient (§3.2).  Here it is
   measured on the whole training set after every epoch (epoch 0: the initial head), mean
   over the observed positives, per seed.
 * ``zhou-landscape`` — their Fig. 5a,b: the loss around the trained weights θ* of AN, EM and
@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import (
+from ...config import TrainConfig, parse_params
+from ...errors import ConfigError
+from ...ownership import atomic_path, write_json
+from .base import (
     Arg,
     linear_setup,
     prepare_out,
@@ -50,7 +53,7 @@ def observed_positive_loss(logits, Z) -> np.ndarray:
     >>> observed_positive_loss(np.zeros((1, 2, 2)), np.array([[1, 0], [0, 1]]))
     array([0.69314718])
     """
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     s = torch.as_tensor(np.asarray(logits), dtype=torch.float64)
     if s.dim() == 2:
@@ -77,10 +80,9 @@ def positive_loss(source, out, *, data_root=None, seed: int = 0, threads=None, d
 
     Writes ``positive-loss.csv`` (method, seed, epoch, loss), ``positive-loss.json`` (with
     the mean and std over seeds per epoch) and ``positive-loss.png``."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
-    from ...config import TrainConfig
-    from ...training.linear import num_threads
+    from ...training.linear import num_threads  # lazy: torch-free CLI start-up
 
     out = prepare_out(out, source)
     bundle = resolve_bundle(source, out, data_root=data_root, log=log)
@@ -142,7 +144,7 @@ def filter_normalized_direction(params: dict, generator) -> dict:
     weights ``(1, D, H)`` have one filter per output unit (column ``h``); a 1-D parameter
     per unit (bias, ``(1, 1, H)``) gets direction 0.  Draws from ``generator`` in the
     order of ``params``."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
     out = {}
     for name, w in params.items():
@@ -176,9 +178,9 @@ def landscape_slices(loss_fn, params: dict, d1: dict, d2: dict, *, radius: float
 def method_loss_fn(setup, member: int = 0):
     """``params -> the method's full-batch training objective`` for member ``member`` of a
     trained :class:`LinearSetup` (model weights swapped in, the method's state as it is)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
-    from ...methods.base import Batch
+    from ...methods.base import Batch  # lazy: torch-free CLI start-up
 
     X = setup.train_inputs()
     N = X.shape[0]
@@ -229,12 +231,9 @@ def landscape(source, out, *, data_root=None, seed: int = 0, threads=None, devic
     sharpness summary: the mean rise of the 1-D slice at ``|a| = radius/2``),
     ``landscape.npz`` (the arrays) and ``landscape.png`` (1-D slices together; one 2-D
     contour panel per method on a common colour scale)."""
-    import torch
+    import torch  # lazy: torch-free CLI start-up
 
-    from ...config import TrainConfig
-    from ...errors import ConfigError
-    from ...ownership import atomic_path, write_json
-    from ...training.linear import num_threads
+    from ...training.linear import num_threads  # lazy: torch-free CLI start-up
 
     out = prepare_out(out, source)
     if not radius > 0 or steps_1d < 3 or steps_2d < 3:
@@ -277,9 +276,6 @@ def landscape(source, out, *, data_root=None, seed: int = 0, threads=None, devic
 
 
 def _method_params(pairs, methods) -> dict:
-    from ...errors import ConfigError
-    from ...config import parse_params
-
     out: dict = {}
     for p in pairs or []:
         if ":" not in p:

@@ -58,6 +58,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import torch
+from tqdm.auto import tqdm
+
 from ...errors import ConfigError, SpmlError
 from ... import ownership
 from ...io import FolderLock, dumps_json, read_json
@@ -120,7 +123,7 @@ class LocalPool(Executor):
         mp_ctx = mp.get_context("spawn")
         gpus = worker_gpus(runner.spec.config.get("device"), self.jobs, share=self.share_gpus)
         devices = None
-        if gpus is not None:  # one GPU per worker, taken for the worker's life (issue 27, item 1)
+        if gpus is not None:  # one GPU per worker, taken for the worker's life
             devices = mp_ctx.Queue()
             for d in gpus:
                 devices.put(d)
@@ -152,7 +155,7 @@ class TableOnly(Executor):
 # ------------------------------------------------------------------------------ ray
 def _ray():
     try:
-        import ray
+        import ray  # lazy: optional dependency
     except ImportError:
         raise ConfigError("--executor ray needs Ray, which is not installed: pip install 'spmlkit[ray]'") from None
     return ray
@@ -248,7 +251,7 @@ class RayExecutor(Executor):
         try:
             # connecting to an address, Ray's C++ client logs every retry on stderr; starting a local
             # cluster, Ray 2.5x says "Token authentication is enabled for this Ray cluster ..." on every
-            # bench (issue 37): the outcome is one line either way (an exception below)
+            # bench: the outcome is one line either way (an exception below)
             with _quiet_stderr():
                 ray.init(address=self.address, **kw)
         except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... : one line
@@ -406,8 +409,6 @@ class Shard(Executor):
         plan = out / SHARD_PLAN
         _check_plan(plan, ident)  # before anything is written
         if runner.threads:
-            import torch
-
             torch.set_num_threads(int(runner.threads))
         # a folder of the user's, a link or an input: refused before anything is written
         ownership.claim(out, "bench", inputs=bench_inputs(runner.spec))
@@ -445,8 +446,6 @@ class Shard(Executor):
     def _train(self, runner: BenchRunner, pending: list, by_label: dict) -> None:
         """Each pending group under its own lock (a shard started twice never trains one
         group twice)."""
-        from tqdm.auto import tqdm
-
         progress = runner.progress
         disable = (not progress) if progress is not None else (os.environ.get("SPML_NO_PROGRESS") == "1" or None)
         bar = tqdm(total=sum(g.steps for g in pending), desc=f"shard {self.k}/{self.n}", unit="step",
@@ -485,7 +484,7 @@ def check_engine_options(*, shard: str | None = None, jobs: int | None = None, e
     rule): a combination that means nothing is a one-line :class:`ConfigError`, raised
     before anything is written.  ``--table-only`` trains nothing, so it accepts (and does
     not use) the engine options: "the same command with ``--table-only``" re-renders a
-    bench that ran with ``--jobs`` or ``--executor ray`` (issue 37)."""
+    bench that ran with ``--jobs`` or ``--executor ray``."""
     if shard is not None:
         parse_shard(shard)
         for given, opt in ((jobs is not None, "--jobs"), (executor != "local", "--executor ray"),
@@ -526,10 +525,35 @@ def make_executor(*, executor: str = "local", address: str | None = None, jobs: 
 
 def run_bench(spec, out: str | Path, *, executor: Executor | None = None, jobs: int = 1, share_gpus: bool = False,
               **kw) -> dict:
-    """Run (or resume) a bench (:class:`.runner.BenchRunner`'s options in ``kw``) with
-    ``executor`` (default: :class:`LocalPool` for ``jobs`` > 1, else :class:`Sequential`);
-    returns the summary (the files written; a shard's counts).  The executor connects
-    before anything is written."""
+    """Run (or resume) a bench: train every group of ``spec`` not finished in ``out`` yet, then
+    write its tables.  The executor connects before anything is written.
+
+    Args:
+        spec: the :class:`~spmlkit.experiments.bench.spec.BenchSpec` (datasets, methods,
+            the grid of learning rates × batch sizes × seeds, epochs, setting).
+        out: the results folder: new, or one a bench wrote (it resumes).
+        executor: who trains the groups (default: :class:`LocalPool` for ``jobs`` > 1,
+            else :class:`Sequential`; :class:`RayExecutor`, :class:`TableOnly`, :class:`Shard`).
+        jobs: worker processes of the default executor.
+        share_gpus: let workers share the visible GPUs.
+        **kw: :class:`~spmlkit.experiments.bench.runner.BenchRunner`'s options (``log``,
+            ``progress``, ``figures``, ``threads``, ``command``, ``on_group``).
+
+    Returns:
+        The summary: ``written`` (the files by kind), ``selection`` (the selected
+        configuration per dataset and method), ``runs`` and the groups' counts.
+
+    Example:
+        >>> import tempfile
+        >>> from spmlkit.experiments.bench import BenchSpec
+        >>> spec = BenchSpec(datasets=["yeast"], methods=["an", "wan"], lrs=(1e-2,), batch_sizes=(16,),
+        ...                  seeds=(0,), epochs=2)
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> summary = run_bench(spec, f"{tmp.name}/bench", log=lambda m: None, progress=False, figures=False)
+        >>> sorted(summary["written"]), summary["groups_done"]
+        (['recovery', 'runs', 'table'], 2)
+        >>> tmp.cleanup()
+    """
     if executor is None:
         executor = make_executor(jobs=jobs, threads=kw.get("threads"), share_gpus=share_gpus)
     return BenchRunner(spec, out, jobs=jobs, **kw).run(executor)

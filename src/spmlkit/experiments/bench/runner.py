@@ -22,12 +22,20 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
 from ... import ownership
+from ...device import resolve_device
 from ...errors import ConfigError, CorruptFileError, SpmlError
+from ...features import DEFAULT_BACKBONE, ensure_features
 from ...io import FolderLock, dumps_json, read_json, read_json_record, read_jsonl
+from ...methods import build_method
 from ...ownership import append_jsonl, write_json
+from ...progress import progress
 from ...training.callbacks import Callback
+from ...training.prepare import observations_for
+from ...training.run import SETTINGS, train
+from ..figures import make_figures
 from ..tables import write_outputs
 from .data import TrainSubset, resolve_datasets, subsample_rows
 from .plan import Group, plan_groups
@@ -40,8 +48,6 @@ def histogram_of(probs, mask) -> list[list[float]]:
     """Per member, the normalised histogram (``HIST_BINS`` equal bins on [0, 1], the last
     one closed) of the probabilities ``probs`` ``(G, N, L)`` at the entries of ``mask``
     (``(N, L)`` bool, or the flat indices of its True entries)."""
-    import torch
-
     idx = torch.as_tensor(mask, device=probs.device)  # probabilities on a GPU: counted there
     if idx.dtype == torch.bool:
         idx = idx.reshape(-1).nonzero().squeeze(1)
@@ -57,8 +63,6 @@ def histogram_of(probs, mask) -> list[list[float]]:
 def trainer(setting: str):
     """The bench's trainer: :func:`spmlkit.training.run.train` in ``setting`` (the groups'
     configs leave the setting out of their identity: it is the bench's)."""
-    from ...training.run import SETTINGS, train
-
     if setting not in SETTINGS:
         raise ConfigError(f"--setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
 
@@ -144,17 +148,12 @@ class BenchRunner:
 
     # ------------------------------------------------------------------- training
     def _observations(self, bundle, g: Group):
-        from ...methods import build_method
-        from ...training.prepare import observations_for
-
         return observations_for(bundle, build_method(g.config.method, **g.params), g.config)
 
     def run_group(self, g: Group, bundle, bar) -> dict:
         """Train group ``g`` on ``bundle`` (resuming its checkpoint under ``work/``), write
         its record ``groups/<hash>.json`` and return it; ``bar`` (or None) moves by the
         group's steps."""
-        import torch
-
         train = trainer(self.spec.setting)
         ownership.folder(self.out, "bench")  # (in a worker process too: the bench's folder, checked)
         work = ownership.mkdir(self.out / "work" / g.hash)
@@ -210,7 +209,6 @@ class BenchRunner:
         if len(images) != len(every):
             raise ConfigError("this bench mixes image and feature datasets; run them separately (the image ones "
                               "train on a cached backbone feature set)")
-        from ...features import DEFAULT_BACKBONE, ensure_features
 
         cfg = self.spec.config
         names = set()
@@ -293,7 +291,6 @@ class BenchRunner:
                 ownership.remove(self.out / "work" / g.hash)
         self.log(f"bench: {len(groups)} training group(s), {len(groups) - len(pending)} already finished, "
                  f"{len(pending)} to run -> {self.out}")
-        from ...progress import progress
 
         # a bar on a terminal, a line every few seconds (elapsed, time left) in a log file
         bar = progress(sum(g.steps for g in pending), "bench", unit="step",
@@ -307,8 +304,6 @@ class BenchRunner:
         ownership.remove(self.out / "work", only_if_empty=True)  # unfinished groups keep their checkpoints
         summary = write_outputs(self, groups, ctx)
         if self.figures:
-            from ..figures import make_figures
-
             summary["written"]["figures"] = make_figures(self.out)
         return summary
 
@@ -397,8 +392,6 @@ def remove_empty_tree(folder: Path) -> None:
 
 
 def _device_name(device) -> str:
-    from ...device import resolve_device
-
     try:
         return str(resolve_device(device))
     except ConfigError:

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...config import TrainConfig, parse_param_value
+from ...device import validate_config
 from ...errors import ConfigError, UnknownNameError
 from ...labels import get_regime, regime_sort_key
+from ...methods import METHODS, get_method_spec
 from ..protocol import DEFAULT_BATCH_SIZES, DEFAULT_LRS
 
 DEFAULT_EPOCHS = {"linear": 25, "finetune": 10}
@@ -59,8 +61,6 @@ class BenchSpec:
 
 
 def _methods_registry():
-    from ...methods import METHODS, get_method_spec
-
     get_method_spec("an")  # imports every method module
     return METHODS
 
@@ -242,8 +242,6 @@ def check_device_options(config: dict) -> None:
     """The ``device``, ``precision`` and ``sync_bn`` of a bench's TrainConfig fields
     (:func:`spmlkit.device.validate_config`): an unavailable device or a precision it
     cannot run is a one-line error before any dataset is prepared."""
-    from ...device import validate_config
-
     validate_config(TrainConfig(**{k: v for k, v in config.items() if k in ("device", "precision", "sync_bn")}))
 
 

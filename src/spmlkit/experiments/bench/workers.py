@@ -6,17 +6,23 @@ in the results folder, so a killed worker's group resumes from its checkpoint) a
 the group's record back; the driver writes the tables."""
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
+import signal
 import socket
 import threading
 import time
 from pathlib import Path
 
+import torch
+
+from ...data.bundle import Bundle
 from ...errors import ConfigError
 from ... import ownership
 from ...io import read_json
 from ...ownership import write_json
+from ...training.grid import gpu_worker_devices
 from .data import TrainSubset, subsample_rows
 from .plan import Group
 from .runner import BenchRunner
@@ -30,8 +36,6 @@ def worker_gpus(device: str | None, jobs: int, *, share: bool = False) -> list[s
     """The device of each of ``jobs`` bench worker processes (None off CUDA or in one
     process): the grid trainer's one-GPU-per-worker rule
     (:func:`spmlkit.training.grid.gpu_worker_devices`) with the bench's ``--share-gpus``."""
-    from ...training.grid import gpu_worker_devices
-
     return gpu_worker_devices(device, jobs, share=bool(share))
 
 
@@ -43,9 +47,6 @@ def _die_with_parent(parent: int) -> None:
     ``parent`` is the bench's pid, passed in: a worker that starts after the bench died
     has already been re-parented, so its own ``getppid()`` would not tell."""
     try:
-        import ctypes
-        import signal
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):  # not Linux
@@ -74,14 +75,11 @@ def init_worker(threads: int, parent: int, devices=None) -> None:
     os.environ["SPML_NO_PROGRESS"] = "1"
     if devices is not None:
         _WORKER_DEVICE = devices.get()
-    import torch
 
     torch.set_num_threads(max(1, int(threads)))
 
 
 def _group_bundle(spec: BenchSpec, g: Group, bundle_path: str):
-    from ...data.bundle import Bundle
-
     bundle = Bundle(bundle_path)
     if g.fraction < 1.0:
         bundle = TrainSubset(bundle, subsample_rows(bundle.size("train"), g.fraction, spec.subsample_seed))
@@ -103,7 +101,6 @@ def run_group_in_ray(spec: BenchSpec, out: str, g: Group, bundle_path: str, sess
     otherwise in a temporary folder; returns the group's record (what
     ``groups/<hash>.json`` holds) with where it ran under ``worker``."""
     os.environ["SPML_NO_PROGRESS"] = "1"
-    import torch
 
     torch.set_num_threads(max(1, int(threads)))
     marker = Path(out) / "work" / RAY_SESSION
@@ -124,7 +121,7 @@ def run_group_in_ray(spec: BenchSpec, out: str, g: Group, bundle_path: str, sess
         if not shared:
             ownership.discard(folder)
     try:
-        import ray
+        import ray  # lazy: optional dependency
 
         gpus = [str(i) for i in ray.get_gpu_ids()]
     except Exception:  # noqa: BLE001

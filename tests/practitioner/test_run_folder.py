@@ -1,4 +1,4 @@
-"""A run folder (spmlkit.practitioner.run): what a run writes, how a finished run is
+"""A run folder (spmlkit.practitioner.run_folder): what a run writes, how a finished run is
 recognised (same configuration and bundle content, any device), and a schema-checked
 result.json.  Killing and resuming runs is tested in tests/training/test_checkpoint.py."""
 import json
@@ -10,7 +10,7 @@ import pytest
 from spmlkit.config import TrainConfig
 from spmlkit.data import Bundle
 from spmlkit.errors import ConfigError, CorruptFileError
-from spmlkit.practitioner.run import (bundle_identity, finished_run, input_description, is_run_folder,
+from spmlkit.practitioner.run_folder import (bundle_identity, finished_run, input_description, is_run_folder,
                                       read_run_result, run_training)
 
 CFG = TrainConfig(method="an", epochs=2, lr=1e-2, device="cpu")
@@ -62,7 +62,7 @@ def test_input_description_names_the_feature_columns(toy_bundle):
 def test_default_method_and_run_folder(trained, tmp_path):
     from spmlkit.data import prepare_bundle
     from spmlkit.data.dataset import MultiLabelDataset, Split
-    from spmlkit.practitioner.run import default_method, default_run_folder
+    from spmlkit.practitioner.run_folder import default_method, default_run_folder
 
     assert default_method(TrainConfig(), trained.full) == ("auto", None)
     name, why = default_method(TrainConfig(setting="finetune"), trained.full)

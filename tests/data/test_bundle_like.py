@@ -1,7 +1,7 @@
 """Every data source the trainers accept provides the BundleLike protocol."""
 import numpy as np
 
-from spmlkit.data.protocol import BundleLike
+from spmlkit.data.bundle_like import BundleLike
 
 
 def test_bundle_array_bundle_and_train_subset_are_bundle_like(toy_bundle):

@@ -23,21 +23,27 @@ reads and writes the folder's bookkeeping and broadcasts its decisions.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit
 
 from ..config import TrainConfig
 from ..data.bundle import Bundle
-from ..errors import ConfigError, SpmlError
+from ..device import device_info, validate_config
+from ..errors import ConfigError, CorruptFileError, SpmlError
 from .. import ownership
-from ..io import FolderLock, read_json
+from ..io import FolderLock, read_json, sha256_file
 from ..ownership import write_json
 from ..methods.base import SCRATCH_DIR
+from .labelsets import default_rule, estimate_k_observed_streamed, model_label_rule
+from .report import label_set_quality, label_set_quality_streamed, write_run_report
 from .saved import SavedModel, save_model
 from ..training import distributed
 from ..training.callbacks import Callback
-from ..training.checkpoint import is_run_folder  # noqa: F401  (the run kind is declared with it)
+from ..training.checkpoint import is_run_folder, load_run_checkpoint  # noqa: F401  (the run kind is declared with it)
 from ..training.result import RunResult
 from ..training.run import train
 
@@ -46,17 +52,12 @@ def bundle_identity(bundle: Bundle) -> str:
     """The content identity of a bundle: a hash of its ``meta.json`` (which records the
     creation time and the SHA-256 of every array), the same wherever the bundle lies and
     however its path is spelled."""
-    import hashlib
-    import json
-
     return hashlib.sha256(json.dumps(bundle.meta, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
 def _input_hashes(config: TrainConfig) -> dict:
     """SHA-256 of the files a run reads besides the bundle (``pseudo_scores``): a file
     changed in place at the same path makes another run."""
-    from ..io import sha256_file
-
     out = {}
     ps = config.param_dict.get("pseudo_scores")
     if ps and Path(str(ps)).is_file():
@@ -116,8 +117,6 @@ def read_run_result(out_dir: str | Path) -> dict:
     """``RUN/result.json``, schema-checked: a JSON object with the fields of a run's
     result, of the right types; anything else is a one-line :class:`CorruptFileError`
     naming the file."""
-    from ..errors import CorruptFileError
-
     path = Path(out_dir) / "result.json"
     rec = read_json(path)
     if not isinstance(rec, dict):
@@ -154,7 +153,7 @@ def input_description(bundle: Bundle, config: TrainConfig) -> dict:
                 and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
             # 'spml predict' matches the columns of a CSV by these names, not by position
             out = {"kind": "features", "feature_names": list(names)}
-            for key in ("encoding", "places"):  # issue 36: predict from the raw training layout, on a map
+            for key in ("encoding", "places"):  # predict from the raw training layout, on a map
                 if isinstance(bundle.meta.get(key), dict):
                     out[key] = bundle.meta[key]
             return out
@@ -243,8 +242,6 @@ def run_training(bundle: Bundle, config: TrainConfig, out_dir: str | Path, *, re
     (:mod:`spmlkit.training.callbacks`) hear the training loop and, on rank 0, the run
     folder: ``on_run_skipped(out)`` when ``out`` already holds this finished run (nothing
     trains), ``on_run_end(out)`` once the folder is complete (also after a skip)."""
-    from ..device import validate_config
-
     if device is None:  # (a caller that passes the device has validated the config: the CLI)
         device = validate_config(config)  # an impossible device/precision is refused before the folder exists
     dctx = distributed.context()
@@ -314,7 +311,6 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
             if problem is None:
                 if not resume:
                     ownership.remove(out / "result.json")
-                from ..device import device_info
 
                 write_json(cfg_path, {**resolved, "world_size": dctx.world_size, "device": device_info(device)})
     done, problem = distributed.broadcast_object((done, problem))  # every rank takes rank 0's decision
@@ -323,8 +319,6 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
     if done is not None:  # a finished run: nothing to do (run_training ends it)
         return _skipped(done, out, callbacks, end=False)
     if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
-        from ..training.checkpoint import load_run_checkpoint
-
         linear = config.setting != "finetune"  # (fine-tuning counts its own epochs)
         epoch = load_run_checkpoint(out / "last.pt", epochs=config.epochs if linear else None)["epoch"]
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")
@@ -351,19 +345,17 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
                 st, label_names=bundle.label_names, config=config.to_dict(), method=config.method,
                 params=result.params, label_sets=provisional, input=input_description(bundle, config), info=info)
         # the trained model is saved before any reporting step that could fail or run out of
-        # memory (issue 32); the label-set rule is written into it once computed
+        # memory; the label-set rule is written into it once computed
         save_model(model, out / "model")
         rule, quality = _label_sets(bundle, result, st, model=model, feature_set=config.feature_set)
         model.label_sets = rule
         save_model(model, out / "model")
         record = result.to_record()
-        from ..device import device_info
 
         record.update({"labels": "full" if bundle.has_full_labels else "observed",
                        "label_sets": {k: v for k, v in rule.items() if k != "thresholds"},
                        "label_set_quality": quality, "world_size": dctx.world_size,
                        "device": device_info(device)})
-        from .report import write_run_report
 
         meta = dict(bundle.meta)
         meta["path"] = str(bundle.path)
@@ -381,7 +373,7 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
 def _split_logits(model, bundle: Bundle, split: str, stored, feature_set: str | None):
     """``chunks()`` over the logits of ``split``: the run's stored logits when it kept
     them (small data), else computed in row blocks by the saved model from the bundle's
-    features (issue 32: never ``N × L`` at once).  None when the split is empty."""
+    features (never ``N × L`` at once).  None when the split is empty."""
     if not bundle.size(split):
         return None
     if stored is not None:
@@ -409,11 +401,6 @@ def _label_sets(bundle: Bundle, result: RunResult, st: dict, *, model=None,
     in row blocks (:func:`_split_logits`), the k estimate by ``argmax`` and the test
     quality tallied block by block; the out-of-fold choice among rules, which needs the
     whole validation matrix, is then skipped (expected-k is kept, and the rule says so)."""
-    from scipy.special import expit
-
-    from .labelsets import default_rule, estimate_k_observed_streamed, model_label_rule
-    from .report import label_set_quality, label_set_quality_streamed
-
     k = None if result.expected_positives is None else float(result.expected_positives)
     Y_val = bundle.labels("val") if bundle.size("val") else None
     val = _split_logits(model, bundle, "val", st.get("val_logits"), feature_set)
