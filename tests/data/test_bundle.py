@@ -1291,4 +1291,4 @@ def test_cached_observations_never_show_a_part_without_its_checksum(toy_bundle, 
     Z = toy_bundle.observations("train", "partial", hide_prob=0.3)
     assert seen and seen[-1] is True and set(seen[:-1]) == {None}  # the header is renamed last
     assert np.array_equal(np.asarray(toy_bundle.observations("train", "partial", hide_prob=0.3)), np.asarray(Z))
-    assert not list((toy_bundle.path / "observed").glob("*.pending.*"))
+    assert not list((toy_bundle.path / "observed").glob("*.pending*"))

@@ -209,8 +209,9 @@ def _cache_labels(folder: Path, stem: str, M) -> None:
     reader never meets a part without its sidecar: the parts are written under a pending
     name, each sidecar goes in place before its part is renamed into place, and the header
     (what :func:`labels_stored` looks for) comes last.  Two processes generating the same
-    observations at once (``spml bench --jobs 2`` on one bundle) write the same bytes."""
-    pending = f"{stem}.pending"
+    observations at once (``spml bench --jobs 2`` on one bundle, the ranks of a distributed
+    run) each write their own pending files and rename the same bytes into place."""
+    pending = f"{stem}.pending-{os.getpid()}"  # each writer its own (distributed ranks write at once)
     parts = save_labels(folder, pending, M)
     parts.sort(key=lambda f: f.name == f"{pending}.header.npy")  # the header last
     for f in parts:
