@@ -218,7 +218,7 @@ def _selected_cell(s) -> str:
         for n in notes:
             for m in n["members"]:
                 picks.setdefault(m["method"], []).append(fmt_lr(m["lr"]))
-                if "weight" in m:  # a recipe that weighs its members (issue 35)
+                if "weight" in m:  # a recipe that weighs its members
                     weights.setdefault(m["method"], []).append(float(m["weight"]))
         chosen = "; ".join(f"{name} {'/'.join(lrs)}" + (f" weight {sum(weights[name]) / len(weights[name]):.2f}"
                                                           if name in weights else "") for name, lrs in picks.items())

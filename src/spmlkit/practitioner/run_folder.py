@@ -38,6 +38,7 @@ from .. import ownership
 from ..io import FolderLock, read_json, sha256_file
 from ..ownership import write_json
 from ..methods.base import SCRATCH_DIR
+from ..methods.recipe import is_recipe
 from .labelsets import default_rule, estimate_k_observed_streamed, model_label_rule
 from .report import label_set_quality, label_set_quality_streamed, write_run_report
 from .saved import SavedModel, save_model
@@ -195,7 +196,6 @@ def training_notes(config: TrainConfig, method, *, lr_given: bool = False, finet
     ``finetune_options``: the fine-tuning options given (``--compile``, ``--freeze-bn``),
     which the linear setting does not use."""
     notes = []
-    from ..methods.recipe import is_recipe
 
     if is_recipe(method) and lr_given:
         notes.append(f"{config.method} tries each member at its own learning rates "

@@ -25,6 +25,7 @@ from ..device import DEVICE_MEMORY_FRACTION, free_memory_bytes, plan_device_feat
 from ..data.bundle import Bundle
 from ..errors import ConfigError
 from ..methods.base import Batch, Method, TrainContext
+from ..methods.recipe import is_recipe
 from ..metrics import (average_precision_from_counts, evaluate_scores, mean_auc, mean_average_precision,
                        roc_auc_from_counts, stream_rank_counts, streamed_observed_scores)
 from ..sparse_labels import as_sparse
@@ -577,7 +578,6 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
     the learner, and the method set up on its context."""
     if method is None:
         method = build_run_method(config)
-    from ..methods.recipe import is_recipe
 
     if is_recipe(method):
         raise ConfigError(f"method {config.method!r} is a recipe of several methods; train it with "
