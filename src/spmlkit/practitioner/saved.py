@@ -198,16 +198,22 @@ class SavedModel:
         """Rows per block so that a block of logits takes at most ``budget_bytes``."""
         return max(1, min(8192, budget_bytes // (4 * max(len(self.label_names), 1))))
 
-    def iter_decision_function(self, X, batch_rows: int = 8192):
-        """``(start, logits)`` for consecutive blocks of ``batch_rows`` rows of features
-        ``X`` ``(N, D)`` (a memory-mapped ``X`` is read block by block, never whole): the
-        streaming form of :meth:`decision_function`, memory O(batch_rows x L)."""
+    def _feature_matrix(self, X):
+        """``X`` as an ``(N, n_features)`` matrix: a table of named columns converted
+        (:meth:`features_from_table`), anything else checked for its shape (one line)."""
         if self._is_table(X):
             X = self.features_from_table(X)
         if not hasattr(X, "shape"):
             X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise DataFormatError(None, f"features have shape {X.shape}; this model expects (N, {self.n_features})")
+        return X
+
+    def iter_decision_function(self, X, batch_rows: int = 8192):
+        """``(start, logits)`` for consecutive blocks of ``batch_rows`` rows of features
+        ``X`` ``(N, D)`` (a memory-mapped ``X`` is read block by block, never whole): the
+        streaming form of :meth:`decision_function`, memory O(batch_rows x L)."""
+        X = self._feature_matrix(X)
         mod = self._module()
         with torch.no_grad():
             for s in range(0, len(X), batch_rows):
@@ -235,12 +241,7 @@ class SavedModel:
             return self._image_logits([str(p) for p in X])
         if self.image is not None:
             raise DataFormatError(None, "this is a fine-tuned image model: pass a list of image file paths")
-        if self._is_table(X):
-            X = self.features_from_table(X)
-        if not hasattr(X, "shape"):
-            X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise DataFormatError(None, f"features have shape {X.shape}; this model expects (N, {self.n_features})")
+        X = self._feature_matrix(X)
         out = np.empty((X.shape[0], len(self.label_names)), dtype=np.float32)
         for s, block in self.iter_decision_function(X, batch_rows):
             out[s:s + len(block)] = block
