@@ -457,6 +457,59 @@ def test_sub_folders_are_made_listed_and_checked(tmp_path):
     assert ownership.mkdir(out / "m" / "n") == out / "m" / "n" and (out / "m" / "n").is_dir()
 
 
+def test_a_folder_made_by_a_parallel_worker_at_the_same_moment_is_checked_not_fatal(tmp_path, monkeypatch):
+    """Two ``--jobs`` workers making the same sub-folder: the one whose ``mkdir`` loses
+    (FileExistsError) checks the folder found there like any other: the winner's listed
+    folder or an empty one is used; one holding a file of anyone else's is refused."""
+    out = ownership.claim(tmp_path / "r", "run")
+    real_mkdir = os.mkdir
+    winner = {}
+
+    def racing_mkdir(path, *a, **kw):  # the other worker gets there first
+        real_mkdir(path, *a, **kw)
+        if winner.get("lists"):
+            ownership._ROOTS[str(out)].record("d", os.path.relpath(path, out), os.lstat(path))
+        if winner.get("puts"):
+            open(os.path.join(path, winner["puts"]), "w").close()
+        raise FileExistsError(17, "File exists", path)
+
+    monkeypatch.setattr(ownership.os, "mkdir", racing_mkdir)
+    winner["lists"] = True
+    ownership.write_text(out / "work" / "a.json", "{}")  # listed by the winner: used
+    winner.clear()
+    ownership.write_text(out / "empty" / "a.json", "{}")  # not listed yet, empty: taken
+    winner["puts"] = "theirs.txt"
+    with pytest.raises(ConfigError, match="this folder was not written by spmlkit"):
+        ownership.write_text(out / "full" / "a.json", "{}")
+    monkeypatch.setattr(ownership.os, "mkdir", real_mkdir)
+    assert (out / "work" / "a.json").read_text() == "{}" and (out / "empty" / "a.json").read_text() == "{}"
+    assert {"d work", "f work/a.json", "d empty", "f empty/a.json"} <= set(manifest_lines(out))
+    assert (out / "full" / "theirs.txt").exists() and not (out / "full" / "a.json").exists()
+
+
+def test_a_lock_file_made_by_a_parallel_worker_at_the_same_moment_is_used_when_listed(tmp_path, monkeypatch):
+    """``touch`` losing the O_EXCL race to another worker uses the winner's listed file; a
+    file nobody lists (planted there) is refused like any file of anyone else's."""
+    out = ownership.claim(tmp_path / "r", "run")
+    real_open = os.open
+
+    def racing_open(path, flags, *a, **kw):
+        if flags & os.O_EXCL:
+            fd = real_open(path, flags, *a, **kw)
+            os.close(fd)
+            if racing_open.lists:
+                ownership._ROOTS[str(out)].record("f", os.path.relpath(path, out), os.lstat(path), inplace=True)
+            raise FileExistsError(17, "File exists", path)
+        return real_open(path, flags, *a, **kw)
+
+    monkeypatch.setattr(ownership.os, "open", racing_open)
+    racing_open.lists = True
+    assert ownership.touch(out / "a.lock") == out / "a.lock"
+    racing_open.lists = False
+    with pytest.raises(ConfigError, match="not written by spmlkit"):
+        ownership.touch(out / "b.lock")
+
+
 def test_ensure_parent_makes_folders_outside_and_checks_inside(tmp_path):
     assert ownership.ensure_parent(tmp_path / "x" / "y" / "f.txt") == tmp_path / "x" / "y"
     assert (tmp_path / "x" / "y").is_dir()

@@ -46,6 +46,7 @@ import stat
 import struct
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -604,9 +605,16 @@ def _walk_dirs(root: _Root, rel: str, *, create: bool) -> tuple[_Root, str] | No
         if st is None:
             if not create:
                 return None
-            os.mkdir(d)
-            cur.record("d", r, os.lstat(d))
-            continue
+            try:
+                os.mkdir(d)
+            except FileExistsError:  # another process (a parallel worker) made it just now:
+                st = _lstat(d)       # checked below like any folder found there
+            else:
+                cur.record("d", r, os.lstat(d))
+                continue
+            if st is None:
+                raise OwnershipError(f"{shown}: made and removed by someone else while spmlkit made it — "
+                                     "choose another -o")
         if stat.S_ISLNK(st.st_mode):
             raise _refuse_link(d, shown=shown)
         if not stat.S_ISDIR(st.st_mode):
@@ -786,7 +794,15 @@ def touch(path: str | Path) -> Path:
     root, rel = _locate(path)
     a = os.path.join(root.path, *rel.split("/"))
     if _lstat(a) is None:
-        fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        try:
+            fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        except FileExistsError:  # a parallel worker made it just now: it lists it at once
+            for _ in range(100):
+                st = _lstat(a)
+                if st is not None and stat.S_ISREG(st.st_mode) and root.owns(rel, st, "f"):
+                    break
+                time.sleep(0.01)
+            return target(path)  # listed by then, or refused like any file of anyone else's
         os.close(fd)
         root.record("f", rel, os.lstat(a), inplace=True)  # (a lock file: its holder writes its pid)
     return Path(path)
