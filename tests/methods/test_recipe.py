@@ -20,7 +20,7 @@ def test_registered_and_described():
     assert not is_recipe(build_method("an"))
     expected = tuple((n.partition(":")[0], n.partition(":")[2] or None) for n in DEFAULT_MEMBERS.split(","))
     assert m.members == expected and m.lrs == (1e-2, 1e-3)
-    assert m.combine == "ensemble_selection" and m.longer == 2
+    assert m.combine == "ensemble_selection" and m.longer == 2 and m.patience == 5
     assert build_method("auto", members="an,wan:mlp").members == (("an", None), ("wan", "mlp"))
     assert any(d["name"] == "auto" for d in describe_methods())
 
@@ -37,6 +37,8 @@ def test_registered_and_described():
     ({"members": "an:conv"}, "head"),
     ({"members": "an,an"}, "twice"),
     ({"longer": 0}, "longer"),
+    ({"patience": 0}, "patience"),
+    ({"patience": 2.5}, "patience"),
     ({"rounds": 0}, "rounds"),
     ({"presence_head": "conv"}, "presence_head"),
     ({"mlp": "sometimes"}, "mlp"),

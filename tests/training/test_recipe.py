@@ -166,6 +166,33 @@ def test_a_member_that_peaks_at_its_last_epoch_gets_a_longer_try(toy_bundle, mon
     assert calls == [("an", 3, [1e-2, 1e-3])] and r1.notes["members"][0]["epochs_run"] == 3
 
 
+def test_members_stop_early_on_the_observed_criterion_unless_the_run_says_otherwise(toy_bundle, monkeypatch):
+    """Each member's runs stop after ``patience`` epochs (default 5) without a better
+    observed validation score — the run's own ``--patience`` takes precedence — and a
+    stopped run keeps its best epoch."""
+    import spmlkit.training.recipe as recipe
+
+    real, seen = recipe.train_linear, []
+
+    def spy(bundle, cfg, **kw):
+        seen.append(cfg.patience)
+        return real(bundle, cfg, **kw)
+
+    monkeypatch.setattr(recipe, "train_linear", spy)
+    params = {"members": "an,l1r", "lrs": "1e-2,1e-3", "longer": 1}
+    (r,) = train(toy_bundle, TrainConfig(method="auto", params=params, **FAST))
+    assert seen == [5, 5] and r.notes["patience"] == 5
+    seen.clear()
+    (r,) = train(toy_bundle, TrainConfig(method="auto", params={**params, "patience": 2}, **FAST))
+    assert seen == [2, 2] and r.notes["patience"] == 2
+    seen.clear()
+    cfg = TrainConfig(method="auto", params={**params, "patience": 2}, epochs=30, batch_size=16, patience=1)
+    (r,) = train(toy_bundle, cfg)
+    assert seen == [1, 1] and r.notes["patience"] == 1
+    for m in r.notes["members"]:  # stopped one epoch after no improvement, best epoch kept
+        assert m["best_epoch"] <= m["epochs_run"] < 30 and m["epochs_run"] - m["best_epoch"] <= 2
+
+
 def test_seeds_are_independent_of_grouping(toy_bundle):
     cfg = TrainConfig(method="auto", params=SMALL, **FAST)
     both = train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])

@@ -11,7 +11,9 @@ the measurements):
 
 1. Each **member** method (by default :data:`DEFAULT_MEMBERS`) trains at every learning
    rate of ``lrs`` with the user's seed, batch size, head and epochs; each run keeps its
-   best epoch by the observed-label validation mAP (:func:`spmlkit.metrics.observed_positive_map`).
+   best epoch by the observed-label validation mAP (:func:`spmlkit.metrics.observed_positive_map`),
+   and stops once that score has not improved for ``patience`` epochs (early stopping on
+   the same label-free criterion; the user's ``--patience`` takes precedence).
 2. Per member, the learning rate with the best observed validation mAP is kept.  When
    that run's best epoch is its last one, the member trains again at that learning rate
    for ``longer`` × the epochs, and the longer run is kept when its observed validation
@@ -52,6 +54,12 @@ COMBINE = ("ensemble_selection", "mean_probability", "select")
 #: backbone's cached image features, where the papers' setting is the linear probe and an
 #: MLP member costs ~25 linear ones), ``always`` or ``never``
 MLP_WHEN = ("tabular", "always", "never")
+#: epochs without a better observed validation score before a member's run stops: a fixed
+#: number of epochs, as common early-stopping defaults are (Keras and Lightning count
+#: checks, scikit-learn's MLP ``n_iter_no_change`` 10), chosen as a fifth of the papers'
+#: linear-setting budget of 25 epochs (Cole et al. 2021 §6.1); the best epoch is kept, so a
+#: run only loses an improvement that would have come after 5 flat epochs
+PATIENCE = 5
 
 
 def _names(text: str, what: str) -> tuple[str, ...]:
@@ -75,7 +83,8 @@ class Recipe:
 
     def __init__(self, name: str, members: tuple, lrs: tuple[float, ...], combine: str, *,
                  presence_members: tuple = (), presence_head: str | None = None, longer: int = 2,
-                 rounds: int = 20, steps: int = 10, mlp: str = "tabular", params: dict | None = None):
+                 rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int | None = None,
+                 params: dict | None = None):
         self.name = name
         self.members = tuple(members)
         self.presence_members = tuple(presence_members)
@@ -86,6 +95,7 @@ class Recipe:
         self.rounds = int(rounds)
         self.steps = int(steps)
         self.mlp = mlp
+        self.patience = None if patience is None else int(patience)
         self.params = dict(params or {})
 
     def members_for(self, presence_only: bool, backbone_features: bool = False) -> tuple:
@@ -139,7 +149,7 @@ def parse_members(text: str, what: str = "members") -> tuple:
                  family="recipe", in_default_bench=False)
 def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "ensemble_selection",
                presence_members: str = PRESENCE_MEMBERS, presence_head: str = PRESENCE_HEAD, longer: int = 2,
-               rounds: int = 20, steps: int = 10, mlp: str = "tabular") -> Recipe:
+               rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int = PATIENCE) -> Recipe:
     """spmlkit's recipe: em-apl, gr, wan, l1r (and em-apl, wan with an MLP head on tabular data), chosen and weighed on observed labels.
 
     ``members``: comma-separated registered methods, each optionally ``:linear`` / ``:mlp``
@@ -149,7 +159,10 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
     the best observed validation mAP); ``longer``: a member whose chosen run peaked at its
     last epoch trains again for ``longer`` × the epochs (1: never); ``rounds`` / ``steps``:
     the resamples and greedy steps of ``ensemble_selection``; ``mlp``: when the ``:mlp``
-    members train (``tabular``: not on a backbone's image features; ``always``; ``never``).
+    members train (``tabular``: not on a backbone's image features; ``always``; ``never``);
+    ``patience``: a member's run stops after this many epochs without a better observed
+    validation score (its best epoch is kept; a value >= the epochs runs every epoch; the
+    run's own ``--patience``, when given, takes precedence).
     ``presence_members`` /
     ``presence_head``: the members and their head on presence-only data (background rows),
     chosen by ``target_group_auc`` there.
@@ -171,8 +184,9 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
     if presence_head not in HEADS:
         raise ConfigError(f"method 'auto': presence_head must be one of {', '.join(sorted(HEADS))}, "
                           f"got {presence_head!r}")
-    for key, value, low in (("longer", longer, 1), ("rounds", rounds, 1), ("steps", steps, 1)):
+    for key, value, low in (("longer", longer, 1), ("rounds", rounds, 1), ("steps", steps, 1),
+                            ("patience", patience, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"method 'auto': {key} must be an integer >= {low}, got {value!r}")
     return Recipe("auto", names, rates, combine, presence_members=po_names, presence_head=presence_head,
-                  longer=longer, rounds=rounds, steps=steps, mlp=mlp)
+                  longer=longer, rounds=rounds, steps=steps, mlp=mlp, patience=patience)

@@ -240,7 +240,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
     labels = []  # each member's name in notes, logs and RUN/members/ (method, or method-head off the run's head)
     for i, (name, head) in enumerate(members):
-        cfg = base.replace(method=name, params=(), head=head)
+        cfg = base.replace(method=name, params=(), head=head,
+                           patience=config.patience if config.patience is not None else recipe.patience)
         label = name if head == config.head else f"{name}-{head}"  # (a name loggers accept: no ':')
         labels.append(label)
         runs = run_member(i, label, cfg, m_lrs, m_seeds)
@@ -289,6 +290,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         notes = {"members": [{"method": r.method, "label": labels[j], "head": members[j][1], "lr": r.lr,
                               "best_epoch": r.best_epoch, "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
                               "weight": float(weights[j])} for j, r in enumerate(runs)],
+                 "patience": config.patience if config.patience is not None else recipe.patience,
                  "combine": recipe.combine if held else f"{recipe.combine} (equal weights: the members' scores were "
                                                          "too large to keep)"}
         if dropped:
