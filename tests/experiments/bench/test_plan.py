@@ -36,3 +36,30 @@ def test_default_keeps_one_draw_and_group_keys(tmp_path):
     assert len(groups) == 1 and groups[0].draw is None and "draw" not in groups[0].key
     assert [m[1] for m in groups[0].members] == [0, 1]
     assert [p.name for p in (tmp_path / "bundles").iterdir()] == ["yeast-s0"]
+
+
+def test_a_recipe_group_counts_every_member_loop_and_its_bar_never_passes_it(toy_bundle):
+    """The progress unit of an ``auto`` group is its members' loops (each member trains in a
+    loop of its own): ``members x epochs x steps per epoch``; the bar moves by at most that
+    much, however long the members' longer tries run."""
+    from spmlkit.experiments.bench.runner import GroupEpochs
+
+    ds = [B.BenchDataset("toy", toy_bundle, B.bundle_fingerprint(toy_bundle))]
+    params = {"auto": {"members": "an,l1r,wan"}}
+    (g,) = B.plan_groups(B.validate_spec(spec(toy_bundle, methods=["auto"], batch_sizes=(8,), params=params)), ds)
+    n = toy_bundle.size("train")
+    assert g.loops == 3 and g.steps == 3 * 2 * -(-n // 8)
+    (a,) = B.plan_groups(B.validate_spec(spec(toy_bundle, methods=["an"], batch_sizes=(8,))), ds)
+    assert a.loops == 1 and a.steps == 2 * -(-n // 8)
+
+    class Bar:
+        total = 0
+
+        def update(self, k):
+            self.total += k
+
+    bar = Bar()
+    ge = GroupEpochs(g, bar, None, None)
+    for _ in range(3 * 2 + 4):  # every member's epochs and a longer try of 4 more
+        ge.on_epoch_end(None, {})
+    assert bar.total == ge.counted == g.steps

@@ -38,6 +38,7 @@ class Group:
     histograms: bool
     n_train: int = 0  # training examples (after subsampling)
     draw: int | None = None  # --vary-draw: the prepare seed of the bundle this group trains on
+    loops: int = 1  # training loops of one group: a recipe trains each of its members in a loop of its own
 
     @property
     def n_members(self) -> int:
@@ -51,8 +52,10 @@ class Group:
     def steps(self) -> int:
         """Optimizer steps of the whole group: the progress bar's unit.  One step of a
         stacked group updates all its members at once, so steps track wall time better
-        than member-epochs (and, unlike epochs, account for dataset and batch size)."""
-        return self.config.epochs * self.steps_per_epoch
+        than member-epochs (and, unlike epochs, account for dataset and batch size).  A
+        recipe's group counts every member's loop (runs stopped early or tried longer make
+        the real count smaller or larger; the bar is set to the group's end when it ends)."""
+        return self.config.epochs * self.steps_per_epoch * self.loops
 
 
 def canonical(obj) -> str:
@@ -78,6 +81,7 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
     hiding probabilities, methods, batch sizes, members)."""
     from ...methods import build_method  # (lazy: imports every method module)
     from ...methods.recipe import is_recipe
+    from ...training.recipe import backbone_features, n_background
 
     reg = _methods_registry()
     epochs = spec.resolved_epochs()
@@ -108,6 +112,8 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                                        lr=spec.lrs[0], seed=unit_seeds[0], **run_cfg)
                     # a recipe (e.g. auto) searches its own learning rates: one member per seed
                     row_lrs = spec.lrs[:1] if is_recipe(method) else spec.lrs
+                    loops = len(method.members_for(n_background(draw_bundle) > 0, backbone_features(draw_bundle, base))) \
+                        if is_recipe(method) else 1
                     members = [(float(lr), int(s)) for lr in row_lrs for s in unit_seeds]
                     member_groups = [members] if stacked else [[m] for m in members]
                     # (a recipe's epochs belong to several member methods: no histogram of its own)
@@ -130,5 +136,5 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                             key["pseudo_scores_sha256"] = sha256_file(ps)
                         h = hashlib.sha256(canonical(key).encode()).hexdigest()[:20]
                         groups.append(Group(ds.label, name, params, regime, hide, fraction, bs, tuple(mg), cfg,
-                                            json.loads(canonical(key)), h, hist, n_train, draw))
+                                            json.loads(canonical(key)), h, hist, n_train, draw, loops))
     return groups

@@ -82,9 +82,10 @@ class GroupEpochs(Callback):
         self.counted = 0
 
     def on_epoch_end(self, fit, info: dict) -> None:
-        self.counted += self.g.steps_per_epoch
-        if self.bar is not None:
-            self.bar.update(self.g.steps_per_epoch)
+        step = max(0, min(self.g.steps_per_epoch, self.g.steps - self.counted))  # (a recipe's longer tries:
+        self.counted += step                                                     # never past the group's share)
+        if self.bar is not None and step:
+            self.bar.update(step)
         if self.mask is not None and "predict_train" in info:
             # the stack's members at this epoch (early-stopped ones leave it with --patience)
             members = [int(r["member"]) for r in info["rows"]]
