@@ -1314,6 +1314,7 @@ def test_abandoned_builds_keep_what_is_not_spmlkits_and_all_are_seen(tmp_path):
     assert [d.exists() for d in builds] == [True, False, False, False]
     assert (builds[0] / "mine.txt").read_text() == "the user's, in a build folder"
     assert ownership.foreign(builds[0]) == ["mine.txt"]  # kept, still marked: the user's file is not spmlkit's
+    assert not (builds[0] / ownership.BUILD_OWNER).exists()  # and no longer a build: not looked at again
 
 
 def test_builds_made_beside_their_target_registered_and_created(tmp_path, capsys):
@@ -1705,3 +1706,50 @@ def test_an_inode_of_another_generation_under_a_name_with_spaces_is_not_spmlkits
     with pytest.raises(ConfigError, match="not written by spmlkit"):
         ownership.write_text(out / "my dir" / "a b.txt", "b")
     assert (out / "my dir" / "a b.txt").read_text() == "a"
+
+
+def test_a_folder_that_lost_its_marker_is_adopted_again_by_its_manifest_and_layout(tmp_path):
+    ownership.register_kind("layout-ours", "a layout test folder", is_ours=lambda p: (p / "meta.json").exists(),
+                            layout=("meta.json", "model*"))
+    outs = []
+    for name in ("b", "c"):
+        out = ownership.claim(tmp_path / name, "layout-ours")
+        ownership.write_text(out / "meta.json", "{}")
+        ownership.write_text(out / "model" / "x.pt", "w")
+        os.unlink(out / ownership.MARKER)  # removed by someone; the manifest is intact
+        ownership._ROOTS.pop(str(out))
+        outs.append(out)
+    b, c = outs
+    before = manifest_lines(b)
+    ownership.claim(b, "layout-ours")  # recognised by its metadata: what the manifest lists is listed once
+    assert manifest_lines(b) == before and ownership.foreign(b) == []
+    _list_by_hand(c, "f", "model", c / "model")  # listed as another type: adopted as what it is
+    _list_by_hand(c, "d", "model/x.pt", c / "model" / "x.pt")
+    ownership.claim(c, "layout-ours")
+    assert manifest_lines(c)[-2:] == ["d model", "f model/x.pt"] and ownership.foreign(c) == []
+    ownership.write_text(c / "model" / "x.pt", "w2")
+    ownership.write_text(c / "model" / "y.pt", "y")
+
+
+def test_an_older_abandoned_build_that_cannot_be_removed_whole_is_left_quietly(tmp_path, monkeypatch):
+    import errno
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    d = tmp_path / ".B.old"
+    d.mkdir()
+    for name in ("meta.json", "stuck"):
+        (d / name).write_text("{}")
+    (d / ownership.BUILD_OWNER).write_text(f"{dead}\n")  # an older version's build: removed whole
+    unlink = os.unlink
+
+    def busy(path, *a, **kw):  # (a file of a file system that refuses, or one in use elsewhere)
+        if os.path.basename(os.fspath(path)) == "stuck":
+            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(path))
+        return unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", busy)
+    ownership._remove_abandoned_builds(str(tmp_path / "B"))  # what cannot be removed is left, and no error
+    assert sorted(p.name for p in d.iterdir()) == ["stuck"]
