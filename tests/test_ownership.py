@@ -1314,6 +1314,7 @@ def test_abandoned_builds_keep_what_is_not_spmlkits_and_all_are_seen(tmp_path):
     assert [d.exists() for d in builds] == [True, False, False, False]
     assert (builds[0] / "mine.txt").read_text() == "the user's, in a build folder"
     assert ownership.foreign(builds[0]) == ["mine.txt"]  # kept, still marked: the user's file is not spmlkit's
+    assert not (builds[0] / ownership.BUILD_OWNER).exists()  # and no longer a build: not looked at again
 
 
 def test_builds_made_beside_their_target_registered_and_created(tmp_path, capsys):
@@ -1462,3 +1463,293 @@ def test_a_hard_linked_log_is_rewritten_with_numpy_values(tmp_path, user):
         with ownership.write_output_file(tmp_path / "never.csv"):
             pass
     assert str(e.value) == f"{tmp_path / 'never.csv'}: not checked by spmlkit.ownership.output_file"
+
+
+# ----------------------------------- issue 39: survivors of ownership.py's second mutation run
+def _restore_from_copy(folder, tmp_path):
+    """``folder`` replaced by a copy of itself (moved away, copied back: a backup restored)."""
+    import shutil
+
+    away = tmp_path / "away"
+    os.rename(folder, away)
+    shutil.copytree(away, folder)
+    shutil.rmtree(away)
+
+
+def test_a_folder_replaced_by_a_copy_of_itself_stays_writable_and_keeps_its_kind(tmp_path):
+    (tmp_path / "empty").mkdir()
+    bench = ownership.claim(tmp_path / "bench", "bench")
+    with ownership.build(bench / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    ownership._ROOTS.pop(str(bench / "voc"))
+    ownership.write_text(bench / "voc" / "found.json", "{}")  # registered again, from its marker
+    with ownership.build(tmp_path / "built", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    made = {"new": (ownership.claim(tmp_path / "new", "run"), "run"),
+            "empty": (ownership.claim(tmp_path / "empty", "run"), "run"),
+            "built": (tmp_path / "built", "tbuild"),
+            "scratch": (ownership.temporary_folder("spml-t-", dir=tmp_path), "scratch"),
+            "shard": (ownership.new_folder(tmp_path / "shard", "shard"), "shard"),
+            "nested": (bench / "voc", "tbuild")}
+    for name, (out, kind) in made.items():
+        ownership.write_text(out / "a.txt", "a")
+        _restore_from_copy(out, tmp_path)  # the same kind's folder, another inode: still the one written
+        ownership.write_text(out / "a.txt", "a2")
+        ownership.write_text(out / "b.txt", "b")
+        assert ownership.folder_kind(out) == kind and ownership.foreign(out) == [], name
+        assert (out / "a.txt").read_text() == "a2", name
+
+
+def test_a_copied_folder_read_without_registering_it_keeps_its_kind(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    (out / "b.txt").write_text("mine")
+    for name in ("c1", "c2"):
+        shutil.copytree(out, tmp_path / name)
+    assert ownership.foreign(tmp_path / "c1") == ["b.txt"]  # (its marker rewritten with the copy's identity)
+    assert ownership.folder_kind(tmp_path / "c1") == "run"
+    assert not ownership.discard(tmp_path / "c2")  # the user's file keeps the folder, and spmlkit's marker in it
+    assert sorted(p.name for p in (tmp_path / "c2").iterdir()) == sorted([ownership.MARKER, ownership.MANIFEST, "b.txt"])
+    assert ownership.folder_kind(tmp_path / "c2") == "run"
+
+
+def test_a_copy_lists_again_only_what_it_holds_of_the_listed_types(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "r", "run")
+    for rel in ("a b.txt", "gone.txt", "f.txt", "d/x.txt"):
+        ownership.write_text(out / rel, rel)
+    os.unlink(out / "gone.txt")  # removed by hand: still listed
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    os.unlink(copy / "f.txt")
+    (copy / "f.txt").mkdir()  # a folder where a file was listed
+    shutil.rmtree(copy / "d")
+    (copy / "d").write_text("a file where a folder was listed")
+    before = manifest_lines(copy)
+    ownership.claim(copy, "run")
+    assert manifest_lines(copy)[len(before):] == ["f a b.txt"]
+    assert ownership.foreign(copy) == ["d", "f.txt"]
+    # a copy that shares the files (hard links: `cp -al`, rsync --link-dest): only its folders are new
+    linked = tmp_path / "linked"
+    shutil.copytree(out, linked, copy_function=lambda s, d: (shutil.copy2 if os.path.basename(s) in (
+        ownership.MARKER, ownership.MANIFEST) else os.link)(s, d))
+    before = manifest_lines(linked)
+    ownership.claim(linked, "run")
+    assert manifest_lines(linked)[len(before):] == ["d d"] and ownership.foreign(linked) == []
+
+
+def test_a_file_made_new_and_then_written_stays_spmlkits(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    p = ownership.new_file(out / "part.bin")
+    with open(p, "ab") as fh:
+        fh.write(b"written by its caller")
+    assert ownership.foreign(out) == []
+    assert ownership.remove(p) and not p.exists()
+
+
+def test_prune_goes_on_past_a_folder_that_cannot_be_removed(tmp_path, monkeypatch):
+    import errno
+
+    out = ownership.claim(tmp_path / "r", "run")
+    for name in ("busy", "free"):
+        ownership.mkdir(out / name)
+    rmdir = os.rmdir
+
+    def busy(path, *a, **kw):  # (a mount point, or a folder of a file system mounted read-only)
+        if os.path.basename(os.fspath(path)) == "busy":
+            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(path))
+        return rmdir(path, *a, **kw)
+
+    monkeypatch.setattr(os, "rmdir", busy)
+    ownership.prune(out)
+    assert (out / "busy").is_dir() and not (out / "free").exists()
+
+
+def test_names_with_spaces_in_removals_and_messages(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "my dir" / "x.txt", "x")
+    assert not ownership.remove(out / "my dir", only_if_empty=True) and (out / "my dir" / "x.txt").is_file()
+    (out / "my data").write_text("the user's")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "my data" / "x.txt", "x")
+    assert str(e.value) == (f"{out / 'my data'} is a file where spmlkit writes a folder; it was not written by "
+                            "spmlkit — move it away or choose another -o")
+
+
+def test_a_marked_folder_claimed_again_keeps_the_users_spelling_and_was_not_made_now(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ownership.claim("out", "run")
+    ownership._ROOTS.pop(str(tmp_path / "out"))  # another process: found by its marker and manifest
+    out = ownership.claim("out", "run")
+    assert not ownership.created(out)
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError) as e:
+        ownership.write_text(out / "notes.txt", "x")
+    assert str(e.value) == (f"{os.path.join('out', 'notes.txt')}: this file was not written by spmlkit (it is not "
+                            f"listed in {os.path.join('out', ownership.MANIFEST)}); refusing to replace it — move it "
+                            "away or choose another -o")
+
+
+def test_claim_names_the_option_in_its_refusals(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ConfigError) as e:
+        ownership.claim(tmp_path / "f", "run", option="--into")
+    assert str(e.value) == f"--into {tmp_path / 'f'} is a file; expected a folder (a new one, or one spmlkit wrote)"
+
+
+def test_an_older_marker_gets_a_plain_manifest_and_a_current_folder_adopts_nothing(tmp_path):
+    ownership.register_kind("layout-run", "a layout test folder", layout=("model*",))
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": "layout-run"}))
+    ownership.claim(d, "layout-run")
+    got, want = _mode(d / ownership.MANIFEST)
+    assert got == want
+    out = ownership.claim(tmp_path / "cur", "layout-run")  # this version's: its manifest says what is spmlkit's
+    (out / "model.pt").write_text("the user's, at a name of the layout")
+    ownership._ROOTS.pop(str(out))
+    ownership.claim(out, "layout-run")
+    assert ownership.foreign(out) == ["model.pt"]
+    with pytest.raises(ConfigError, match="was not written by spmlkit"):
+        ownership.write_text(out / "model.pt", "w")
+
+
+def test_a_build_inside_an_owned_folder_replaces_its_previous_build(tmp_path, capsys):
+    bench = ownership.claim(tmp_path / "bench", "bench")
+    for i in range(2):
+        with ownership.build(bench / "voc", "tbuild", replace=True) as tmp:
+            ownership.write_text(tmp / "meta.json", str(i))
+    assert (bench / "voc" / "meta.json").read_text() == "1" and sorted(p.name for p in bench.iterdir()) == sorted(
+        [ownership.MARKER, ownership.MANIFEST, "voc"])
+    assert capsys.readouterr().err == "" and ownership.foreign(bench) == []
+
+
+def test_a_replaced_folder_is_not_discarded(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    shutil.rmtree(out)
+    out.mkdir()
+    (out / "theirs.txt").write_text("someone else's folder now")
+    with pytest.raises(ConfigError):
+        ownership.discard(out)
+    assert sorted(p.name for p in out.iterdir()) == ["theirs.txt"]
+
+
+def test_a_folder_holding_anyone_elses_file_keeps_its_marker_whatever_the_listing_order(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "theirs.txt").write_text("mine")
+    for i in range(50):  # until a file of spmlkit's is the last the folder lists (its order is the file system's)
+        ownership.write_text(out / f"s{i}.txt", "s")
+        names = [n for n in os.listdir(out) if n not in (ownership.MARKER, ownership.MANIFEST)]
+        if names[-1] != "theirs.txt":
+            break
+    assert not ownership.discard(out)
+    assert sorted(p.name for p in out.iterdir()) == sorted([ownership.MARKER, ownership.MANIFEST, "theirs.txt"])
+    assert ownership.folder_kind(out) == "run"
+
+
+def test_folder_checks_what_is_inside_an_owned_folder_by_the_ownership_rule(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "notes").write_text("the user's")
+    with pytest.raises(ConfigError) as e:
+        ownership.folder(out / "notes", "model")
+    assert str(e.value) == (f"{out / 'notes'} is a file where spmlkit writes a folder; it was not written by "
+                            "spmlkit — move it away or choose another -o")
+    assert ownership.folder(out, "model") == out  # the owned folder itself: written into, whatever is asked
+
+
+def _list_by_hand(folder, t, rel, path):
+    """A manifest line for ``path``'s inode as type ``t`` (an inode number a removed entry had, given by a file
+    system without generation numbers to something of another type)."""
+    st = os.lstat(path)
+    with open(folder / ownership.MANIFEST, "a") as fh:
+        fh.write(f"{t} {st.st_dev}:{st.st_ino}:-:-:- {rel}\n")
+
+
+def test_an_inode_listed_as_another_type_is_not_spmlkits(tmp_path):
+    bench = ownership.claim(tmp_path / "bench", "bench")
+    with ownership.build(bench / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    (bench / "a.txt").write_text("the user's")
+    _list_by_hand(bench, "f", "voc", bench / "voc")  # a folder listed as a file
+    _list_by_hand(bench, "d", "a.txt", bench / "a.txt")  # a file listed as a folder
+    assert ownership.foreign(bench) == ["a.txt", "voc"]
+    ownership._ROOTS.pop(str(bench / "voc"))  # (else removed as a folder registered itself)
+    assert not ownership.remove(bench / "voc") and (bench / "voc" / "meta.json").is_file()
+    assert not ownership.remove(bench / "a.txt") and (bench / "a.txt").is_file()
+
+
+def test_stale_temporaries_are_removed_deep_but_not_in_folders_owned_on_their_own(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a" / "b" / "x.txt", "x")
+    with ownership.build(out / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    (out / "a" / "b" / ".x.txt.spml-1.tmp").write_text("half")
+    (out / "voc" / ".meta.json.spml-2.tmp").write_text("half: its own writer's, under its own lock")
+    assert ownership.remove_stale_temporaries(out, recursive=True) == 1
+    assert not (out / "a" / "b" / ".x.txt.spml-1.tmp").exists() and (out / "voc" / ".meta.json.spml-2.tmp").exists()
+
+
+def test_an_inode_of_another_generation_under_a_name_with_spaces_is_not_spmlkits(tmp_path, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "my dir" / "a b.txt", "a")
+
+    def other_generation(path, st):  # the inode found at the path asked about has another generation
+        return -7 if st is not None and os.path.lexists(path) and os.lstat(path).st_ino == st.st_ino else None
+
+    monkeypatch.setattr(ownership, "_generation", other_generation)
+    with pytest.raises(ConfigError, match="not written by spmlkit"):
+        ownership.write_text(out / "my dir" / "a b.txt", "b")
+    assert (out / "my dir" / "a b.txt").read_text() == "a"
+
+
+def test_a_folder_that_lost_its_marker_is_adopted_again_by_its_manifest_and_layout(tmp_path):
+    ownership.register_kind("layout-ours", "a layout test folder", is_ours=lambda p: (p / "meta.json").exists(),
+                            layout=("meta.json", "model*"))
+    outs = []
+    for name in ("b", "c"):
+        out = ownership.claim(tmp_path / name, "layout-ours")
+        ownership.write_text(out / "meta.json", "{}")
+        ownership.write_text(out / "model" / "x.pt", "w")
+        os.unlink(out / ownership.MARKER)  # removed by someone; the manifest is intact
+        ownership._ROOTS.pop(str(out))
+        outs.append(out)
+    b, c = outs
+    before = manifest_lines(b)
+    ownership.claim(b, "layout-ours")  # recognised by its metadata: what the manifest lists is listed once
+    assert manifest_lines(b) == before and ownership.foreign(b) == []
+    _list_by_hand(c, "f", "model", c / "model")  # listed as another type: adopted as what it is
+    _list_by_hand(c, "d", "model/x.pt", c / "model" / "x.pt")
+    ownership.claim(c, "layout-ours")
+    assert manifest_lines(c)[-2:] == ["d model", "f model/x.pt"] and ownership.foreign(c) == []
+    ownership.write_text(c / "model" / "x.pt", "w2")
+    ownership.write_text(c / "model" / "y.pt", "y")
+
+
+def test_an_older_abandoned_build_that_cannot_be_removed_whole_is_left_quietly(tmp_path, monkeypatch):
+    import errno
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    d = tmp_path / ".B.old"
+    d.mkdir()
+    for name in ("meta.json", "stuck"):
+        (d / name).write_text("{}")
+    (d / ownership.BUILD_OWNER).write_text(f"{dead}\n")  # an older version's build: removed whole
+    unlink = os.unlink
+
+    def busy(path, *a, **kw):  # (a file of a file system that refuses, or one in use elsewhere)
+        if os.path.basename(os.fspath(path)) == "stuck":
+            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(path))
+        return unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", busy)
+    ownership._remove_abandoned_builds(str(tmp_path / "B"))  # what cannot be removed is left, and no error
+    assert sorted(p.name for p in d.iterdir()) == ["stuck"]
