@@ -220,6 +220,24 @@ def test_an_older_spmlkits_folder_is_replaced_by_its_layout(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["B"]  # the old one removed, nothing left behind
 
 
+def test_an_older_spmlkits_folder_inside_an_owned_folder_is_replaced_by_its_layout(tmp_path):
+    """The same inside a folder spmlkit owns (a bench's ``bundles/NAME`` written by an older
+    spmlkit): the old folder, renamed beside the new one, is cleared by its layout, not
+    refused as an unlisted sub-folder of the owner."""
+    ownership.register_kind("legacy-build2", "a legacy build", is_ours=lambda p: (p / "meta.json").exists(),
+                            layout=("meta.json", "train"))
+    bench = ownership.claim(tmp_path / "bench", "run")
+    old = bench / "B"
+    (old / "train").mkdir(parents=True)
+    (old / "meta.json").write_text("{}")
+    (old / "train" / "X.npy").write_text("x")
+    with ownership.build(old, "legacy-build2", replace=True) as tmp:
+        ownership.write_text(tmp / "meta.json", '{"new": 1}')
+    assert (old / "meta.json").read_text() == '{"new": 1}' and not (old / "train").exists()
+    assert sorted(p.name for p in bench.iterdir() if not p.name.startswith(".spml")) == ["B"]
+    assert "o B" in manifest_lines(bench)
+
+
 def test_writing_outside_a_claimed_folder_is_a_programming_error(tmp_path):
     with pytest.raises(ownership.UnownedPathError):
         ownership.write_text(tmp_path / "x.txt", "no")

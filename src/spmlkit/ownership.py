@@ -492,13 +492,14 @@ def _validate(root: _Root) -> None:
 
 
 def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "-o/--out",
-          create: bool = True) -> Path:
+          create: bool = True, own: bool = False) -> Path:
     """``path`` as a folder of ``kind`` that this process writes: created (with its marker
     and manifest) when new; accepted when empty, holding spmlkit's marker of ``kind``, or
     written by an older spmlkit (see :class:`Kind`); otherwise
     refused in one line before anything is written.  ``inputs``: what the command reads
     (see :func:`refuse_inputs`).  ``create=False`` checks only.  Inside a folder this process
-    owns already, ``path`` becomes a checked sub-folder of it.  Returns ``path``."""
+    owns already, ``path`` becomes a checked sub-folder of it, unless ``own`` (a folder of its
+    own there: :func:`build`'s previous folder, renamed beside the new one).  Returns ``path``."""
     p = check_output_folder(path, option=option)
     a = _abs(p)
     refuse_inputs(p, inputs, option=option)
@@ -507,7 +508,7 @@ def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "
         _validate(_ROOTS[a])
         if _ROOTS[a].kind == kind:
             return p
-    reg = _registered(a)
+    reg = None if own else _registered(a)
     if reg is not None and reg[1]:
         if create:
             _ensure_dir(reg[0], reg[1])
@@ -1195,7 +1196,7 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
     if old is not None:
         _ROOTS.pop(old, None)
         if folder_kind(old) is None or _lstat(os.path.join(old, MANIFEST)) is None:
-            claim(old, kind)  # an older spmlkit's folder: its entries that follow the layout are listed first
+            claim(old, kind, own=True)  # an older spmlkit's folder: what follows the layout is listed first
         if not discard(old):
             print(f"spml: warning: {old}: kept — it holds files spmlkit did not write", file=sys.stderr)
 
