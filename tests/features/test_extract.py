@@ -28,6 +28,29 @@ def test_extract_then_linear(tmp_path):
     assert "complete" in msgs[0]
 
 
+def test_a_cache_an_older_spmlkit_wrote_is_sealed_when_reused(tmp_path):
+    """A complete cache without checksum sidecars (an older spmlkit's) is unreadable until
+    they are recorded: both ``spml features`` and ``ensure_features`` (what ``spml bench``
+    calls when it reuses a bundle) record them, and say so."""
+    from spmlkit.features.extract import ensure_features
+
+    b = tiny_digits_bundle(tmp_path)
+    name = extract_features(b, backbone="tiny-random", image_size=32, batch_size=8, **QUIET)
+    folder = b.path / "features" / name
+    for side in folder.glob("*.npy.sha256"):
+        side.unlink()
+    with pytest.raises(Exception, match="no checksum is recorded"):
+        b.features("train", name)
+    msgs = []
+    assert ensure_features(b, backbone="tiny-random", weights=None, image_size=32, log=msgs.append) == name
+    assert msgs == [f"feature set {name!r} of {b.path}: recorded the checksums of its 3 array(s), which an older "
+                    "spmlkit wrote without them"]
+    assert b.features("train", name).shape == (b.size("train"), 32)
+    msgs.clear()
+    assert ensure_features(b, backbone="tiny-random", weights=None, image_size=32, log=msgs.append) == name
+    assert msgs == []  # nothing to record twice
+
+
 def test_resume_after_interruption_equals_uninterrupted(tmp_path):
     full = tiny_digits_bundle(tmp_path, "full")
     part = tiny_digits_bundle(tmp_path, "part")

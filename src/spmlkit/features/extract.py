@@ -285,6 +285,11 @@ def ensure_features(bundle: Bundle, *, backbone: str, weights: str | None, image
     if name in bundle.feature_sets():
         meta = _meta_identity(feature_set_meta(bundle, name) or {}, ("weights", "precision"))
         if meta == {"weights": _weights_id(weights)["weights"], "precision": str(precision)}:
+            sealed = _seal_checksums(bundle, Path(bundle.path) / "features" / name)
+            if sealed:  # (reused by spml bench: the arrays become readable as 'spml features' makes them)
+                (log or (lambda m: print(m, file=sys.stderr)))(
+                    f"feature set {name!r} of {bundle.path}: recorded the checksums of its {sealed} array(s), "
+                    "which an older spmlkit wrote without them")
             return name
     return extract_features(bundle, backbone=backbone, weights=weights, image_size=image_size, batch_size=batch_size,
                             num_workers=num_workers, log=log, device=device, precision=precision)
