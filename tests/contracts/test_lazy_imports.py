@@ -21,13 +21,8 @@ SRC = REPO / "src" / "spmlkit"
 MARK = re.compile(r"#.*\blazy\b")
 
 #: modules whose function-level imports are not yet moved or marked, with the reason: the
-#: list may only shrink (issue 35 edits these files at the same time)
-PENDING = {
-    "training/recipe.py": "rewritten by the recipe work that landed last; not converted yet",
-    "methods/recipe.py": "rewritten by the recipe work that landed last; not converted yet",
-    "practitioner/report.py": "rewritten by the recipe work that landed last; not converted yet",
-    "practitioner/saved.py": "rewritten by the recipe work that landed last; not converted yet",
-}
+#: list may only shrink
+PENDING: dict[str, str] = {}
 
 
 def unmarked_imports(text: str) -> list[tuple[int, str]]:

@@ -28,7 +28,7 @@ No full label is read by any choice: on a benchmark bundle that has full labels 
 validation observations are single positives simulated in the training regime
 (:meth:`spmlkit.data.Bundle.selection_observations`).
 
-**Presence-only data** (a bundle with background rows, issue 24): the members are
+**Presence-only data** (a bundle with background rows): the members are
 ``presence_members`` — the losses that use the background rows (``full-weighted``,
 Zbinden et al. 2024; ``an-full``, SINR, Cole et al. 2023, Eq. 5), on the SINR network
 (``presence_head``, an MLP; Cole et al. 2023 §4) — and every choice is made by the
@@ -37,7 +37,8 @@ target-group AUC (Phillips et al. 2009; ``target_group_auc``).
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .base import register_method
+from ..models.heads import HEADS
+from .base import get_method_spec, register_method
 
 #: member methods of ``auto`` (``name`` or ``name:head``; none needs k or full labels)
 DEFAULT_MEMBERS = "em-apl,gr,wan,l1r,em-apl:mlp,wan:mlp"
@@ -122,9 +123,6 @@ def is_recipe(method) -> bool:
 def parse_members(text: str, what: str = "members") -> tuple:
     """``"a,b:mlp"`` -> ``(("a", None), ("b", "mlp"))``, each checked: a registered
     single-positive method of the linear setting that is not itself a recipe, and a known head."""
-    from ..models.heads import HEADS
-    from .base import get_method_spec
-
     out = []
     for item in _names(text, what):
         name, _, head = item.partition(":")
@@ -179,8 +177,6 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
         raise ConfigError(f"method 'auto': mlp must be one of {', '.join(MLP_WHEN)}, got {mlp!r}")
     if combine not in COMBINE:
         raise ConfigError(f"method 'auto': combine must be one of {', '.join(COMBINE)}, got {combine!r}")
-    from ..models.heads import HEADS
-
     if presence_head not in HEADS:
         raise ConfigError(f"method 'auto': presence_head must be one of {', '.join(sorted(HEADS))}, "
                           f"got {presence_head!r}")

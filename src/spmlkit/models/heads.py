@@ -2,8 +2,8 @@
 
 A *member* is one model of a grid (one learning rate and seed).  Stacking the
 members' weights as ``(G, D, L)`` trains a whole learning-rate × seed grid as one
-model: one batched matrix product and one optimizer step per batch instead of ``G``
-(issue 7).  Members never interact, so each behaves exactly as a separate run with
+model: one batched matrix product and one optimizer step per batch instead of ``G``.
+Members never interact, so each behaves exactly as a separate run with
 the same seed (tested).  A single run is ``G = 1``.
 
 Initialisation matches ``torch.nn.Linear`` (U(−1/√fan_in, 1/√fan_in) for weights and

@@ -17,10 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import ownership
 from .._version import __version__
-from .evaluation import OBSERVED_NOTE, SetTally as _SetTally, evaluate_label_sets
+from ..device import describe
+from .evaluation import (OBSERVED_NOTE, SetTally as _SetTally, evaluate_label_sets, format_label_set_quality,
+                         format_scores)
 from ..io import read_jsonl
+from .labelsets import label_set_stats_warning, label_sets, round_k, rule_k_estimate
 from ..ownership import atomic_path, write_text
+from ..sparse_labels import as_sparse
 
 
 # ------------------------------------------------------------- label-set quality
@@ -28,8 +33,6 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
     """Quality of label sets from probabilities ``P`` under the stored rule ``spec`` and
     the other rules that apply.  Each row: ``rule`` (a readable description),
     ``default`` (True for ``spec``'s rule) and the :func:`evaluate_label_sets` numbers."""
-    from .labelsets import label_sets
-
     return [{"rule": desc, "default": i == 0, **evaluate_label_sets(label_sets(P, rule=rule, **opts), Y=Y, Z=Z)}
             for i, (rule, opts, desc) in enumerate(_quality_rules(spec))]
 
@@ -39,9 +42,6 @@ def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict) -> list[di
     ``(start_row, P_block)``; ``Y`` / ``Z`` dense or sparse.  Every rule is applied per
     example, so each block's sets are computed and tallied, then dropped: memory
     O(block × L) instead of the ``N × L`` sets (and equal numbers, tested)."""
-    from ..sparse_labels import as_sparse
-    from .labelsets import label_sets
-
     truth = as_sparse(Y if Y is not None else Z, dtype=bool if Y is not None else np.int8)
     rules = _quality_rules(spec)
     tallies = [_SetTally(truth.n_labels, observed=Y is None) for _ in rules]
@@ -56,8 +56,6 @@ def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict) -> list[di
 def _quality_rules(spec: dict) -> list[tuple[str, dict, str]]:
     """The rules :func:`label_set_quality` compares: the stored one first, then the others
     that apply, each once: ``(rule, options, description)``."""
-    from .labelsets import rule_k_estimate
-
     candidates = [("threshold", {"threshold": 0.5}), ("top_k", {"k": 1}), ("threshold", {"threshold": 0.5,
                                                                                "min_labels": 1})]
     if rule_k_estimate(spec) is not None:
@@ -77,8 +75,6 @@ def _quality_rules(spec: dict) -> list[tuple[str, dict, str]]:
 def label_set_row_warning(row: dict, spec: dict | None) -> str | None:
     """The :func:`spmlkit.practitioner.labelsets.label_set_warning` message for one quality row
     (its mean set size and share of empty sets) against the rule's k, else None."""
-    from .labelsets import label_set_stats_warning, rule_k_estimate
-
     if row.get("mean_predicted_labels") is None:
         return None
     return label_set_stats_warning(row["mean_predicted_labels"], (row.get("empty_sets") or 0.0) / 100.0,
@@ -92,8 +88,6 @@ def describe_rule(rule: str, opts: dict) -> str:
     if rule == "top_k":
         return f"top-{int(opts.get('k', 1))}{extra}"
     if rule == "expected_k":
-        from .labelsets import round_k
-
         return f"expected-k (k={opts['k']:.2f}: top {max(round_k(opts['k']), 1)} per example){extra}"
     if rule == "per_label":
         return f"per-label thresholds (tuned for F1 on validation){extra}"
@@ -103,7 +97,7 @@ def describe_rule(rule: str, opts: dict) -> str:
 # ---------------------------------------------------------------------- curves
 def write_curves(rows: list[dict], path: str | Path, *, selection: str, best_epoch: int | None = None) -> Path:
     """Training loss and validation score per epoch, as a PNG (atomic)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib, only when a figure is drawn
     from matplotlib.figure import Figure
 
     path = Path(path)
@@ -164,7 +158,7 @@ def write_member_curves(series: dict[str, list[dict]], path: str | Path, *, sele
                         best: dict[str, int] | None = None) -> Path:
     """Training loss and validation score per epoch of each recipe member (one line each,
     its best epoch marked), as a PNG (atomic)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib, only when a figure is drawn
     from matplotlib.figure import Figure
 
     path = Path(path)
@@ -213,8 +207,6 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
                      label_set_rows: list[dict] | None = None, label_rule: dict | None = None) -> Path:
     """Write ``curves.png`` and ``report.md`` into ``run_dir`` (both atomically; a folder
     spmlkit made: :func:`spmlkit.ownership.folder`)."""
-    from .. import ownership
-
     run_dir = ownership.folder(run_dir, "run")
     rows = [r for r in read_jsonl(run_dir / "metrics.jsonl") if r.get("member", 0) == 0]
     selection = result.get("selection", "")
@@ -267,8 +259,6 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     if result.get("expected_positives") is not None:
         L.append(f"| k (expected labels per example) | {result['expected_positives']:.3f} |")
     if isinstance(result.get("device"), dict):  # where it trained (spmlkit.device.device_info)
-        from ..device import describe
-
         L.append(f"| trained on | {describe(result['device'])} |")
     L.append("")
     if members:
@@ -351,8 +341,6 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         L.append(f"Default rule stored with the model: **{describe_rule(label_rule['rule'], label_rule)}**.")
         L.append("")
         if label_rule.get("k_source"):
-            from .labelsets import rule_k_estimate
-
             L.append(f"Expected labels per example k = {rule_k_estimate(label_rule):.2f} ({label_rule['k_source']}). "
                      "Without a fully labelled validation split the default rule is expected-k: single-positive "
                      "training does not give calibrated probabilities, so a fixed threshold 0.5 gives near-empty "
@@ -416,7 +404,7 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
 
 def last_epoch_note(record: dict) -> str | None:
     """A note when the best epoch is the last one run (for ``auto``: a member's), so the
-    validation score may still have been rising: train longer (issue 37).  None otherwise
+    validation score may still have been rising: train longer.  None otherwise
     (and without validation, where the last epoch is kept by definition)."""
     run = record.get("epochs_run")
     if record.get("selection") == "last" or not isinstance(run, int) or run < 2:
@@ -460,20 +448,16 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
         extra = f" ({record['n_empty_test_classes']} test classes without positives excluded)" \
             if record.get("n_empty_test_classes") else ""
         lines.append(f"test mAP {record['test_map']:.2f}{extra}")
-        if record.get("test_auc"):  # labels surveyed on part of the test examples (issue 24)
+        if record.get("test_auc"):  # labels surveyed on part of the test examples
             a = record["test_auc"]
             lines.append(f"test AUC-ROC per label (on its surveyed examples): mean {a['mean']:.3f}, "
                          f"median {a['median']:.3f}")
     elif record.get("test_observed"):
-        from .evaluation import format_scores
-
         lines.append(f"test: {format_scores(record['test_observed'])}")
     if record.get("train_map") is not None:
         lines.append(f"training-set mAP vs full labels (label recovery) {record['train_map']:.2f}")
     q = [r for r in record.get("label_set_quality") or [] if r.get("default")]
     if q:
-        from .evaluation import format_label_set_quality
-
         lines.append(f"label sets ({q[0]['rule']}) on test: {format_label_set_quality(q[0])}")
         warn = label_set_row_warning(q[0], record.get("label_sets"))
         if warn is not None:

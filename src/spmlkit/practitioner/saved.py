@@ -29,8 +29,8 @@ folder gives a clear error) and the checksum (a corrupted file is reported, not 
     A fine-tuned backbone adds ``"backbone_weights": "<file in this folder>"`` (written
     with :func:`spmlkit.training.checkpoint.save_checkpoint`, so it is checksummed too),
     passed to the extractor as ``weights=<absolute path>``.
-    ``{"kind": "features", "feature_names": [...], "encoding": {...}, "places": {...}}``
-    (issue 36): a model trained on covariates records how the raw covariates became its
+    ``{"kind": "features", "feature_names": [...], "encoding": {...}, "places": {...}}``:
+    a model trained on covariates records how the raw covariates became its
     feature columns (:class:`spmlkit.data.encoding.CovariateEncoding`: covariate names,
     the levels of the categorical ones), so it predicts from a table in the training
     layout, and what its training places were (``places``: columns, CRS, the raster
@@ -53,12 +53,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.special import expit
 
+from .. import ownership
 from .._version import __version__
+from ..data.encoding import CovariateEncoding
 from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
+from ..features.transforms import ImageSet, image_loader
 from ..io import read_json
 from ..ownership import write_json
-from ..models.heads import build_head
+from ..models.heads import HEADS, MixedHeads, build_head
+from ..models.image import build_image_model
+from ..training.checkpoint import load_checkpoint, save_checkpoint
+from ..training.recipe import mean_probability_logits
+from .inference import image_features
+from .labelsets import apply_rule
 
 MODEL_FORMAT = 1
 
@@ -126,15 +135,11 @@ class SavedModel:
 
     def _build_module(self):
         if self.image is not None:
-            from ..models.image import build_image_model
-
             with torch.device("cpu"):  # built on the CPU (the default device is never used), then moved
                 mod = build_image_model(self.image, image_size=int(self.image["image_size"]), pretrained=False)
             mod.load_state_dict(self.state)
             return mod.to(self.device).eval()
         if self.member_heads:
-            from ..models.heads import MixedHeads
-
             mod = MixedHeads(list(self.member_heads), self.n_features, len(self.label_names), hidden=self.hidden)
             mod.load_state_dict(self.state)
             return mod.to(self.device).eval()
@@ -152,8 +157,6 @@ class SavedModel:
         enc = (self.input or {}).get("encoding")
         if enc is None:
             return None
-        from ..data.encoding import CovariateEncoding
-
         return CovariateEncoding.from_dict(enc, source=None if self.path is None else self.path / "model.json")
 
     def features_from_table(self, table, *, source=None) -> np.ndarray:
@@ -226,8 +229,6 @@ class SavedModel:
                     x = (x - torch.from_numpy(self.mean)) / torch.from_numpy(self.std)
                 logits = mod(x.to(self.device))
                 if self.members > 1:  # an ensemble: the logit of the members' (weighted) mean probability
-                    from ..training.recipe import mean_probability_logits
-
                     yield s, mean_probability_logits(logits, self.member_weights).float().cpu().numpy()
                 else:
                     yield s, logits[0].cpu().numpy()
@@ -253,11 +254,7 @@ class SavedModel:
         if not self.takes_images:
             raise DataFormatError(None, "this model was trained on feature vectors, not on images; pass features")
         if self.image is None:
-            from .inference import image_features
-
             return self.decision_function(image_features(self, paths, batch_size=batch_size))
-        from ..features.transforms import ImageSet, image_loader
-
         net, size = self._module(), int(self.image["image_size"])
         rows = [list(range(s, min(s + batch_size, len(paths)))) for s in range(0, len(paths), batch_size)]
         out = []
@@ -270,8 +267,6 @@ class SavedModel:
         """Per-label probabilities ``(N, L)`` (independent sigmoids, float64) for what
         :meth:`decision_function` takes: features, a table of named columns in the
         training layout (raw covariates), or image paths."""
-        from scipy.special import expit
-
         return expit(self.decision_function(X).astype(np.float64))
 
     @property
@@ -285,8 +280,6 @@ class SavedModel:
                                           min_labels=min_labels).astype(np.int64)
 
     def label_sets_from_proba(self, P, **overrides) -> np.ndarray:
-        from .labelsets import apply_rule
-
         spec = dict(self.label_sets)
         if overrides.get("rule") not in (None, spec.get("rule")):
             spec = {k: v for k, v in spec.items() if k in ("k", "thresholds", "min_labels")}
@@ -308,8 +301,6 @@ def is_model_folder(path: str | Path) -> bool:
 
 
 def _register_model_kind() -> None:
-    from .. import ownership
-
     ownership.register_kind("model", "a spmlkit model", is_ours=is_model_folder,
                             layout=("model.json", "weights.pt", "weights.pt.sha256"))
 
@@ -321,9 +312,6 @@ def save_model(model: SavedModel, path: str | Path) -> Path:
     """Write ``model`` into the folder ``path``: a new or empty folder, or a model spmlkit
     saved before (replaced); a folder holding anything else is refused in one line
     (:class:`ConfigError`) and nothing is written into it."""
-    from .. import ownership
-    from ..training.checkpoint import save_checkpoint
-
     # a run's model/ (inside its run folder), or a folder of its own: new, empty or a model spmlkit saved
     path = ownership.folder(path, "model", option="model folder")
     def tensor(a):
@@ -357,8 +345,6 @@ def _kinds_ok(kinds, members) -> bool:
     kind's members together."""
     if kinds is None:
         return True
-    from ..models.heads import HEADS
-
     if not (isinstance(kinds, list) and isinstance(members, int) and len(kinds) == members
             and all(isinstance(k, str) and k in HEADS for k in kinds)):
         return False
@@ -390,8 +376,6 @@ def _check_weights(path: Path, w: dict) -> None:
 
 
 def load_model(path: str | Path) -> SavedModel:
-    from ..training.checkpoint import load_checkpoint
-
     path = Path(path)
     meta_path = path / "model.json"
     if not path.exists():
@@ -431,8 +415,6 @@ def load_model(path: str | Path) -> SavedModel:
         raise CorruptFileError(f"{meta_path}: input.feature_names is not a list of distinct column names")
     enc = (meta.get("input") or {}).get("encoding") if isinstance(meta.get("input"), dict) else None
     if enc is not None:
-        from ..data.encoding import CovariateEncoding
-
         names = CovariateEncoding.from_dict(enc, source=meta_path).feature_names
         if len(names) != meta["n_features"] or (fnames is not None and names != fnames):
             raise CorruptFileError(f"{meta_path}: input.encoding does not match the model's {meta['n_features']} "

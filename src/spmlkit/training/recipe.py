@@ -27,21 +27,25 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from .. import metrics, ownership
 from ..config import TrainConfig
 from ..errors import ConfigError
+from ..methods.base import TrainContext, build_method, state_budget_bytes
 from ..models.heads import MixedHeads, build_head
 from ..sparse_labels import as_sparse
 from . import distributed
 from .callbacks import EpochFunction, tagged
 from .ensemble import weigh
-from .linear import FeatureStore, split_scores, train_linear
+from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
+from .scores import ScoreView
 
 
 def backbone_features(bundle, config: TrainConfig) -> bool:
@@ -56,8 +60,6 @@ def recipe_selection(bundle, recipe, Z_val: np.ndarray, config: TrainConfig | No
     ``observed_map`` and ``recipe.members`` (observed labels only: no full label is ever
     read); on presence-only data (background rows) ``target_group_auc`` (``background_auc``
     when validation holds one species only) and the recipe's presence members."""
-    from .. import metrics
-
     background = n_background(bundle) > 0
     selection, evaluate = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
     criterion = {"observed_map": metrics.observed_positive_map, "target_group_auc": metrics.presence_target_group_auc,
@@ -123,9 +125,7 @@ def _combined_view(bundle, split: str, config: TrainConfig, head: dict, kinds: l
     """The combined model's ``(1, N, L)`` logits on ``split`` (the logit of the members'
     weighted mean probability), streamed in row chunks
     (:class:`~spmlkit.training.scores.ScoreView`): used when the members' logits were too
-    large to keep (issue 32)."""
-    from .scores import ScoreView
-
+    large to keep."""
     L = bundle.n_labels
     G = len(kinds)
     rows = max(1, (64 * 2 ** 20) // (8 * G * max(L, 1)))
@@ -164,11 +164,7 @@ def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[t
     """The members whose declared per-entry state (:meth:`~spmlkit.methods.base.Method.state_bytes`)
     fits the budget for ``n_members`` stacked runs on this data, and the dropped ones with
     the reason (written to the result's notes and, with ``log``, said): ``auto`` runs at any
-    number of labels, with the members that can (issue 32)."""
-    import warnings
-
-    from ..methods.base import TrainContext, build_method, state_budget_bytes
-
+    number of labels, with the members whose state fits."""
     budget = state_budget_bytes(parts.device)
     ctx = TrainContext(n_train=len(parts.observed), n_labels=parts.observed.shape[1], observed=parts.observed,
                        n_members=n_members, device=parts.device)
@@ -226,8 +222,6 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     members = tuple((name, h) for name, h in members if name in fits)
     callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
-        from .. import ownership
-
         ownership.folder(run_dir, "run")
 
     def run_member(i, name, cfg, lrs_, seeds_, tag=""):
@@ -263,7 +257,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     Z_dense = None  # the validation observations as an array, for the weighing (small: logits were kept)
     for s in unique_seeds:
         runs = chosen[s]
-        # the members' validation and test logits, unless they were too large to keep (issue 32)
+        # the members' validation and test logits, unless they were too large to keep
         held = all(r.state["val_logits"] is not None and r.state["test_logits"] is not None for r in runs)
         if held:
             if Z_dense is None:
@@ -305,9 +299,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
             scored = split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
                                   empty=config.empty_classes, test_mask=parts.test_mask)
             val_score = evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0]
-        else:  # too large to hold: the combined model streams its scores (issue 32)
-            from .linear import streamed_split_scores
-
+        else:  # too large to hold: the combined model streams its scores
             view = {sp: _combined_view(bundle, sp, base, head_state, kinds, w, mean, std, parts.device)
                     for sp in ("val", "test", "train") if bundle.size(sp)}
             val_logits = test_logits = None
