@@ -36,7 +36,6 @@ file such as ``spml predict -o FILE.csv``, which has no folder of its own).
 from __future__ import annotations
 
 import contextlib
-import errno
 import fnmatch
 import json
 import os
