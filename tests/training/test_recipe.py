@@ -423,3 +423,29 @@ def test_members_over_the_state_budget_are_dropped_and_said(toy_bundle, monkeypa
     assert [d["method"] for d in r.notes["dropped"]] == ["em-apl"]
     assert [m["label"] for m in r.notes["members"]] == ["gr", "wan", "l1r", "wan-mlp"]  # both em-apl heads left out
     assert "GiB budget" in r.notes["dropped"][0]["reason"]
+
+
+def test_a_feature_table_declared_a_backbones_trains_no_mlp_member(tmp_path):
+    """A dataset that declares its features a backbone's (``feature_source``: the embedded
+    VOC 2007 features) is recorded so in its bundle, and ``auto`` treats it as image
+    features (no ``:mlp`` member with ``mlp=tabular``), as it does a named feature set; the
+    data's own features are tabular."""
+    import dataclasses
+
+    from spmlkit.data import load_dataset, prepare_bundle
+    from spmlkit.training.recipe import backbone_features
+    from tests.conftest import make_toy_dataset
+
+    plain = prepare_bundle(make_toy_dataset(), tmp_path / "plain", log=lambda m: None)
+    declared = prepare_bundle(dataclasses.replace(make_toy_dataset(), feature_source="some-backbone-224"),
+                              tmp_path / "declared", log=lambda m: None)
+    cfg = TrainConfig(method="auto", **FAST)
+    assert "feature_source" not in plain.meta and declared.meta["feature_source"] == "some-backbone-224"
+    assert not backbone_features(plain, cfg) and backbone_features(declared, cfg)
+    assert backbone_features(plain, cfg.replace(feature_set="x"))
+    assert load_dataset("voc2007-lite0").feature_source == "efficientnet-lite0-224"
+    params = {"members": "an,wan:mlp", "lrs": "1e-2", "longer": 1}
+    (r,) = train(declared, TrainConfig(method="auto", params=params, **FAST))
+    assert [m["label"] for m in r.notes["members"]] == ["an"]
+    (r,) = train(plain, TrainConfig(method="auto", params=params, **FAST))
+    assert [m["label"] for m in r.notes["members"]] == ["an", "wan-mlp"]

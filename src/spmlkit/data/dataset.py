@@ -114,6 +114,10 @@ class MultiLabelDataset:
     #: what the splits' ``xy`` are: ``{"columns": ["x", "y"], "crs": "EPSG:4326" or
     #: None, "rasters": {...the grid they were extracted from, when they were}}``
     places: dict | None = None
+    #: the backbone whose image features ``X`` holds (``"efficientnet-lite0-224"``), for
+    #: data that are a backbone's features read as a table (the embedded VOC 2007); None
+    #: for the data's own features.  Recorded in the bundle (``meta.json["feature_source"]``)
+    feature_source: str | None = None
 
     def __post_init__(self):
         if "train" not in self.splits:

@@ -261,7 +261,7 @@ def load_voc2007_lite0(data_root=None) -> MultiLabelDataset:
         name="voc2007-lite0", label_names=names,
         splits={"train": Split(X=X[train], Y=Y[train], ids=ids[train]),
                 "test": Split(X=X[test], Y=Y[test], ids=ids[test])},
-        source=str(path), feature_names=None,
+        source=str(path), feature_names=None, feature_source="efficientnet-lite0-224",
         notes=["official VOC 2007 split: train, and val as test (Cole et al. 2021 §6.1); EfficientNet-Lite0 "
                "224 px features stored as float16"])
 

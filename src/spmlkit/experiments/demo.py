@@ -70,9 +70,6 @@ class DemoSpec:
     batch_size: int = 8
     standardize: bool | None = None
     next_step: str = ""
-    #: the recipe's hyper-parameters: on a backbone's image features its MLP members are not
-    #: trained (docs/recipe.md), and an embedded feature table does not say it holds such features
-    recipe_params: tuple = ()
 
 
 #: the demos by ``--dataset``; the first is the default
@@ -83,7 +80,6 @@ DEMOS = {
     "voc2007-lite0": DemoSpec(
         "voc2007-lite0", "PASCAL VOC 2007 as EfficientNet-Lite0 features at 224 px",
         ("bce", "an", "an-ls", "wan", "epr", "role", "em-apl", "ll-ct", RECIPE), standardize=False,
-        recipe_params=(("mlp", "never"),),
         next_step="Next: 'spml prepare voc2007-lite0 -o bundles/voc' then 'spml train bundles/voc -o runs/x' (auto "
                   "by default; -m <method> for another); your own data: README 'Your own single-positive data'."),
     "yeast": DemoSpec(
@@ -168,7 +164,7 @@ def demo_rows(bundle, spec: DemoSpec, *, methods: list[str], lrs, seeds, epochs:
             bar.set_postfix(method=name)
         recipe = is_recipe(build_method(name))  # tries its own learning rates: one grid point
         cfg = TrainConfig(method=name, epochs=epochs, batch_size=spec.batch_size, seed=seed, device=device,
-                          standardize=spec.standardize, params=spec.recipe_params if recipe else ())
+                          standardize=spec.standardize)
         results = run_grid(bundle, cfg, lrs=lrs[:1] if recipe else lrs, batch_sizes=(spec.batch_size,), seeds=seeds)
         sel = select_best(results)
         rows.append({"method": name, "regime": METHODS[name].regime, "lr": None if recipe else sel.lr,

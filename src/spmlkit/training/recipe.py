@@ -49,9 +49,11 @@ from .scores import ScoreView
 
 
 def backbone_features(bundle, config: TrainConfig) -> bool:
-    """True when the run trains on a backbone's cached image features (an images bundle or
-    a named feature set), False on tabular data (the data's own feature columns)."""
-    return getattr(bundle, "kind", "features") == "images" or config.feature_set is not None
+    """True when the run trains on a backbone's cached image features (an images bundle, a
+    named feature set, or a feature table the dataset declares a backbone's:
+    ``meta.json["feature_source"]``), False on tabular data (the data's own feature columns)."""
+    return (getattr(bundle, "kind", "features") == "images" or config.feature_set is not None
+            or bool((getattr(bundle, "meta", None) or {}).get("feature_source")))
 
 
 def recipe_selection(bundle, recipe, Z_val: np.ndarray, config: TrainConfig | None = None):
