@@ -74,6 +74,19 @@ def test_recovery_values_and_selected_configuration():
     assert "| an | lr 1e-02, batch 16, 2 seeds |" in conf
 
 
+def test_a_recipes_selected_configuration_names_each_member_by_its_label():
+    """``auto``'s cell lists every member's chosen lrs and mean weight, a member with an MLP
+    head apart from the same method's linear one (they are two members)."""
+    runs = runs_for("voc", "auto", [(1, 80.0), (1, 81.0)])
+    for r, (w_lin, w_mlp) in zip(runs, [(0.75, 0.25), (0.25, 0.75)]):
+        r["notes"] = {"members": [
+            {"method": "em-apl", "label": "em-apl", "lr": 0.01, "weight": w_lin},
+            {"method": "em-apl", "label": "em-apl-mlp", "lr": 0.001, "weight": w_mlp}]}
+    conf = render_selected(select_cells(runs), ["voc"], ["auto"], {"auto": "single_positive"})
+    assert ("| auto | own lr per member on observed labels (em-apl 1e-02/1e-02 weight 0.50; em-apl-mlp 1e-03/1e-03 "
+            "weight 0.50), batch 8, 2 seeds |") in conf
+
+
 def test_formatting_helpers():
     assert fmt_cell(85.2549, 0.25, 1) == "85.3 ± 0.2"  # Python rounds half to even on the stored float
     assert fmt_cell(85.25, 1.234, 2) == "85.25 ± 1.23"

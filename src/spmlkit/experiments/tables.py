@@ -217,9 +217,10 @@ def _selected_cell(s) -> str:
         weights: dict = {}
         for n in notes:
             for m in n["members"]:
-                picks.setdefault(m["method"], []).append(fmt_lr(m["lr"]))
+                name = m.get("label") or m["method"]  # (em-apl and em-apl-mlp are two members)
+                picks.setdefault(name, []).append(fmt_lr(m["lr"]))
                 if "weight" in m:  # a recipe that weighs its members
-                    weights.setdefault(m["method"], []).append(float(m["weight"]))
+                    weights.setdefault(name, []).append(float(m["weight"]))
         chosen = "; ".join(f"{name} {'/'.join(lrs)}" + (f" weight {sum(weights[name]) / len(weights[name]):.2f}"
                                                           if name in weights else "") for name, lrs in picks.items())
         return f"own lr per member on observed labels ({chosen}), batch {s.batch_size}, {_n_seeds(s.n_seeds)}"
