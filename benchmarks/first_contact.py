@@ -154,8 +154,8 @@ def render(raw: dict, argv: list[str], wall: float) -> str:
                      f"{r['date']} | {r.get('detail', '')} |")
     demos = [r for r in raw["rows"] if r["step"] == "demo"]
     if demos:
-        lines += ["", "Seconds per method of each demo (its learning rates × 3 seeds; `auto` trains four "
-                  "methods), and the demo's first estimate of the time left:", ""]
+        lines += ["", "Seconds per method of each demo (its learning rates × 3 seeds; `auto` trains its "
+                  "members), and the demo's first estimate of the time left:", ""]
         for r in demos:
             lines.append(f"- `{r['what']}`: " + ", ".join(f"{m} {s:.1f}" for m, s in r["methods"].items()))
             if r.get("first_eta"):
