@@ -449,3 +449,422 @@ def test_a_feature_table_declared_a_backbones_trains_no_mlp_member(tmp_path):
     assert [m["label"] for m in r.notes["members"]] == ["an"]
     (r,) = train(plain, TrainConfig(method="auto", params=params, **FAST))
     assert [m["label"] for m in r.notes["members"]] == ["an", "wan-mlp"]
+
+
+# ------------------------------------------------ mutation testing of training/recipe.py (issue 39)
+def test_callbacks_hear_each_member_tagged_and_a_direct_call_keeps_no_state(toy_bundle, tmp_path):
+    """``on_epoch`` and ``callbacks`` hear every epoch of every member, tagged with the
+    member's label, its place ``(i/n)`` and ``member_index``; the run folder is a ``run``
+    folder; a direct call keeps no state unless asked."""
+    from spmlkit import ownership
+    from spmlkit.training.callbacks import Callback
+    from spmlkit.training.recipe import train_recipe
+
+    heard, seen = [], []
+
+    class Hear(Callback):
+        def on_epoch_end(self, fit, info):
+            seen.append((info["member"], info["member_index"]))
+
+    recipe = build_method("auto", **SMALL)
+    cfg = TrainConfig(method="auto", params=SMALL, epochs=2, batch_size=16)
+    (r,) = train_recipe(toy_bundle, cfg, recipe, lrs=[1e-3], seeds=[0], run_dir=tmp_path / "run",
+                        on_epoch=lambda info: heard.append((info["member"], info["member_index"])),
+                        callbacks=[Hear()])
+    assert heard == seen and sorted(set(heard)) == [("an (1/2)", 0), ("l1r (2/2)", 1)]
+    assert len(heard) == 2 * 2  # 2 members x 2 epochs (a member's lrs train stacked)
+    assert r.state is None and ownership.folder_kind(tmp_path / "run") == "run"
+
+
+def test_a_direct_call_resumes_its_members_unless_told_not_to(toy_bundle, tmp_path):
+    """``train_recipe`` resumes each member from its checkpoint by default (only the
+    missing epochs train), and ``resume=False`` trains every epoch again."""
+    from spmlkit.training.recipe import train_recipe
+
+    recipe = build_method("auto", **{**SMALL, "members": "an"})
+    cfg = TrainConfig(method="auto", params=SMALL, batch_size=16, epochs=1)
+    train_recipe(toy_bundle, cfg, recipe, lrs=[1e-3], seeds=[0], run_dir=tmp_path / "run")
+    epochs = []
+    (resumed,) = train_recipe(toy_bundle, cfg.replace(epochs=3), recipe, lrs=[1e-3], seeds=[0],
+                              run_dir=tmp_path / "run", on_epoch=lambda info: epochs.append(info["epoch"]))
+    assert epochs == [2, 3]  # the missing epochs only
+    epochs.clear()
+    (again,) = train_recipe(toy_bundle, cfg.replace(epochs=3), recipe, lrs=[1e-3], seeds=[0], resume=False,
+                            run_dir=tmp_path / "run", on_epoch=lambda info: epochs.append(info["epoch"]))
+    assert epochs == [1, 2, 3] and again.notes == resumed.notes
+
+
+def test_a_longer_try_trains_the_seed_it_was_chosen_for_and_a_tie_keeps_the_shorter(toy_bundle, monkeypatch):
+    import spmlkit.training.recipe as recipe
+
+    real, calls = recipe.train_linear, []
+
+    def spy(bundle, cfg, **kw):
+        runs = real(bundle, cfg, **kw)
+        calls.append((cfg.epochs, list(kw["lrs"]), list(kw["seeds"])))
+        for r in runs:  # every run peaks at its last epoch, and the longer one scores the same
+            r.best_epoch = r.epochs_run
+            r.val_score = 1.0 + r.lr
+        return runs
+
+    monkeypatch.setattr(recipe, "train_linear", spy)
+    cfg = TrainConfig(method="auto", params={"members": "an", "lrs": "1e-2,1e-3", "longer": 2}, epochs=2,
+                      batch_size=16)
+    (r,) = train(toy_bundle, cfg, seeds=[1])
+    assert calls == [(2, [1e-2, 1e-3], [1, 1]), (4, [1e-2], [1])]
+    assert r.notes["members"][0]["epochs_run"] == 2  # not better: the shorter run stays
+
+
+def test_refusals_say_what_to_do(toy_bundle):
+    from spmlkit.data.memory import ArrayBundle
+    from spmlkit.training.recipe import train_recipe
+
+    b = toy_bundle
+    cfg = TrainConfig(method="auto", params=SMALL, **FAST)
+    none = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")))
+    with pytest.raises(ConfigError, match=r"this data has no validation split \(prepare it with --val-fraction > 0, "
+                                          r"or give SPMLClassifier validation_data\)$"):
+        train(none, cfg)
+    with pytest.raises(ConfigError, match=r"\(it trains several heads on cached features\); for fine-tuning name one "
+                                          "method$"):
+        train_recipe(b, cfg.replace(setting="finetune"), build_method("auto", **SMALL), lrs=[1e-3], seeds=[0])
+    X_val = np.asarray(b.features("val"))
+    blank = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")), X_val=X_val,
+                        Z_val=np.zeros((len(X_val), b.n_labels), dtype=np.int8))
+    with pytest.raises(ConfigError, match=r"^the validation split has no observed positive, so the recipe cannot "
+                                          "compare learning rates; prepare the bundle again with a larger "
+                                          "--val-fraction$"):
+        train(blank, cfg)
+
+
+class _Parts:
+    """What ``_within_state_budget`` reads of a run's prepared splits."""
+
+    def __init__(self, n, L):
+        from spmlkit.sparse_labels import as_sparse
+
+        self.observed = as_sparse(np.zeros((n, L), dtype=np.int8), dtype=np.int8)
+        self.device = torch.device("cpu")
+
+
+def test_the_state_budget_keeps_what_fits_exactly_and_says_what_it_drops(monkeypatch):
+    """em-apl reads the training set's predictions (4 bytes per member and entry): at
+    ``n_members`` runs it needs ``4 x n_members x N x L`` bytes; a member that needs
+    exactly the budget is kept; the reason gives both sizes in GiB and names the
+    setting; ``log`` hears it, else a warning points at the caller."""
+    import warnings
+
+    from spmlkit.training.recipe import _within_state_budget
+
+    from spmlkit.methods.base import TrainContext
+
+    parts = _Parts(100, 10)
+    need = build_method("em-apl").state_bytes(TrainContext(n_train=100, n_labels=10, observed=parts.observed,
+                                                           n_members=7))
+    assert need >= 4 * 7 * 100 * 10
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", repr(need / 2 ** 20))
+    assert _within_state_budget(["em-apl", "an"], parts, 7, log=print) == (("em-apl", "an"), [])
+    said = []
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", repr((need - 1) / 2 ** 20))
+    kept, dropped = _within_state_budget(["em-apl", "an"], parts, 7, log=said.append)
+    assert kept == ("an",) and [d["method"] for d in dropped] == ["em-apl"] and len(said) == 1
+    # sizes in GiB: 2^20 runs x 1000 x 100 labels
+    big = _Parts(1000, 100)
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", str(3 * 1024))
+    warned = []
+    monkeypatch.setattr(warnings, "warn", lambda msg, *a, **kw: warned.append((msg, a, kw)))
+    kept, dropped = _within_state_budget(["an", "em-apl"], big, 2 ** 20)
+    need = build_method("em-apl").state_bytes(TrainContext(n_train=1000, n_labels=100, observed=big.observed,
+                                                           n_members=2 ** 20))
+    assert need > 1000 * 2 ** 30  # (its sizes told apart at 0.1 GiB)
+    assert dropped[0]["reason"] == (f"its per-entry state needs {need / 2 ** 30:.1f} GiB for 1048576 runs x 1,000 "
+                                    "examples x 100 labels, over the 3.0 GiB budget (SPML_STATE_BUDGET_MB)")
+    # the warning names the caller of train_recipe (_within_state_budget <- train_recipe <- caller); the level
+    # is read from the call, not from the frames (a mutation tool's trampolines add frames)
+    assert warned == [(f"auto: member 'em-apl' dropped: {dropped[0]['reason']}", (), {"stacklevel": 3})]
+
+
+def test_when_no_member_fits_the_refusal_lists_each_with_its_reason(monkeypatch):
+    from spmlkit.training.recipe import _within_state_budget
+
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "0.0001")
+    said = []
+    with pytest.raises(ConfigError) as e:
+        _within_state_budget(["em-apl", "ll-cp"], _Parts(100, 10), 2, log=said.append)
+    reasons = [s.split(" dropped: ", 1)[1] for s in said]
+    assert str(e.value) == ("no member of the recipe fits the per-entry state budget on this data: "
+                            f"em-apl: {reasons[0]}; ll-cp: {reasons[1]}")
+
+
+def test_a_recipe_says_dropped_members_through_its_log(toy_bundle, monkeypatch):
+    import warnings
+
+    from spmlkit.training.recipe import train_recipe
+
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "0.001")
+    recipe = build_method("auto", members="an,em-apl", lrs="1e-3", longer=1)
+    said = []
+    recipe.log = said.append
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (r,) = train_recipe(toy_bundle, TrainConfig(method="auto", epochs=1, batch_size=16), recipe, lrs=[1e-3],
+                            seeds=[0])
+    assert len(said) == 1 and said[0].startswith("auto: member 'em-apl' dropped: its per-entry state needs")
+    assert [m["method"] for m in r.notes["members"]] == ["an"]
+
+
+def test_backbone_features_and_the_members_they_leave_out():
+    """A backbone's cached features (an images bundle, or a named feature set) leave out
+    the recipe's MLP members; tabular data keeps them; one background row makes the data
+    presence-only, and presences of a single species are scored by ``background_auc``."""
+    import types
+
+    import spmlkit.training.recipe as R
+    from spmlkit.metrics import presence_background_auc
+
+    images, tabular = types.SimpleNamespace(kind="images"), types.SimpleNamespace(kind="features")
+    assert R.backbone_features(images, TrainConfig()) is True
+    assert R.backbone_features(tabular, TrainConfig(feature_set="clip")) is True
+    assert R.backbone_features(tabular, TrainConfig()) is False
+    assert R.backbone_features(types.SimpleNamespace(), TrainConfig()) is False  # no kind: features
+    recipe = build_method("auto", members="an,wan:mlp")
+    Z = np.zeros((4, 3), dtype=np.int8)
+    Z[0, 0] = Z[1, 1] = 1
+    for bundle, config, members in ((images, TrainConfig(), [("an", None)]),
+                                    (images, None, [("an", None), ("wan", "mlp")]),
+                                    (tabular, TrainConfig(), [("an", None), ("wan", "mlp")])):
+        bundle.meta = {}
+        sel, _, crit, m = R.recipe_selection(bundle, recipe, Z, config)
+        assert sel == "observed_map" and list(m) == members
+    one = types.SimpleNamespace(kind="features", meta={"background_rows": 1})
+    sel, _, crit, m = R.recipe_selection(one, recipe, Z, TrainConfig())
+    assert sel == "target_group_auc" and list(m) == list(recipe.members_for(True, False))
+    Z1 = np.zeros((4, 3), dtype=np.int8)
+    Z1[:2, 0] = 1
+    sel, _, crit, _ = R.recipe_selection(one, recipe, Z1, TrainConfig())
+    assert sel == "background_auc" and crit is presence_background_auc
+
+
+def test_a_recipe_on_backbone_features_trains_no_mlp_member(toy_bundle, monkeypatch):
+    import spmlkit.training.recipe as R
+
+    monkeypatch.setattr(R, "backbone_features", lambda bundle, config: config is not None)
+    (r,) = train(toy_bundle, TrainConfig(method="auto", params={"members": "an,wan:mlp", "lrs": "1e-3", "longer": 1},
+                                         epochs=1, batch_size=16))
+    assert [m["label"] for m in r.notes["members"]] == ["an"]
+
+
+def test_the_combination_helpers_ignore_a_default_device_and_weights_are_relative():
+    """The combined logits are built on the CPU whatever default device the caller set
+    (``torch.set_default_device``), member weights count relative to their sum, one
+    member's certainty stays a finite logit, and equal weights are the plain mean."""
+    from spmlkit.training.recipe import _combine, _stack
+
+    x = torch.tensor([[[0.0, 2.0, 1000.0, -1000.0]], [[1.0, -2.0, 1000.0, -1000.0]]], dtype=torch.float64)
+    mean = torch.sigmoid(x).mean(0)
+    expected = torch.log(mean) - torch.log1p(-mean)
+    got = mean_probability_logits(x)
+    assert got.shape == (1, 4) and torch.isfinite(got).all()
+    torch.testing.assert_close(got[:, :2], expected[:, :2])
+    assert got[0, 2].item() == pytest.approx(np.log(1e12), abs=1e-3) and got[0, 3].item() == pytest.approx(-np.log(1e12), abs=1e-3)
+    torch.testing.assert_close(mean_probability_logits(x, [2.0, 2.0]), got)
+    torch.testing.assert_close(mean_probability_logits(x, [3.0, 1.0]),
+                               mean_probability_logits(x, [0.75, 0.25]))
+    states = [{"w": torch.ones(2)}, {"w": torch.zeros(2)}]
+    with torch.device("meta"):
+        out = _combine([x[0].numpy(), x[1].numpy()], [1.0, 3.0])
+        both = _stack(states)
+        direct = mean_probability_logits(x, [1.0, 3.0])
+    np.testing.assert_allclose(out, mean_probability_logits(x, [1.0, 3.0]).float().numpy())
+    assert both["w"].device.type == "cpu" and both["w"].tolist() == [[1, 1], [0, 0]] and direct.device.type == "cpu"
+
+
+def test_the_combined_mlp_head_has_the_runs_hidden_width():
+    from spmlkit.training.recipe import combined_head
+
+    head = combined_head(["mlp", "mlp"], 6, 5, hidden=7)
+    assert {d for v in head.state_dict().values() for d in v.shape} - {1, 2, 6, 5} == {7}  # 2 members, 6 -> 7 -> 5
+
+
+def _expected_train_map(bundle, r, feature_set=None):
+    """The training-set mAP of ``r``'s combined linear members, from its saved state."""
+    from spmlkit.metrics import mean_average_precision
+
+    st = r.state
+    X = (torch.from_numpy(np.array(bundle.features("train", feature_set))) - torch.as_tensor(st["mean"])) / torch.as_tensor(st["std"])
+    logits = torch.stack([X @ st["head"]["weight"][g] + st["head"]["bias"][g] for g in range(st["members"])])
+    combined = mean_probability_logits(logits, st["member_weights"]).float().numpy()
+    return mean_average_precision(bundle.labels("train"), combined).map
+
+
+def test_the_training_score_is_the_combined_models_within_the_memory_cap(toy_bundle, monkeypatch):
+    """The reported training-set mAP is the combined model's on the standardised training
+    features; under ``--max-memory-mb`` the features are read in chunks that fit it (the
+    same score), and they stay in memory when they fit."""
+    import spmlkit.training.recipe as R
+
+    stores = []
+
+    class Recorded(R.FeatureStore):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            stores.append(self)
+
+    monkeypatch.setattr(R, "FeatureStore", Recorded)
+    params = {"members": "an,l1r", "lrs": "1e-2", "longer": 1, "combine": "mean_probability"}
+    (r,) = train(toy_bundle, TrainConfig(method="auto", params=params, **FAST), keep_state=True)
+    assert r.train_map == pytest.approx(_expected_train_map(toy_bundle, r), abs=1e-9)
+    nbytes = np.asarray(toy_bundle.features("train")).size * 4
+    for cap, in_memory in ((nbytes, True), (nbytes - 1, False), (200, False)):
+        stores.clear()
+        cfg = TrainConfig(method="auto", params=params, max_memory_mb=cap / 2 ** 20, **FAST)
+        (c,) = train(toy_bundle, cfg, keep_state=True)
+        assert c.train_map == pytest.approx(_expected_train_map(toy_bundle, c), abs=1e-9)
+        (store,) = stores
+        assert store.in_memory == in_memory and store.peak_buffer_bytes <= cap
+
+
+def test_the_streamed_view_reads_the_memory_map_in_chunks_of_at_most_64_mib_of_logits(toy_bundle, monkeypatch):
+    """The combined model's streamed scores read the features from the memory map (never
+    whole), in chunks of as many rows as keep the members' float64 logits within 64 MiB
+    (at least one row), and give the weighted mean's logits."""
+    import types
+
+    import spmlkit.training.recipe as R
+    from spmlkit.training.recipe import _combined_view, combined_head
+
+    asked = []
+
+    class Recorded(R.FeatureStore):
+        def chunks(self, rows=None, **kw):
+            asked.append((self, rows))
+            return super().chunks(rows, **kw)
+
+    monkeypatch.setattr(R, "FeatureStore", Recorded)
+    cfg = TrainConfig(method="auto", hidden=4)
+
+    def view(bundle, kinds, weights):
+        D, L = np.asarray(bundle.features("test")[:1]).shape[1], bundle.n_labels
+        head = combined_head(kinds, D, L, 4).state_dict()
+        mean, std = np.zeros(D, np.float32) + 0.5, np.ones(D, np.float32) * 2
+        asked.clear()
+        v = _combined_view(bundle, "test", cfg, head, kinds, weights, mean, std, torch.device("cpu"))
+        first = next(iter(v.chunks()))
+        (store, rows), = asked
+        assert not store.in_memory
+        return v, first, rows, head, mean, std
+
+    G, L = 3, toy_bundle.n_labels
+    v, _, rows, head, mean, std = view(toy_bundle, ["linear"] * G, [1.0, 2.0, 1.0])
+    assert rows * 8 * G * L <= 64 * 2 ** 20 < (rows + 1) * 8 * G * L
+    X = (torch.from_numpy(np.array(toy_bundle.features("test"))) - 0.5) / 2
+    expected = mean_probability_logits(torch.stack([X @ head["weight"][g] + head["bias"][g] for g in range(G)]),
+                                       [1.0, 2.0, 1.0]).float()
+    torch.testing.assert_close(v.dense()[0], expected, rtol=1e-5, atol=1e-5)
+    for n_labels in (1, 2 ** 23 + 1):  # one label; one row's logits over 64 MiB
+        X1 = np.ones((3, 1), np.float32)
+        stub = types.SimpleNamespace(n_labels=n_labels, features=lambda split, fs=None: X1, size=lambda split: 3)
+        _, first, rows, *_ = view(stub, ["linear"], [1.0])
+        assert rows == max(1, 64 * 2 ** 20 // (8 * n_labels)) and first[1].shape == (1, min(rows, 3), n_labels)
+
+
+def test_the_combined_validation_score_uses_the_runs_regime(toy_bundle):
+    """With ``--regime`` the validation observations are simulated under that regime (as
+    the members' are): the recipe's weights and score are on those, not the default's."""
+    cfg = TrainConfig(method="auto", params={**SMALL, "lrs": "1e-2"}, regime="single_positive_most_frequent", **FAST)
+    (r,) = train(toy_bundle, cfg, keep_state=True)
+    Z = toy_bundle.selection_observations("val", "single_positive_most_frequent")
+    other = toy_bundle.selection_observations("val", "single_positive")
+    assert r.val_score == pytest.approx(observed_positive_map(Z, r.state["val_logits"]))
+    assert r.val_score != pytest.approx(observed_positive_map(other, r.state["val_logits"]))
+
+
+def test_a_bundle_without_a_test_split_and_the_device_argument(toy_bundle):
+    """Without a test split the members keep their validation logits only and the recipe
+    still combines them; ``device=`` of a direct call is the one every member trains on
+    (the config's device is not resolved again)."""
+    from spmlkit.data.memory import ArrayBundle
+    from spmlkit.training.recipe import train_recipe
+
+    b = toy_bundle
+    no_test = ArrayBundle(np.asarray(b.features("train")), np.asarray(b.observations("train")),
+                          X_val=np.asarray(b.features("val")), Z_val=b.selection_observations("val", "single_positive"))
+    cfg = TrainConfig(method="auto", params={**SMALL, "lrs": "1e-2"}, **FAST)
+    (r,) = train(no_test, cfg)
+    assert np.isfinite(r.val_score) and r.test_map is None
+    recipe = build_method("auto", **{**SMALL, "lrs": "1e-2"})
+    (d,) = train_recipe(b, cfg.replace(device="cuda"), recipe, lrs=[1e-3], seeds=[0], device=torch.device("cpu"))
+    (c,) = train_recipe(b, cfg, recipe, lrs=[1e-3], seeds=[0])
+    assert d.notes == c.notes and d.test_map == c.test_map
+
+
+def test_members_are_weighed_on_their_probabilities_not_another_squashing(toy_bundle, monkeypatch):
+    """The weighing sees each member's validation probabilities sigmoid(logit): on logits
+    where the mean of another increasing squashing (1 / (2 + e^-x)) ranks the examples
+    differently, the weights are those of the sigmoid's."""
+    import spmlkit.training.recipe as recipe
+
+    Z = np.asarray(toy_bundle.selection_observations("val", "single_positive"))
+    # an: every unobserved entry far above the observed positives; l1r: far below
+    crafted = {"an": np.where(Z == 1, -0.5, 10.0).astype(np.float32),
+               "l1r": np.where(Z == 1, -0.5, -10.0).astype(np.float32)}
+    real = recipe.train_linear
+
+    def crafting(bundle, cfg, **kw):
+        runs = real(bundle, cfg, **kw)
+        for r in runs:
+            r.state["val_logits"] = crafted[cfg.method].copy()
+        return runs
+
+    monkeypatch.setattr(recipe, "train_linear", crafting)
+    cfg = TrainConfig(method="auto", params={**SMALL, "lrs": "1e-2"}, epochs=1, batch_size=16)
+    (r,) = train(toy_bundle, cfg)
+    P = 1 / (1 + np.exp(-np.stack([crafted["an"], crafted["l1r"]]).astype(np.float64)))
+    w = bagged_ensemble_selection(P, Z, seed=0)
+    assert [m["weight"] for m in r.notes["members"]] == pytest.approx(w.tolist())
+    assert w.tolist() != pytest.approx(bagged_ensemble_selection(1 / (2 + np.exp(-np.log(P / (1 - P)))), Z,
+                                                                 seed=0).tolist())
+
+
+def test_a_named_feature_set_is_what_the_combined_model_scores(toy_bundle, monkeypatch):
+    """With ``--feature-set`` the combined model's training scores and its streamed
+    scores read that feature cache (not the bundle's own columns)."""
+    import hashlib
+
+    import spmlkit.metrics as metrics
+    from spmlkit import ownership
+
+    b = toy_bundle
+    rng = np.random.default_rng(1)
+    mix = rng.normal(size=(6, 4)).astype(np.float32)
+    ownership.folder(b.path, "bundle")
+    for split in ("train", "val", "test"):
+        f = b.path / "features" / "mix" / f"{split}.npy"
+        ownership.save_npy(f, np.tanh(np.asarray(b.features(split)) @ mix))
+        ownership.write_text(f.with_name(f.name + ".sha256"), hashlib.sha256(f.read_bytes()).hexdigest() + "\n")
+    params = {"members": "an,l1r", "lrs": "1e-2", "longer": 1, "combine": "mean_probability"}
+    cfg = TrainConfig(method="auto", params=params, feature_set="mix", epochs=2, batch_size=16)
+    (whole,) = train(b, cfg, keep_state=True)
+    assert whole.state["head"]["weight"].shape[1] == 4
+    assert whole.train_map == pytest.approx(_expected_train_map(b, whole, "mix"), abs=1e-9)
+    monkeypatch.setattr(metrics, "DENSE_SCORE_BYTES", 0)
+    monkeypatch.setattr("spmlkit.training.linear.needs_streaming", lambda *a: True)
+    (streamed,) = train(b, cfg)
+    assert streamed.val_score == pytest.approx(whole.val_score, abs=1e-9)
+    assert streamed.test_map == pytest.approx(whole.test_map, abs=1e-9)
+    assert streamed.train_map == pytest.approx(whole.train_map, abs=1e-9)
+
+
+def test_members_whose_validation_logits_alone_were_too_large_are_combined_streamed(toy_bundle, monkeypatch):
+    """A member keeps its test logits but not its validation logits when only the
+    validation split is too large to hold: the recipe then streams the combined model
+    (equal weights), the same scores as the run that holds them."""
+    params = {**SMALL, "lrs": "1e-2", "combine": "mean_probability"}
+    cfg = TrainConfig(method="auto", params=params, **FAST)
+    (whole,) = train(toy_bundle, cfg)
+    n_val = toy_bundle.size("val")
+    monkeypatch.setattr("spmlkit.training.linear.needs_streaming", lambda G, n, L: n == n_val)
+    (streamed,) = train(toy_bundle, cfg)
+    assert streamed.notes["combine"].startswith("mean_probability (equal weights")
+    assert streamed.val_score == pytest.approx(whole.val_score, abs=1e-9)
+    assert streamed.test_map == pytest.approx(whole.test_map, abs=1e-9)
