@@ -557,8 +557,6 @@ _WHY.update({
     'RECIPEREBUILT': "the recipe passed is build_run_method(config) (training/run.py), and prepare_run builds the same "
                      "when given None; it reads only its regime there (Recipe.regime is 'single_positive')",
     'PARAMSNONE': "TrainConfig reads params=None as () (config._freeze_params)",
-    'LONGERNOTES': "the longer run's notes are never read: the recipe's notes list each member's own fields "
-                   "(epochs_run shows the longer try), and train_linear has written the run before they are set",
     'PSCALE': "every rule compares members by the criterion (observed mAP, target-group or background AUC), which reads "
               "only each label's order of the (mean) probabilities: doubling all of them keeps every order and "
               "which are finite",
@@ -592,9 +590,6 @@ EQUIVALENT += (
             ["cfg = base.replace(method=name, params=None, head=head)"], _WHY['PARAMSNONE'])
     + _each("training/recipe.py", "cfg = base.replace(method=name, params=(), head=head,",
             ["cfg = base.replace(method=name, params=None, head=head,"], _WHY['PARAMSNONE'])
-    + _each("training/recipe.py", 'longer.notes = {"longer_from": best.epochs_run}',
-            ["longer.notes = None", 'longer.notes = {"XXlonger_fromXX": best.epochs_run}',
-             'longer.notes = {"LONGER_FROM": best.epochs_run}'], _WHY['LONGERNOTES'])
     + _each("training/recipe.py", _P, [_P.replace("[1.0 / (1.0", "[2.0 / (1.0")], _WHY['PSCALE'])
     + _each("training/recipe.py", _P, [_P.replace(".astype(np.float64)", ".astype(None)")], _WHY['ASTYPENONE'])
     + _each("training/recipe.py", 'else np.full(r.state["val_logits"].shape, np.nan) for r in runs])',

@@ -160,10 +160,11 @@ def test_a_member_that_peaks_at_its_last_epoch_gets_a_longer_try(toy_bundle, mon
     (r,) = train(toy_bundle, cfg, keep_state=True)
     assert calls == [("an", 3, [1e-2, 1e-3]), ("an", 6, [1e-2])]
     (m,) = r.notes["members"]
-    assert m["epochs_run"] == 6 and m["lr"] == 1e-2
+    assert m["epochs_run"] == 6 and m["lr"] == 1e-2 and m["longer_from"] == 3  # the longer try, and from what
     calls.clear()
     (r1,) = train(toy_bundle, cfg.replace(params={"members": "an", "lrs": "1e-2,1e-3", "longer": 1}))
     assert calls == [("an", 3, [1e-2, 1e-3])] and r1.notes["members"][0]["epochs_run"] == 3
+    assert "longer_from" not in r1.notes["members"][0]
 
 
 def test_members_stop_early_on_the_observed_criterion_unless_the_run_says_otherwise(toy_bundle, monkeypatch):

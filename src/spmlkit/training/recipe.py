@@ -285,7 +285,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
                           for key, v in _stack([r.state["head"] for r, kk in zip(kept, kinds) if kk == k]).items()}
         notes = {"members": [{"method": r.method, "label": labels[j], "head": members[j][1], "lr": r.lr,
                               "best_epoch": r.best_epoch, "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
-                              "weight": float(weights[j])} for j, r in enumerate(runs)],
+                              "weight": float(weights[j]), **(getattr(r, "notes", None) or {})}
+                             for j, r in enumerate(runs)],  # (a longer try: "longer_from", the first run's epochs)
                  "patience": config.patience if config.patience is not None else recipe.patience,
                  "combine": recipe.combine if held else f"{recipe.combine} (equal weights: the members' scores were "
                                                          "too large to keep)"}
