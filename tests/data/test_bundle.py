@@ -1292,3 +1292,151 @@ def test_cached_observations_never_show_a_part_without_its_checksum(toy_bundle, 
     assert seen and seen[-1] is True and set(seen[:-1]) == {None}  # the header is renamed last
     assert np.array_equal(np.asarray(toy_bundle.observations("train", "partial", hide_prob=0.3)), np.asarray(Z))
     assert not list((toy_bundle.path / "observed").glob("*.pending*"))
+
+
+# ------------------------------- issue 39: survivors of the second measurement of bundle.py
+# (what prepare reads and writes, and which files the readers verify)
+def _one_row(**kw):
+    return Split(X=np.ones((1, 3)), Y=np.array([[True, False]]), **kw)
+
+
+def test_an_official_validation_split_is_kept_whole_and_hold_outs_name_their_setting(tmp_path):
+    ds = make_toy_dataset(n=40)
+    rng = np.random.default_rng(9)
+    Xv = rng.normal(size=(13, 6)).astype(np.float32)
+    Yv = rng.random((13, 5)) < 0.5
+    ds.splits["val"] = Split(X=Xv, Y=Yv)
+    b = prepare_bundle(ds, tmp_path / "b", seed=3, log=lambda m: None)
+    # the source's own validation rows, in order; no training row is held out for it
+    assert b.size("val") == 13 and np.array_equal(b.index("val"), np.arange(13))
+    assert np.array_equal(b.features("val"), Xv) and np.array_equal(np.asarray(b.labels("val")), Yv)
+    assert b.size("train") + b.meta["dropped_train_without_positive"] == 40
+    assert sorted(b.index("train")) == list(b.index("train")) and b.meta["notes"] == []
+    # a hold-out that cannot be made names the data (its file, else its name), the split and the setting
+    one = MultiLabelDataset("toy", ["a", "b"], {"train": _one_row()}, source="data.csv")
+    with pytest.raises(ConfigError) as e:
+        prepare_bundle(one, tmp_path / "t", log=lambda m: None)
+    assert str(e.value) == ("data.csv (test split): --test-fraction 0.2 cannot hold out 20% of 1 examples (none "
+                            "would be left out); choose another --test-fraction")
+    one = MultiLabelDataset("toy", ["a", "b"], {"train": _one_row(), "test": _one_row()}, source="data.csv")
+    with pytest.raises(ConfigError) as e:
+        prepare_bundle(one, tmp_path / "v", log=lambda m: None)
+    assert str(e.value) == ("data.csv (validation split): --val-fraction 0.2 cannot hold out 20% of 1 examples "
+                            "(none would be left out); choose another --val-fraction")
+    one.source = ""
+    with pytest.raises(ConfigError) as e:
+        prepare_bundle(one, tmp_path / "v", log=lambda m: None)
+    assert str(e.value).startswith("toy (validation split): --val-fraction 0.2 cannot hold out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+def test_a_partial_bundle_hides_with_the_probability_asked(tmp_path):
+    ds = make_toy_dataset(n=80)
+    b = prepare_bundle(ds, tmp_path / "b", regime="partial", hide_prob=0.2, seed=1, log=lambda m: None)
+    Z = np.asarray(b.observations("train"))
+    assert np.array_equal(Z, np.asarray(b.observations("train", "partial", hide_prob=0.2)))  # drawn again at 0.2
+    assert not np.array_equal(Z, np.asarray(b.observations("train", "partial", hide_prob=0.5)))
+    assert 0.1 < (Z == 0).mean() < 0.3
+
+
+def test_identifiers_of_an_empty_split_and_no_places(tmp_path):
+    rng = np.random.default_rng(0)
+    Y = rng.random((30, 2)) < 0.5
+    Y[~Y.any(1), 0] = True
+    ids = [f"s{i}" for i in range(30)]
+    ds = MultiLabelDataset("sites", ["a", "b"], {"train": Split(X=rng.normal(size=(30, 3)), Y=Y, ids=ids)})
+    b = prepare_bundle(ds, tmp_path / "b", test_fraction=0, log=lambda m: None)
+    assert b.ids("test") == [] and b.ids("val") == [ids[i] for i in b.index("val")]
+    assert "places" not in b.meta and "encoding" not in b.meta and "feature_source" not in b.meta
+
+
+def test_a_verified_checksum_is_remembered_for_its_own_file_only(tmp_path):
+    import os
+
+    a, c = tmp_path / "a.npy", tmp_path / "c.npy"
+    np.save(a, np.arange(5))
+    np.save(c, np.arange(5) + 1)  # the same size
+    os.utime(c, ns=(a.stat().st_atime_ns, a.stat().st_mtime_ns))  # and the same time
+    good = hashlib.sha256(a.read_bytes()).hexdigest()
+    bmod._verify_checksum(a, good)
+    with pytest.raises(CorruptFileError, match=f"{c}: checksum mismatch"):
+        bmod._verify_checksum(c, good)
+
+
+def test_every_input_of_a_dataset_is_protected(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    ds = make_toy_dataset(n=40)
+    ds.source = ""
+    ds.inputs = [None, str(data)]  # what a reader read besides its source
+    with pytest.raises(ConfigError, match="lies inside"):
+        prepare_bundle(ds, data / "b", log=lambda m: None)
+    assert list(data.iterdir()) == []
+
+
+def test_overwrite_over_an_empty_folder_and_of_a_dataset_without_a_file(tmp_path):
+    ds = make_toy_dataset(n=40)
+    ds.source = ""  # made in memory: nothing to protect
+    (tmp_path / "empty").mkdir()
+    b = prepare_bundle(ds, tmp_path / "empty", overwrite=True, seed=1, log=lambda m: None)
+    assert b.meta["seed"] == 1 and not (b.path / ".spml.lock").exists()
+    c = prepare_bundle(ds, tmp_path / "empty", overwrite=True, seed=2, log=lambda m: None)
+    assert c.meta["seed"] == 2 and Bundle(tmp_path / "empty").meta["seed"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+
+
+def test_a_description_missing_several_keys_lists_them(fresh):
+    _edit_meta(fresh, name=_DROP, kind=_DROP)
+    with pytest.raises(CorruptFileError) as e:
+        Bundle(fresh)
+    assert str(e.value) == f"{fresh / 'meta.json'}: damaged bundle description (missing name, kind); re-run 'spml prepare'"
+
+
+def test_an_altered_feature_cache_says_how_to_remake_it(tmp_path):
+    from spmlkit import ownership
+
+    rng = np.random.default_rng(0)
+    Y = rng.random((30, 3)) < 0.5
+    Y[~Y.any(1), 0] = True
+    b = prepare_bundle(MultiLabelDataset("imgs", list("abc"), {"train": Split(paths=[f"/i/{i}" for i in range(30)],
+                                                                              Y=Y)}), tmp_path / "i", log=lambda m: None)
+    ownership.folder(b.path, "bundle")
+    cache = b.path / "features" / "r50"
+    for split in ("train", "val", "test"):
+        f = cache / f"{split}.npy"
+        ownership.save_npy(f, np.ones((b.size(split), 2), np.float32))
+        ownership.write_text(f.with_name(f.name + ".sha256"), hashlib.sha256(f.read_bytes()).hexdigest() + "\n")
+    assert b.features("val").shape == (b.size("val"), 2)
+    np.save(cache / "val.npy", np.zeros((b.size("val"), 2), np.float32))  # altered, its record kept
+    with pytest.raises(CorruptFileError) as e:
+        b.features("val")
+    assert str(e.value) == (f"{cache / 'val.npy'}: checksum mismatch with the bundle's record; the file was altered "
+                            f"or truncated — run 'spml features {b.path}' again with the options that made it (a "
+                            f"cache an older spmlkit wrote gets its checksums recorded; a damaged one: delete {cache} "
+                            "first)")
+
+
+@pytest.mark.parametrize("msg", ["Object arrays are not supported", "No data left in file"])
+def test_an_array_that_ends_early_or_holds_objects_in_any_wording(fresh, monkeypatch, msg):
+    b = Bundle(fresh)
+    err = EOFError(msg) if msg.startswith("No data") else ValueError(msg)
+    monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(err))
+    with pytest.raises(CorruptFileError) as e:
+        b.features("train")
+    said = ("cannot be read (No data left in file)" if isinstance(err, EOFError) else "not a readable numeric array "
+            "(holds Python objects (an object array); spmlkit never unpickles bundle files)")
+    assert str(e.value) == f"{fresh / 'train' / 'X.npy'}: {said}; re-run 'spml prepare'"
+
+
+def test_image_paths_are_read_as_utf_8_in_process_under_an_ascii_locale(tmp_path, monkeypatch):
+    """The same as the subprocess test above, in this process (where a mutation run sees
+    it): pathlib asks ``io.text_encoding`` for the locale's encoding when none is given."""
+    import io
+
+    Y = np.eye(2, dtype=bool)[np.arange(20) % 2]
+    paths = [f"/photos/pōhutukawa-{i}.jpg" for i in range(20)]
+    b = prepare_bundle(MultiLabelDataset("imgs", ["a", "b"], {"train": Split(paths=paths, Y=Y)}), tmp_path / "i",
+                       log=lambda m: None)
+    real = io.text_encoding
+    monkeypatch.setattr(io, "text_encoding", lambda enc, stacklevel=2: "ascii" if enc is None else real(enc))
+    assert b.paths("train") == [paths[i] for i in b.index("train")]
