@@ -139,6 +139,9 @@ def test_the_progress_bar_is_set_to_the_position_never_counted():
     assert bar.n == 4 and bar.postfix["member"] == "wan (2/2)" and bar.postfix["epoch"] == "1/3"
     cb.on_train_step_end(None, 2, 1)  # epochs, not steps: a step does not move it
     assert bar.n == 4
+    # a member's longer try (6 epochs where the plan has 3): its own count shown, the bar kept to the share
+    cb.on_epoch_end(None, _info(5, member="wan-x2 (2/2)", member_index=1, member_epochs=6))
+    assert bar.n == 6 and bar.postfix["epoch"] == "5/6"
     steps = ProgressBar(ProgressPlan(per_member=2, steps=5, total=10, unit="step"), "x", bar=_Bar())
     steps.on_train_step_end(None, 2, 3)
     assert steps.bar.n == 8

@@ -262,9 +262,11 @@ class ProgressBar(Callback):
         r = info["rows"][0]
         extra = {"member": info["member"]} if "member" in info else {}  # a recipe's member method
         if extra or self.plan.unit != "epoch":  # (else the position is the epoch)
-            extra["epoch"] = f"{info['epoch']}/{self.plan.per_member}"
+            extra["epoch"] = f"{info['epoch']}/{info.get('member_epochs', self.plan.per_member)}"
         self.bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
-        advance_to(self.bar, (info.get("member_index", 0) * self.plan.per_member + info["epoch"]) * self.plan.steps)
+        # (a member's longer try runs past its share of the bar: the bar waits at the share's end)
+        epoch = min(info["epoch"], self.plan.per_member)
+        advance_to(self.bar, (info.get("member_index", 0) * self.plan.per_member + epoch) * self.plan.steps)
 
     def on_run_end(self, run_dir) -> None:
         self.close()

@@ -229,7 +229,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     def run_member(i, name, cfg, lrs_, seeds_, tag=""):
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name + tag)
 
-        member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i})
+        member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i,
+                                         "member_epochs": cfg.epochs})
         return train_linear(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
                             callbacks=member, keep_state=True, device=parts.device)
 
