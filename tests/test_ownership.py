@@ -1513,6 +1513,7 @@ def test_a_folder_replaced_by_a_copy_of_itself_stays_writable_and_keeps_its_kind
         ownership.write_text(out / "a.txt", "a")
         _restore_from_copy(out, tmp_path)  # the same kind's folder, another inode: still the one written
         ownership.write_text(out / "a.txt", "a2")
+        assert not ownership.created(out)  # (the copy was not made by this process)
         ownership.write_text(out / "b.txt", "b")
         assert ownership.folder_kind(out) == kind and ownership.foreign(out) == [], name
         assert (out / "a.txt").read_text() == "a2", name
@@ -1771,3 +1772,403 @@ def test_an_older_abandoned_build_that_cannot_be_removed_whole_is_left_quietly(t
     monkeypatch.setattr(os, "unlink", busy)
     ownership._remove_abandoned_builds(str(tmp_path / "B"))  # what cannot be removed is left, and no error
     assert sorted(p.name for p in d.iterdir()) == ["stuck"]
+
+
+# ---- the survivors of the first whole measurement of ownership.py (issue 39): races scheduled by hand, the
+# manifest's reader on lines it does not expect, the walk below owned folders, messages
+
+def _before_open(monkeypatch, path, action, *, when=lambda flags: True):
+    """Run ``action`` once, just before spmlkit next opens ``path`` (with flags ``when`` accepts): something
+    done to the name by someone else between spmlkit's check and its open."""
+    real, path, done = os.open, os.fspath(path), []
+
+    def opened(p, flags, *a, **kw):
+        if not done and os.fspath(p) == path and when(flags):
+            done.append(True)
+            action()
+        return real(p, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", opened)
+    return done
+
+
+def _to_link(path, to):
+    def swap():
+        os.unlink(path)
+        os.symlink(to, path)
+    return swap
+
+
+def test_a_manifest_swapped_for_a_link_before_it_is_opened_is_neither_read_nor_written(tmp_path, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    manifest = out / ownership.MANIFEST
+    (out / "theirs.txt").write_text("the user's")
+    st = os.lstat(out / "theirs.txt")
+    forged = tmp_path / "forged"  # a manifest listing the user's file
+    forged.write_text(manifest.read_text() + f"f {st.st_dev}:{st.st_ino}:-:-:- theirs.txt\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's\n")
+    listed = manifest.read_text()
+    # appended to: the line is not written through the link
+    done = _before_open(monkeypatch, manifest, _to_link(manifest, victim), when=lambda f: f & os.O_APPEND)
+    with pytest.raises(OSError):
+        ownership.write_text(out / "b.txt", "b")
+    assert done and victim.read_text() == "the user's\n"
+    monkeypatch.undo()
+    # read (by another process, from the start): the forged list is not read through the link
+    os.unlink(manifest)
+    manifest.write_text(listed)
+    ownership._ROOTS.pop(str(out))
+    ownership.claim(out, "run")
+    done = _before_open(monkeypatch, manifest, _to_link(manifest, forged),
+                        when=lambda f: not f & (os.O_WRONLY | os.O_RDWR))
+    with pytest.raises(OSError):
+        ownership.write_text(out / "theirs.txt", "spmlkit's")
+    assert done and (out / "theirs.txt").read_text() == "the user's"
+
+
+def test_a_marker_swapped_for_a_link_before_it_is_opened_is_not_read(tmp_path, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "bench")
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({"written_by": "spmlkit", "kind": "run"}))
+    marker = out / ownership.MARKER
+    done = _before_open(monkeypatch, marker, _to_link(marker, forged))
+    assert ownership.folder_kind(out) is None and done
+
+
+def test_a_new_manifest_is_not_created_through_a_link_put_in_its_place(tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    elsewhere = tmp_path / "elsewhere.txt"
+    done = _before_open(monkeypatch, out / ownership.MANIFEST,
+                        lambda: os.symlink(elsewhere, out / ownership.MANIFEST), when=lambda f: f & os.O_CREAT)
+    with pytest.raises(OSError):
+        ownership.claim(out, "run")
+    assert done and not elsewhere.exists()
+
+
+def test_a_new_manifest_has_the_permissions_of_a_new_file(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        out = ownership.claim(tmp_path / "r", "run")
+    finally:
+        os.umask(mask)
+    assert (out / ownership.MANIFEST).stat().st_mode & 0o777 == 0o644
+
+
+def test_the_generation_of_a_file_is_read_without_blocking_or_writing(tmp_path, monkeypatch):
+    import signal
+
+    out = ownership.claim(tmp_path / "r", "run")
+    lock = out / "held.lock"
+    opened = []
+    real = os.open
+
+    def spy(p, flags, *a, **kw):
+        if os.fspath(p) == str(lock):
+            opened.append(flags)
+        return real(p, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", spy)
+    ownership.touch(lock)  # created (O_CREAT), then only read: never opened for writing to read its generation
+    assert len(opened) >= 1 and all(f & os.O_ACCMODE == os.O_RDONLY for f in opened[1:])
+    monkeypatch.undo()
+
+    def to_fifo():  # the file replaced by a named pipe between its lstat and its open: the open does not wait
+        os.unlink(lock2)
+        os.mkfifo(lock2)
+
+    class Hung(Exception):
+        pass
+
+    def hung(*_):
+        raise Hung("blocked opening a named pipe")
+
+    lock2 = out / "other.lock"
+    done = _before_open(monkeypatch, lock2, to_fifo, when=lambda f: not f & os.O_CREAT)
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
+    try:
+        ownership.touch(lock2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert done
+
+
+def test_a_marker_is_read_up_to_4096_bytes(tmp_path, monkeypatch):
+    def marked(name, size):
+        d = tmp_path / name
+        d.mkdir()
+        text = json.dumps({"written_by": "spmlkit", "kind": "run"})
+        (d / ownership.MARKER).write_text(text + " " * (size - len(text)))
+        return d
+
+    assert ownership.folder_kind(marked("at", 4096)) == "run"
+    assert ownership.folder_kind(marked("over", 4097)) is None
+    grows = marked("grows", 4096)  # grown while read: only the 4096 bytes checked are read
+
+    def grow():
+        with open(grows / ownership.MARKER, "a") as fh:
+            fh.write("x")
+    done = _before_open(monkeypatch, grows / ownership.MARKER, grow)
+    assert ownership.folder_kind(grows) == "run" and done
+
+
+def test_the_manifest_reader_skips_lines_it_does_not_expect(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    ownership.write_text(out / "c.txt", "c")
+    st = os.lstat(out / "a.txt")
+    junk = [f"f {st.st_dev}:{st.st_ino}:-:-:7 a.txt".encode(),  # a size without a time: no stamp
+            b"f 1:2:-:-:- a.txt",  # another inode under the same name: listed beside the first
+            b"\xff\xfe not utf-8", b"f", b"z 1:2:-:-:- a.txt", b"f 1:2 a.txt", b"f x:y:-:-:- a.txt",
+            f"d {st.st_dev}:-:-:-:- a.txt".encode(), f"d -:{st.st_ino}:-:-:- a.txt".encode()]
+    with open(out / ownership.MANIFEST, "ab") as fh:
+        fh.write(b"\n".join(junk) + b"\n")
+    ownership.remove(out / "c.txt")
+    ownership.write_text(out / "b.txt", "b")  # after the lines, and after a removal
+    ownership.write_text(out / " lead.txt", "l")  # a name starting with a space
+    lines = (out / ownership.MANIFEST).read_bytes().count(b"\n")
+    ownership._ROOTS.pop(str(out))  # another process: reads the manifest from the start
+    ownership.claim(out, "run")
+    assert ownership.foreign(out) == []
+    for name in ("a.txt", "b.txt", " lead.txt"):
+        ownership.write_text(out / name, "again")  # each still spmlkit's
+    assert ownership.remove(out / "c.txt") and (out / ownership.MANIFEST).read_bytes().count(b"\n") == lines + 3  # removed already: no line
+    (out / "c.txt").write_text("the user's, under a name spmlkit removed")
+    with pytest.raises(ConfigError, match="was not written by spmlkit"):
+        ownership.write_text(out / "c.txt", "spmlkit's")
+
+
+def test_an_earlier_inode_of_a_name_stays_listed_in_this_process_as_in_the_next(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    os.link(out / "a.txt", tmp_path / "kept")  # the first version kept (a backup by hard link)
+    assert ownership.foreign(out) == []  # (the manifest read)
+    ownership.write_text(out / "a.txt", "a2")  # another inode
+    os.rename(tmp_path / "kept", out / "a.txt")  # the first version restored
+    ownership.write_text(out / "a.txt", "a3")  # spmlkit's: this process agrees with the manifest
+    ownership._ROOTS.pop(str(out))
+    os.link(out / "a.txt", tmp_path / "kept2")
+    ownership.claim(out, "run")
+    ownership.write_text(out / "a.txt", "a4")
+    os.rename(tmp_path / "kept2", out / "a.txt")
+    ownership.write_text(out / "a.txt", "a5")
+
+
+def test_a_removal_line_lists_no_inode(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "x.txt", "x")
+    ownership.remove(out / "x.txt")
+    assert (out / ownership.MANIFEST).read_text().splitlines()[-1] == "- 0:0:-:-:- x.txt"
+
+
+def test_a_folder_with_a_space_is_listed_with_its_own_generation(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.mkdir(out / "a b")
+    line = (out / ownership.MANIFEST).read_text().splitlines()[-1]
+    assert line.endswith(" a b")
+    gen = ownership._generation(str(out / "a b"), os.lstat(out / "a b"))
+    assert line.split(" ")[1].split(":")[2] == ("-" if gen is None else str(gen))
+
+
+def test_a_users_file_under_a_name_with_a_space_is_refused(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "my notes.txt").write_text("the user's")
+    with pytest.raises(ConfigError, match="was not written by spmlkit"):
+        ownership.write_text(out / "my notes.txt", "spmlkit's")
+    assert (out / "my notes.txt").read_text() == "the user's"
+
+
+def test_inputs_are_refused_after_a_missing_one_and_above_the_output(tmp_path):
+    data = tmp_path / "data"
+    (data / "out").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="is an input of this command"):
+        ownership.refuse_inputs(data / "out", [tmp_path / "missing", data / "out"])
+    with pytest.raises(ConfigError, match="lies inside .*data, which this command reads"):
+        ownership.refuse_inputs(data / "out", [data])  # out just inside an input, existing
+
+
+def test_refusals_show_the_path_as_the_user_spelled_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ConfigError, match="^-o/--out f is a file"):
+        ownership.check_output_folder("f")
+    ownership.claim("run", "run")
+    os.symlink(tmp_path / "f", tmp_path / "run" / "x")
+    with pytest.raises(ConfigError, match="^run/x is a symbolic link"):
+        ownership.write_text("run/x", "x")
+    (tmp_path / "empty").mkdir()
+    ownership.claim("empty", "run")
+    (tmp_path / "empty" / "u.txt").write_text("the user's")
+    with pytest.raises(ConfigError, match=f"listed in empty/{ownership.MANIFEST}"):
+        ownership.write_text("empty/u.txt", "x")
+    with pytest.raises(ConfigError, match=f"^{tmp_path}/run/a\nb: spmlkit does not write names holding a line"):
+        ownership.write_text("run/a\nb", "x")
+    with pytest.raises(ConfigError, match="not a Xkind folder; choose"):
+        ownership.claim(tmp_path / "empty", "Xkind")
+
+
+def test_a_folder_removed_while_in_use_is_not_written_again(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    shutil.rmtree(out)
+    with pytest.raises(ConfigError, match="was removed or replaced by someone else while spmlkit was using it; "
+                                          "nothing more is written there"):
+        ownership.write_text(out / "a.txt", "a")
+    assert not out.exists()
+
+
+def test_a_folder_made_and_removed_by_someone_else_meanwhile_is_refused(tmp_path, monkeypatch):
+    import errno
+
+    out = ownership.claim(tmp_path / "r", "run")
+
+    def raced(path, *a, **kw):  # made by someone else just now, and removed again
+        raise FileExistsError(errno.EEXIST, "File exists", os.fspath(path))
+
+    monkeypatch.setattr(os, "mkdir", raced)
+    with pytest.raises(ConfigError, match="^.*/sub: made and removed by someone else while spmlkit made it — "
+                                          "choose another -o$"):
+        ownership.write_text(out / "sub" / "a.txt", "a")
+
+
+def test_a_new_folder_made_by_a_parallel_worker_meanwhile_is_claimed(tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    makedirs = os.makedirs
+
+    def raced(path, *a, **kw):
+        if os.fspath(path) == str(out):
+            os.mkdir(out)  # a parallel worker made it first
+        return makedirs(path, *a, **kw)
+
+    monkeypatch.setattr(os, "makedirs", raced)
+    ownership.claim(out, "run")
+    assert ownership.folder_kind(out) == "run"
+
+
+def test_files_are_written_where_asked_below_empty_and_nested_folders(tmp_path):
+    out = ownership.claim(tmp_path / "bench", "bench")
+    (out / "empty").mkdir()  # an empty folder of anyone's: taken, and walked through
+    ownership.write_text(out / "empty" / "deeper" / "x.txt", "x")
+    assert (out / "empty" / "deeper" / "x.txt").is_file() and not (out / "empty" / "x.txt").exists()
+    with ownership.build(out / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    ownership._ROOTS.pop(str(out / "voc"))  # (found through the bench's manifest)
+    ownership.write_text(out / "voc" / "deeper" / "y.txt", "y")  # below a folder owned on its own
+    assert (out / "voc" / "deeper" / "y.txt").is_file() and not (out / "voc" / "y.txt").exists()
+
+
+def test_a_nested_folder_replaced_by_the_users_is_refused_as_foreign(tmp_path):
+    import shutil
+
+    out = ownership.claim(tmp_path / "bench", "bench")
+    with ownership.build(out / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    ownership._ROOTS.pop(str(out / "voc"))
+    shutil.rmtree(out / "voc")
+    (out / "voc").mkdir()
+    (out / "voc" / "mine.txt").write_text("the user's")
+    with pytest.raises(ConfigError, match="voc: this folder was not written by spmlkit"):
+        ownership.write_text(out / "voc" / "x.txt", "x")
+
+
+def test_an_inode_listed_as_another_type_is_refused_for_writing(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "a.txt").write_text("the user's")
+    (out / "d").mkdir()
+    (out / "d" / "mine.txt").write_text("the user's")
+    _list_by_hand(out, "d", "a.txt", out / "a.txt")  # a file listed as a folder
+    _list_by_hand(out, "f", "d", out / "d")  # a folder listed as a file
+    with pytest.raises(ConfigError, match="was not written by spmlkit"):
+        ownership.write_text(out / "a.txt", "x")
+    with pytest.raises(ConfigError, match="this folder was not written by spmlkit"):
+        ownership.write_text(out / "d" / "x.txt", "x")
+    assert (out / "a.txt").read_text() == "the user's" and not (out / "d" / "x.txt").exists()
+
+
+def test_discard_keeps_a_folder_holding_something_under_a_bookkeeping_name(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    (out / ownership.LOCK).mkdir()  # a folder of the user's under the lock file's name
+    assert ownership.discard(out) is False and (out / ownership.LOCK).is_dir()
+
+
+def test_a_file_a_parallel_worker_makes_meanwhile_is_waited_for_a_second_at_most(tmp_path, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    slept = []
+    monkeypatch.setattr(ownership.time, "sleep", lambda s: slept.append(s))
+    excl = lambda f: f & os.O_EXCL  # noqa: E731
+
+    def worker(name, listed):
+        def make():
+            (out / name).write_text("")
+            if listed:
+                ownership._ROOTS[str(out)].record(listed, name, os.lstat(out / name), inplace=True)
+        return make
+
+    _before_open(monkeypatch, out / "a.lock", worker("a.lock", "f"), when=excl)
+    ownership.touch(out / "a.lock")  # made and listed by the worker: taken at once
+    assert slept == []
+    _before_open(monkeypatch, out / "b.lock", worker("b.lock", None), when=excl)
+    with pytest.raises(ConfigError, match="was not written by spmlkit"):
+        ownership.touch(out / "b.lock")  # made by someone else: refused after 100 waits of 10 ms
+    assert slept == [0.01] * 100
+    slept.clear()
+    _before_open(monkeypatch, out / "c.lock", worker("c.lock", "d"), when=excl)
+    with pytest.raises(ConfigError, match="was not written by spmlkit"):
+        ownership.touch(out / "c.lock")  # listed as a folder: not a file of spmlkit's
+    assert slept == [0.01] * 100
+    slept.clear()
+    real = os.open
+
+    def gone(p, flags, *a, **kw):  # made by someone else, and removed again at once
+        if os.fspath(p) == str(out / "d.lock") and flags & os.O_EXCL and not slept:
+            (out / "d.lock").write_text("")
+            try:
+                return real(p, flags, *a, **kw)
+            finally:
+                os.unlink(out / "d.lock")
+        return real(p, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", gone)
+    assert ownership.touch(out / "d.lock") == out / "d.lock" and slept == [0.01] * 100
+
+
+def test_an_abandoned_build_is_removed_after_builds_that_are_skipped(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+
+    def build_dir(name, owner_text):
+        d = tmp_path / name
+        d.mkdir()
+        ownership._write_marker(str(d), "bundle")
+        (d / ownership.BUILD_OWNER).write_text(owner_text)
+        return d
+
+    linked = build_dir(".A.linked", f"{dead}\nflock\n")  # its owner file becomes a link before it is opened
+    theirs = build_dir(".A.theirs", "4242\n")  # an older version's build of another user's live process
+    gone = build_dir(".Z.gone", f"{dead}\nflock\n")
+    listdir, kill = os.listdir, os.kill
+    monkeypatch.setattr(os, "listdir", lambda p=".": sorted(listdir(p)))  # the skipped ones looked at first
+
+    sent = []
+
+    def other_user(pid, sig):
+        sent.append(sig)
+        if pid == 4242:
+            raise PermissionError(1, "Operation not permitted")
+        return kill(pid, sig)
+
+    monkeypatch.setattr(os, "kill", other_user)
+    owner = linked / ownership.BUILD_OWNER
+    _before_open(monkeypatch, owner, _to_link(owner, tmp_path / "elsewhere"))
+    ownership._remove_abandoned_builds(str(tmp_path / "B"))
+    assert linked.exists() and theirs.exists() and not gone.exists()
+    assert sent == [0]  # whether the builder lives is asked with signal 0: no signal is sent to it
