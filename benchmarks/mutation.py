@@ -2056,6 +2056,12 @@ def fmt_score(s) -> str:
     return "–" if s is None else f"{100 * s:.1f}%"
 
 
+def _load_of(m: dict) -> str:
+    """The load average a module's measurement recorded at its start ('?' when none)."""
+    found = re.search(r"load average at the start ([0-9.]+)", m.get("machine", ""))
+    return found.group(1) if found else "?"
+
+
 def render(data: dict, command: str) -> str:
     mods = [data["modules"][k] for k in MODULES if k in data["modules"]]
     mods += [v for k, v in sorted(data["modules"].items()) if k not in MODULES]
@@ -2063,11 +2069,12 @@ def render(data: dict, command: str) -> str:
     lines = ["# Mutation testing (issue 39)", "",
              f"- command: `{command}` (each module's own command and date are in its row below)",
              f"- date: {data.get('date', '')}",
-             f"- machine: {mods[0]['machine'] if mods else platform.platform()} (shared with other jobs: "
-             "times are on a loaded machine)",
+             f"- machine: {re.sub(r'; load average at the start [0-9.]+', '', mods[0]['machine']) if mods else platform.platform()}"
+             " (shared with other jobs: times are on a loaded machine); load average at each module's start: "
+             + ", ".join(f"{m['module']} {_load_of(m)}" for m in mods),
              f"- device: {mods[0]['device'] if mods else 'CPU'}",
-             f"- wall time: {wall / 60:.1f} min over the modules below (mutmut, --max-children "
-             f"{mods[0]['max_children'] if mods else 2})",
+             f"- wall time: {wall / 60:.1f} min over the modules below (mutmut; parallel mutant runs: "
+             + ", ".join(f"{m['module']} {m['max_children']}" for m in mods) + ")",
              f"- tool: mutmut {data.get('mutmut', '')}, through `benchmarks/mutation.py` (decorated functions "
              "unrolled so that registered losses are mutated; see the script's docstring)",
              f"- target: >= {TARGET:.0%} of the mutants killed in each module; score = (killed + timeout) / "
