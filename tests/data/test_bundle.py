@@ -971,22 +971,29 @@ def test_every_numpy_wording_of_an_object_array_is_one_message(fresh, monkeypatc
                             "object array); spmlkit never unpickles bundle files); re-run 'spml prepare'")
 
 
-def test_feature_cache_and_observation_refusals_say_what_to_do(tmp_path):
+def _image_bundle_with_cache(tmp_path, dtype):
+    """An image bundle (30 rows) with a feature cache ``r50`` of ``dtype`` written beside it,
+    each array with its checksum sidecar; returns the bundle, the cache and the rng."""
+    from spmlkit import ownership
+
     rng = np.random.default_rng(0)
     Y = rng.random((30, 3)) < 0.5
     Y[~Y.any(1), 0] = True
     b = prepare_bundle(MultiLabelDataset("imgs", list("abc"), {"train": Split(paths=[f"/i/{i}" for i in range(30)],
                                                                               Y=Y)}), tmp_path / "i", log=lambda m: None)
-    from spmlkit import ownership
-
     ownership.folder(b.path, "bundle")
+    cache = b.path / "features" / "r50"
     for split in ("train", "val", "test"):
-        f = b.path / "features" / "r50" / f"{split}.npy"
-        ownership.save_npy(f, np.ones((b.size(split), 2), np.float64))
+        f = cache / f"{split}.npy"
+        ownership.save_npy(f, np.ones((b.size(split), 2), dtype))
         ownership.write_text(f.with_name(f.name + ".sha256"), hashlib.sha256(f.read_bytes()).hexdigest() + "\n")
+    return b, cache, rng
+
+
+def test_feature_cache_and_observation_refusals_say_what_to_do(tmp_path):
+    b, cache, rng = _image_bundle_with_cache(tmp_path, np.float64)
     with pytest.raises(CorruptFileError) as e:
         b.features("val")
-    cache = b.path / "features" / "r50"
     assert str(e.value) == (f"{cache / 'val.npy'}: feature matrix must be float32 (as spmlkit writes it), found float64; "
                             f"run 'spml features {b.path}' again with the options that made it (a cache an older "
                             f"spmlkit wrote gets its checksums recorded; a damaged one: delete {cache} first)")
@@ -1393,19 +1400,7 @@ def test_a_description_missing_several_keys_lists_them(fresh):
 
 
 def test_an_altered_feature_cache_says_how_to_remake_it(tmp_path):
-    from spmlkit import ownership
-
-    rng = np.random.default_rng(0)
-    Y = rng.random((30, 3)) < 0.5
-    Y[~Y.any(1), 0] = True
-    b = prepare_bundle(MultiLabelDataset("imgs", list("abc"), {"train": Split(paths=[f"/i/{i}" for i in range(30)],
-                                                                              Y=Y)}), tmp_path / "i", log=lambda m: None)
-    ownership.folder(b.path, "bundle")
-    cache = b.path / "features" / "r50"
-    for split in ("train", "val", "test"):
-        f = cache / f"{split}.npy"
-        ownership.save_npy(f, np.ones((b.size(split), 2), np.float32))
-        ownership.write_text(f.with_name(f.name + ".sha256"), hashlib.sha256(f.read_bytes()).hexdigest() + "\n")
+    b, cache, _ = _image_bundle_with_cache(tmp_path, np.float32)
     assert b.features("val").shape == (b.size("val"), 2)
     np.save(cache / "val.npy", np.zeros((b.size("val"), 2), np.float32))  # altered, its record kept
     with pytest.raises(CorruptFileError) as e:
