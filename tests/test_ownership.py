@@ -673,7 +673,9 @@ def test_a_discarded_folder_spmlkit_did_not_register_is_read_from_its_marker(tmp
     assert ownership.discard(out) and not out.exists()
 
 
-def test_a_folder_removed_or_replaced_under_spmlkit_stops_its_writes(tmp_path):
+def _owned_then_replaced(tmp_path):
+    """A folder spmlkit claimed and wrote into, then removed and made again by someone else
+    with a file of theirs in it."""
     import shutil
 
     out = ownership.claim(tmp_path / "r", "run")
@@ -681,6 +683,11 @@ def test_a_folder_removed_or_replaced_under_spmlkit_stops_its_writes(tmp_path):
     shutil.rmtree(out)
     out.mkdir()
     (out / "theirs.txt").write_text("someone else's folder now")
+    return out
+
+
+def test_a_folder_removed_or_replaced_under_spmlkit_stops_its_writes(tmp_path):
+    out = _owned_then_replaced(tmp_path)
     with pytest.raises(ConfigError) as e:
         ownership.write_text(out / "a.txt", "b")
     # (by its inode; a new folder may get the old one's inode number: then its manifest is missing)
@@ -1647,13 +1654,7 @@ def test_a_build_inside_an_owned_folder_replaces_its_previous_build(tmp_path, ca
 
 
 def test_a_replaced_folder_is_not_discarded(tmp_path):
-    import shutil
-
-    out = ownership.claim(tmp_path / "r", "run")
-    ownership.write_text(out / "a.txt", "a")
-    shutil.rmtree(out)
-    out.mkdir()
-    (out / "theirs.txt").write_text("someone else's folder now")
+    out = _owned_then_replaced(tmp_path)
     with pytest.raises(ConfigError):
         ownership.discard(out)
     assert sorted(p.name for p in out.iterdir()) == ["theirs.txt"]
