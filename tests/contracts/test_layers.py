@@ -32,31 +32,39 @@ def module_name(path: Path, root: Path = SRC) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path, root: Path = SRC) -> set[str]:
+def package_imports(path: Path, root: Path = SRC):
+    """``(target, names)`` for every import of the package in ``path`` (function-level ones
+    too): ``target`` the module imported from, relative to the package ('' for the package
+    itself; relative imports resolved), ``names`` the names imported from it, or None for
+    a plain ``import spmlkit.x``."""
     mod = module_name(path, root)
     pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
-    out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg[:len(pkg) - (node.level - 1)] if node.level > 1 else pkg
-                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-                names = [f"{target}.{a.name}" if target else a.name for a in node.names]
-            elif node.module and node.module.startswith("spmlkit"):
-                target = node.module[len("spmlkit"):].lstrip(".")
-                names = [f"{target}.{a.name}" if target else a.name for a in node.names]
-            else:
-                continue
-            if target == "":  # `from .. import io`: the names are the package's submodules
-                out.update(n for n in names if (SRC / n).is_dir() or (SRC / f"{n}.py").exists())
-                out.update("" for n in names if not ((SRC / n).is_dir() or (SRC / f"{n}.py").exists()))
-                continue
-            out.add(target)
-            out.update(names)
+                yield ".".join([*base, *(node.module.split(".") if node.module else [])]), [a.name for a in node.names]
+            elif node.module and node.module.split(".")[0] == "spmlkit":
+                yield node.module[len("spmlkit"):].lstrip("."), [a.name for a in node.names]
         elif isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.startswith("spmlkit"):
-                    out.add(a.name[len("spmlkit"):].lstrip("."))
+                if a.name.split(".")[0] == "spmlkit":
+                    yield a.name[len("spmlkit"):].lstrip("."), None
+
+
+def imports_of(path: Path, root: Path = SRC) -> set[str]:
+    out = set()
+    for target, imported in package_imports(path, root):
+        if imported is None:
+            out.add(target)
+            continue
+        names = [f"{target}.{n}" if target else n for n in imported]
+        if target == "":  # `from .. import io`: the names are the package's submodules
+            out.update(n for n in names if (SRC / n).is_dir() or (SRC / f"{n}.py").exists())
+            out.update("" for n in names if not ((SRC / n).is_dir() or (SRC / f"{n}.py").exists()))
+            continue
+        out.add(target)
+        out.update(names)
     return out
 
 
@@ -220,28 +228,14 @@ def import_graph(root: Path = SRC) -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {}
     for mod, path in mods.items():
-        pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = pkg[:len(pkg) - (node.level - 1)] if node.level > 1 else pkg
-                    target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-                elif node.module and node.module.split(".")[0] == "spmlkit":
-                    target = node.module[len("spmlkit"):].lstrip(".")
-                else:
-                    continue
-                for a in node.names:
-                    sub = f"{target}.{a.name}" if target else a.name
-                    found = sub if sub in mods else resolve(target)
-                    if found is not None:
-                        targets.add(found)
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name.split(".")[0] == "spmlkit":
-                        found = resolve(a.name[len("spmlkit"):].lstrip("."))
-                        if found is not None:
-                            targets.add(found)
+        for target, imported in package_imports(path, root):
+            if imported is None:
+                found = [resolve(target)]
+            else:  # `from P import x`: the module P.x when there is one, else P
+                subs = [f"{target}.{n}" if target else n for n in imported]
+                found = [sub if sub in mods else resolve(target) for sub in subs]
+            targets.update(f for f in found if f is not None)
         graph[mod] = targets - {mod}
     return graph
 
