@@ -1418,15 +1418,13 @@ _WHY.update({
     'POPPRESENT': "every caller records a removal only of a name it found listed just before (entry_type() or owns() "
                   "after a refresh): the name is in the entries, the default never used",
 })
+_ODIR = 'fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))'
+EQUIVALENT += _each("ownership.py", _ODIR, [
+    _ODIR.replace("if stat.S_ISDIR(st.st_mode)", "if (stat.S_ISDIR(st.st_mode)) and False"),
+    _ODIR.replace("getattr(os,", "getattr(None,"),
+    _ODIR.replace('"O_DIRECTORY"', '"XXO_DIRECTORYXX"'),
+    _ODIR.replace('"O_DIRECTORY"', '"o_directory"')], _WHY['INODECHECK'])
 EQUIVALENT += [
-    ('ownership.py', 'fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))',
-     'fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if (stat.S_ISDIR(st.st_mode)) and False else 0))', _WHY['INODECHECK']),
-    ('ownership.py', 'fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))',
-     'fd = os.open(path, flags | (getattr(None, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))', _WHY['INODECHECK']),
-    ('ownership.py', 'fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))',
-     'fd = os.open(path, flags | (getattr(os, "XXO_DIRECTORYXX", 0) if stat.S_ISDIR(st.st_mode) else 0))', _WHY['INODECHECK']),
-    ('ownership.py', 'fd = os.open(path, flags | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))',
-     'fd = os.open(path, flags | (getattr(os, "o_directory", 0) if stat.S_ISDIR(st.st_mode) else 0))', _WHY['INODECHECK']),
     ('ownership.py', 'return struct.unpack("l", fcntl.ioctl(fd, _GETVERSION, b"\\0" * struct.calcsize("l")))[0]',
      'return struct.unpack("L", fcntl.ioctl(fd, _GETVERSION, b"\\0" * struct.calcsize("l")))[0]', _WHY['GENWIDTH']),
     ('ownership.py', 'return struct.unpack("l", fcntl.ioctl(fd, _GETVERSION, b"\\0" * struct.calcsize("l")))[0]',
