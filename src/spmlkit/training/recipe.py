@@ -56,6 +56,14 @@ def backbone_features(bundle, config: TrainConfig) -> bool:
             or bool((getattr(bundle, "meta", None) or {}).get("feature_source")))
 
 
+def recipe_members(bundle, recipe, config: TrainConfig | None = None) -> tuple:
+    """The recipe's members ``((method, head), ...)`` on ``bundle``: its presence-only
+    members on data with background rows, else its members (without the ``:mlp`` ones on a
+    backbone's image features, unless the recipe says otherwise)."""
+    backbone = config is not None and backbone_features(bundle, config)
+    return recipe.members_for(n_background(bundle) > 0, backbone)
+
+
 def recipe_selection(bundle, recipe, Z_val: np.ndarray, config: TrainConfig | None = None):
     """The recipe's criterion name, its evaluator on ``Z_val``, its scoring function
     ``criterion(Z_rows, P_rows)`` and its members ``((method, head), ...)`` for ``bundle``:
@@ -66,8 +74,7 @@ def recipe_selection(bundle, recipe, Z_val: np.ndarray, config: TrainConfig | No
     selection, evaluate = make_evaluator("auto", Y_val=None, Z_val=Z_val, background=background)
     criterion = {"observed_map": metrics.observed_positive_map, "target_group_auc": metrics.presence_target_group_auc,
                  "background_auc": metrics.presence_background_auc}[selection]
-    backbone = config is not None and backbone_features(bundle, config)
-    return selection, evaluate, criterion, recipe.members_for(background, backbone)
+    return selection, evaluate, criterion, recipe_members(bundle, recipe, config)
 
 
 def mean_probability_logits(logits: torch.Tensor, weights=None) -> torch.Tensor:

@@ -81,7 +81,7 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
     hiding probabilities, methods, batch sizes, members)."""
     from ...methods import build_method  # (lazy: imports every method module)
     from ...methods.recipe import is_recipe
-    from ...training.recipe import backbone_features, n_background
+    from ...training.recipe import recipe_members
 
     reg = _methods_registry()
     epochs = spec.resolved_epochs()
@@ -112,8 +112,7 @@ def plan_groups(spec: BenchSpec, datasets: list[BenchDataset]) -> list[Group]:
                                        lr=spec.lrs[0], seed=unit_seeds[0], **run_cfg)
                     # a recipe (e.g. auto) searches its own learning rates: one member per seed
                     row_lrs = spec.lrs[:1] if is_recipe(method) else spec.lrs
-                    loops = len(method.members_for(n_background(draw_bundle) > 0, backbone_features(draw_bundle, base))) \
-                        if is_recipe(method) else 1
+                    loops = len(recipe_members(draw_bundle, method, base)) if is_recipe(method) else 1
                     members = [(float(lr), int(s)) for lr in row_lrs for s in unit_seeds]
                     member_groups = [members] if stacked else [[m] for m in members]
                     # (a recipe's epochs belong to several member methods: no histogram of its own)
