@@ -281,14 +281,14 @@ def _seal_checksums(bundle: Bundle, folder: Path) -> int:
 def ensure_features(bundle: Bundle, *, backbone: str, weights: str | None, image_size: int, batch_size: int = 32,
                     num_workers: int = 0, log=None, device="cpu", precision: str = "32") -> str:
     """The name of a complete feature cache for this backbone and size, computing it if missing."""
+    log = log or (lambda m: print(m, file=sys.stderr))
     name = feature_set_name(backbone, image_size, precision)
     if name in bundle.feature_sets():
         meta = _meta_identity(feature_set_meta(bundle, name) or {}, ("weights", "precision"))
         if meta == {"weights": _weights_id(weights)["weights"], "precision": str(precision)}:
             sealed = _seal_checksums(bundle, Path(bundle.path) / "features" / name)
             if sealed:  # (reused by spml bench: the arrays become readable as 'spml features' makes them)
-                (log or (lambda m: print(m, file=sys.stderr)))(
-                    f"feature set {name!r} of {bundle.path}: recorded the checksums of its {sealed} array(s), "
+                log(f"feature set {name!r} of {bundle.path}: recorded the checksums of its {sealed} array(s), "
                     "which an older spmlkit wrote without them")
             return name
     return extract_features(bundle, backbone=backbone, weights=weights, image_size=image_size, batch_size=batch_size,
