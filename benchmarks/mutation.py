@@ -588,8 +588,10 @@ EQUIVALENT += (
              "parts = prepare_run(bundle, base, device=device)"], _WHY['RECIPEREBUILT'])
     + _each("training/recipe.py", "cfg = base.replace(method=name, params=(), head=head)",
             ["cfg = base.replace(method=name, params=None, head=head)"], _WHY['PARAMSNONE'])
-    + _each("training/recipe.py", "cfg = base.replace(method=name, params=(), head=head,",
+    + _each("training/recipe.py", "cfg = base.replace(method=name, params=(), head=head,",  # (as measured on ef79587)
             ["cfg = base.replace(method=name, params=None, head=head,"], _WHY['PARAMSNONE'])
+    + _each("training/recipe.py", "cfg = base.replace(method=name, params=(), head=head, patience=patience)",
+            ["cfg = base.replace(method=name, params=None, head=head, patience=patience)"], _WHY['PARAMSNONE'])
     + _each("training/recipe.py", _P, [_P.replace("[1.0 / (1.0", "[2.0 / (1.0")], _WHY['PSCALE'])
     + _each("training/recipe.py", _P, [_P.replace(".astype(np.float64)", ".astype(None)")], _WHY['ASTYPENONE'])
     + _each("training/recipe.py", 'else np.full(r.state["val_logits"].shape, np.nan) for r in runs])',

@@ -241,11 +241,11 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         return train_linear(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
                             callbacks=member, keep_state=True, device=parts.device)
 
+    patience = config.patience if config.patience is not None else recipe.patience  # (the run's own first)
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
     labels = []  # each member's name in notes, logs and RUN/members/ (method, or method-head off the run's head)
     for i, (name, head) in enumerate(members):
-        cfg = base.replace(method=name, params=(), head=head,
-                           patience=config.patience if config.patience is not None else recipe.patience)
+        cfg = base.replace(method=name, params=(), head=head, patience=patience)
         label = name if head == config.head else f"{name}-{head}"  # (a name loggers accept: no ':')
         labels.append(label)
         runs = run_member(i, label, cfg, m_lrs, m_seeds)
@@ -295,7 +295,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
                               "best_epoch": r.best_epoch, "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
                               "weight": float(weights[j]), **(getattr(r, "notes", None) or {})}
                              for j, r in enumerate(runs)],  # (a longer try: "longer_from", the first run's epochs)
-                 "patience": config.patience if config.patience is not None else recipe.patience,
+                 "patience": patience,
                  "combine": recipe.combine if held else f"{recipe.combine} (equal weights: the members' scores were "
                                                          "too large to keep)"}
         if dropped:
