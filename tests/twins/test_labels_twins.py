@@ -20,7 +20,7 @@ from tests.twins.strategies import TWIN, label_matrix
 def observations(draw):
     """An int8 ``(N, L)`` observation matrix in one of the stored forms: single positives
     (values None), observations with negatives (fill 0 or -1), full labels (bool)."""
-    Y = draw(label_matrix(max_rows=20, max_labels=30))
+    Y = draw(label_matrix(max_rows=20, max_labels=draw(st.sampled_from([2, 8, 30]))))
     n, L = Y.shape
     kind = draw(st.sampled_from(["single positives", "positives", "with negatives", "mostly negative", "bool"]))
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
@@ -40,7 +40,7 @@ def observations(draw):
 
 @TWIN
 @given(S=observations(), data=st.data())
-@example(S=SparseLabels.single([-1, 2, -1], 3), data=None)  # background rows: no label at all
+@example(S=SparseLabels.single([-1, 2, -1], 8), data=None)  # background rows: no label at all
 def test_device_blocks_equal_the_dense_rows(S, data):
     n = len(S)
     if data is None:
@@ -57,10 +57,12 @@ def test_device_blocks_equal_the_dense_rows(S, data):
 
 def test_a_row_without_an_observed_positive_stays_empty_on_the_device():
     """Presence-only background rows (no observed label) next to single positives: their
-    device rows are all zero, never a positive of label 0."""
-    S = SparseLabels.single([-1, 1, -1, 0], 4)
-    block = S.to("cpu").block(torch.arange(4))
-    assert block.tolist() == [[0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0]]
+    device rows are all zero, never a positive of label 0 (in the padded table, used when
+    rows list few labels against ``L``, and in the dense form)."""
+    for L in (2, 6, 50):
+        S = SparseLabels.single([-1, 1, -1, 0], L)
+        block = S.to("cpu").block(torch.arange(4)).numpy()
+        assert block.sum() == 2 and block[1, 1] == block[3, 0] == 1, L
 
 
 def _areas(Y, seed):

@@ -179,3 +179,40 @@ def test_streamed_evaluation_applies_a_batch_rule_to_the_whole_split(monkeypatch
     whole = evaluate_model(model, bundle, "test")
     assert whole["label_sets"]["mean_predicted_labels"] == pytest.approx(1 / 3)
     _assert_same(whole, _streamed(monkeypatch, model, bundle, rows))
+
+
+# ------------------------------------------------- the label-set step of a streamed run
+@TWIN
+@given(Y=label_matrix(max_rows=20, max_labels=5), data=st.data())
+def test_k_estimated_from_logit_blocks_equals_the_dense_estimate(Y, data):
+    from scipy.special import expit
+
+    from spmlkit.practitioner.labelsets import estimate_k_observed, estimate_k_observed_streamed
+    from tests.twins.strategies import chunked, scores_for
+
+    if not Y.any():
+        Y[0, 0] = True
+    n, L = Y.shape
+    S = data.draw(scores_for((n, L)))[0]
+    got = estimate_k_observed_streamed(SparseLabels.from_dense(Y.astype(np.int8)), chunked(S, data.draw(
+        st.integers(1, n))))
+    assert got == estimate_k_observed(Y.astype(np.int8), expit(S.astype(np.float64)))
+
+
+@TWIN_FEW
+@given(Y=label_matrix(max_rows=20, max_labels=5), data=st.data(), observed=st.booleans())
+def test_label_set_quality_tallied_block_by_block_equals_the_dense_quality(Y, data, observed):
+    from scipy.special import expit
+
+    from spmlkit.practitioner.report import label_set_quality, label_set_quality_streamed
+    from tests.twins.models import RULES
+    from tests.twins.strategies import chunked, scores_for
+
+    n, L = Y.shape
+    spec = data.draw(RULES.filter(lambda s: s["rule"] != "per_label" or len(s["thresholds"]) == L))
+    P = expit(data.draw(scores_for((n, L)))[0].astype(np.float64))
+    truth = {"Z": Y.astype(np.int8)} if observed else {"Y": Y}
+    whole = label_set_quality(P, spec=spec, **truth)
+    streamed = label_set_quality_streamed(chunked(P, data.draw(st.integers(1, n))), spec=spec,
+                                          **{k: SparseLabels.from_dense(v) for k, v in truth.items()})
+    _assert_same({str(i): r for i, r in enumerate(whole)}, {str(i): r for i, r in enumerate(streamed)})
