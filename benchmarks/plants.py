@@ -124,10 +124,11 @@ def render(rows: list[tuple[Plant, dict]], command: str, wall: float) -> str:
     lines = [
         "# Planted bugs in the fast paths: caught by the default suite?",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC}, commit {commit()}  ",
-        f"Machine: {machine()}  ",
-        f"Wall time: {wall:.0f} s",
+        f"- command: `{command}`",
+        f"- date: {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC}, commit {commit()}",
+        f"- machine: {machine()}",
+        "- device: CPU",
+        f"- wall time: {wall:.0f} s",
         "",
         f"**{caught} of {len(rows)} caught.**  Each plant is applied alone to a copy of the source; the tests named are "
         "run with `-m \"not slow\" -x`; \"caught\" names the first test that failed.",
