@@ -88,7 +88,7 @@ MODULES: dict[str, list[str]] = {
     "sparse_labels.py": ["tests/test_sparse_labels.py", "tests/twins/test_labels_twins.py"],
     "practitioner/inference.py": ["tests/practitioner/test_inference.py", "tests/twins/test_practitioner_twins.py"],
     "practitioner/evaluation.py": ["tests/practitioner/test_evaluation.py", "tests/twins/test_practitioner_twins.py"],
-    "practitioner/explain.py": ["tests/practitioner/test_explain.py", "tests/practitioner/test_explain_properties.py"],
+    "practitioner/explain.py": ["tests/practitioner/test_explain.py"],
     "practitioner/maps.py": ["tests/practitioner/test_maps.py"],
     "training/callbacks.py": ["tests/training/test_callbacks.py"],
     "training/ensemble.py": ["tests/training/test_ensemble.py"],

@@ -63,7 +63,7 @@ PLANTS = [
           "permuted independently",
           "Xp[:, cols] = X[rng.permutation(len(X))][:, cols]",
           "Xp[:, cols] = np.stack([X[rng.permutation(len(X)), c] for c in cols], axis=1)",
-          ("tests/practitioner/test_explain_properties.py", "tests/practitioner/test_explain.py")),
+          ("tests/practitioner/test_explain.py",)),
     Plant("f", "practitioner/evaluation.py", "_evaluate_streamed: the model's per=\"batch\" rule applied block by "
           "block (the bug found by the twins, fixed on this branch)",
           'set_rows = max(len(X), 1) if model.label_sets.get("per") == "batch" else rows',
