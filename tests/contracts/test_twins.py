@@ -9,6 +9,7 @@ exist, so the registry cannot go stale."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from tests.helpers import REPO
@@ -19,6 +20,7 @@ NAME = re.compile(r"stream|chunk|block|sparse", re.I)
 DOC = re.compile(r"\bstream(ed|s|ing)?\b|chunk by chunk|block by block|\bin (row )?(blocks|chunks)\b", re.I)
 
 
+@functools.lru_cache(maxsize=1)
 def public_definitions() -> dict[str, ast.AST]:
     """``module:qualname`` -> node of every public function, method and class under src/spmlkit."""
     out = {}
