@@ -35,6 +35,7 @@ def observations(draw):
     elif kind == "mostly negative":
         Z[~Y] = -1
         Z[(rng.random((n, L)) < 0.1) & ~Y] = 0
+    Z[rng.random(n) < 0.25] = -1 if kind != "positives" else 0  # all-negative rows (nothing listed at fill -1)
     return SparseLabels.from_dense(Z)
 
 

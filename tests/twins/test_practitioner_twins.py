@@ -47,7 +47,7 @@ def test_streamed_label_sets_equal_the_dense_prediction(tmp_path, mx, data):
 
 
 @TWIN_FEW
-@given(mx=model_and_inputs(), data=st.data())
+@given(mx=model_and_inputs(max_rows=20, max_labels=16), data=st.data())
 def test_streamed_top_k_and_probabilities_equal_the_dense_prediction(tmp_path, mx, data):
     model, X = mx
     n, L = len(X), len(model.label_names)
