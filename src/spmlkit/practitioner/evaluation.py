@@ -161,7 +161,9 @@ def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
         Z = bundle.observations(split)
         (ev,) = streamed_observed_scores(Z, chunks)
         tally = SetTally(len(model.label_names), observed=True)
-        for start, block in chunks():
+        # a rule over the whole collection (expected_k per="batch") takes the split in one piece
+        set_rows = max(len(X), 1) if model.label_sets.get("per") == "batch" else rows
+        for start, block in model.iter_decision_function(X, batch_rows=set_rows):
             S = model.label_sets_from_proba(expit(block.astype(np.float64)))
             tally.add(S, Z.dense(slice(start, start + len(block))))
         ev["label_sets"] = tally.result()
