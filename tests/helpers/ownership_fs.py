@@ -66,13 +66,19 @@ def _list_by_hand(folder, t, rel, path):
 
 
 
+def opened_path(p, dir_fd=None) -> str:
+    """The path ``os.open(p, ..., dir_fd=dir_fd)`` opens (spmlkit opens names inside an open folder)."""
+    p = os.fspath(p)
+    return p if dir_fd is None else os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), p)
+
+
 def _before_open(monkeypatch, path, action, *, when=lambda flags: True):
     """Run ``action`` once, just before spmlkit next opens ``path`` (with flags ``when`` accepts): something
     done to the name by someone else between spmlkit's check and its open."""
     real, path, done = os.open, os.fspath(path), []
 
     def opened(p, flags, *a, **kw):
-        if not done and os.fspath(p) == path and when(flags):
+        if not done and opened_path(p, kw.get("dir_fd")) == path and when(flags):
             done.append(True)
             action()
         return real(p, flags, *a, **kw)

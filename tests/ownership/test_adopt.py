@@ -117,7 +117,9 @@ def test_a_marked_folder_of_an_older_spmlkit_without_manifest_is_replaced(tmp_pa
     assert [p.name for p in tmp_path.iterdir()] == ["B"]
 
 
-def test_an_abandoned_build_of_an_older_version_is_removed_whole(tmp_path):
+def test_an_abandoned_build_of_an_older_version_is_left_as_it_is(tmp_path):
+    """A marker and an owner file alone never make a folder removable: with no manifest,
+    nothing in it is known to be spmlkit's (issue 49: rmtree only of what a manifest lists)."""
     import subprocess
     import sys
 
@@ -129,7 +131,7 @@ def test_an_abandoned_build_of_an_older_version_is_removed_whole(tmp_path):
     (d / "meta.json").write_text("{}")
     (d / ownership.BUILD_OWNER).write_text(f"{dead}\n")
     own_builds._remove_abandoned_builds(str(tmp_path / "B"))
-    assert not d.exists()
+    assert sorted(p.name for p in d.iterdir()) == sorted([ownership.MARKER, "meta.json", ownership.BUILD_OWNER])
 
 
 def test_an_older_marker_gets_a_plain_manifest_and_a_current_folder_adopts_nothing(tmp_path):
@@ -183,7 +185,7 @@ def test_an_older_abandoned_build_that_cannot_be_removed_whole_is_left_quietly(t
     d.mkdir()
     for name in ("meta.json", "stuck"):
         (d / name).write_text("{}")
-    (d / ownership.BUILD_OWNER).write_text(f"{dead}\n")  # an older version's build: removed whole
+    (d / ownership.BUILD_OWNER).write_text(f"{dead}\n")  # an older version's build: no manifest, left whole
     unlink = os.unlink
 
     def busy(path, *a, **kw):  # (a file of a file system that refuses, or one in use elsewhere)
@@ -193,4 +195,4 @@ def test_an_older_abandoned_build_that_cannot_be_removed_whole_is_left_quietly(t
 
     monkeypatch.setattr(os, "unlink", busy)
     own_builds._remove_abandoned_builds(str(tmp_path / "B"))  # what cannot be removed is left, and no error
-    assert sorted(p.name for p in d.iterdir()) == ["stuck"]
+    assert sorted(p.name for p in d.iterdir()) == [ownership.BUILD_OWNER, "meta.json", "stuck"]

@@ -44,10 +44,10 @@ def test_single_output_files_refusals_and_rechecks(tmp_path):
     (tmp_path / "p.csv").write_text("spmlkit's predictions\n")
     with pytest.raises(ConfigError) as e:
         ownership.output_file(tmp_path / "p.csv", what="prediction table", option="--output")
-    assert str(e.value) == (f"refusing to replace {tmp_path / 'p.csv'}: it is not a prediction table spmlkit wrote; "
-                            "choose a new file with --output or pass --overwrite")
-    assert ownership.output_file(tmp_path / "p.csv", is_ours=lambda p: p.read_text().startswith("spmlkit")) == \
-        tmp_path / "p.csv"
+    assert str(e.value) == (f"refusing to replace {tmp_path / 'p.csv'}: it is not a prediction table spmlkit wrote "
+                            "(no record of spmlkit's names it: .p.csv.spml-file); choose a new file with --output or "
+                            "pass --overwrite")
+    assert ownership.output_file(tmp_path / "p.csv", overwrite=True) == tmp_path / "p.csv"
     assert ownership.is_checked_file(tmp_path / "p.csv") and not ownership.is_checked_file(tmp_path / "q.csv")
     with pytest.raises(ownership.UnownedPathError):
         with ownership.write_output_file(tmp_path / "q.csv"):
@@ -57,7 +57,8 @@ def test_single_output_files_refusals_and_rechecks(tmp_path):
             tmp.write_text("new\n")
             os.unlink(tmp_path / "p.csv")
             (tmp_path / "p.csv").mkdir()  # became a folder while spmlkit wrote
-    assert str(e.value) == f"{tmp_path / 'p.csv'} became a link or a folder while spmlkit wrote it; nothing was replaced"
+    assert str(e.value) == (f"{tmp_path / 'p.csv'} became a link, a folder or another file while spmlkit wrote it; "
+                            "nothing was replaced")
     assert (tmp_path / "p.csv").is_dir()
     ownership.output_file(tmp_path / "new.csv")
     with ownership.replace_file(tmp_path / "new.csv") as tmp:

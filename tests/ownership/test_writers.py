@@ -15,7 +15,7 @@ import pytest
 from spmlkit import ownership
 from spmlkit.ownership import manifest as own_manifest
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import snapshot, user, manifest_lines, _owned_then_replaced, _mode, _list_by_hand, _before_open, _to_link
+from tests.helpers.ownership_fs import opened_path, snapshot, user, manifest_lines, _owned_then_replaced, _mode, _list_by_hand, _before_open, _to_link
 
 
 def test_a_new_folder_is_made_with_its_marker_and_manifest(tmp_path):
@@ -147,6 +147,7 @@ def test_a_lock_file_made_by_a_parallel_worker_at_the_same_moment_is_used_when_l
         if flags & os.O_EXCL:
             fd = real_open(path, flags, *a, **kw)
             os.close(fd)
+            path = opened_path(path, kw.get("dir_fd"))
             if racing_open.lists:
                 ownership._ROOTS[str(out)].record("f", os.path.relpath(path, out), os.lstat(path), inplace=True)
             raise FileExistsError(17, "File exists", path)
@@ -632,7 +633,7 @@ def test_a_file_a_parallel_worker_makes_meanwhile_is_waited_for_a_second_at_most
     real = os.open
 
     def gone(p, flags, *a, **kw):  # made by someone else, and removed again at once
-        if os.fspath(p) == str(out / "d.lock") and flags & os.O_EXCL and not slept:
+        if opened_path(p, kw.get("dir_fd")) == str(out / "d.lock") and flags & os.O_EXCL and not slept:
             (out / "d.lock").write_text("")
             try:
                 return real(p, flags, *a, **kw)

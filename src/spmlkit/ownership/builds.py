@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import signal
 import stat
 import sys
+import threading
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from .. import io as _io
+from ..errors import SpmlError
 from .rule import BUILD_OWNER, MANIFEST, OwnershipError, _abs, _kind, _lstat
 from .manifest import _ROOTS, _Root, _read_marker, _registered, _write_marker, folder_kind
 from .walks import _walk_dirs, ensure_parent
@@ -18,19 +22,25 @@ from .folders import claim
 from .removal import check_clearable, discard
 
 
+#: the names :func:`build` gives its temporary folders (``.TARGET.XXXXXXXX``): a hidden folder of
+#: another name (``.cache``, ``.git``) is never taken for one, whatever it holds
+_BUILD_NAME = re.compile(r"^\.[^.].*\.[^.]+$")
+
+
 def _remove_abandoned_builds(out: str) -> None:
-    """Delete the temporary ``.NAME.XXXX/`` build folders that :func:`build` left in
-    ``out``'s parent folder when its process was killed (of any target there): only
-    folders holding the owner file, and only when no process holds it locked (a running
-    build keeps it locked; the kernel releases it when the process dies).  Owner files of
-    older versions hold a pid alone: removed when that process no longer exists."""
+    """Delete what spmlkit wrote in the temporary ``.NAME.XXXXXXXX/`` build folders that
+    :func:`build` left in ``out``'s parent folder when its process was killed (of any
+    target there): only folders of that name holding the owner file, only when no process
+    holds it locked (a running build keeps it locked; the kernel releases it when the
+    process dies), and only what their manifest lists (:func:`_discard_build`).  Owner files
+    of older versions hold a pid alone: considered when that process no longer exists."""
     try:
         import fcntl  # lazy: POSIX only
     except ImportError:  # pragma: no cover - not POSIX
         fcntl = None
     parent = os.path.dirname(out)
     for name in os.listdir(parent):
-        if not name.startswith("."):
+        if not _BUILD_NAME.match(name):
             continue
         d = os.path.join(parent, name)
         owner = os.path.join(d, BUILD_OWNER)
@@ -38,8 +48,9 @@ def _remove_abandoned_builds(out: str) -> None:
         if sd is None or not stat.S_ISDIR(sd.st_mode) or so is None or not stat.S_ISREG(so.st_mode):
             continue
         try:
-            with open(owner, encoding="ascii") as fh:
-                words = fh.read(64).split()
+            fd = os.open(owner, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                words = fh.read(64).decode("ascii").split()
             pid = int(words[0])
         except (ValueError, OSError, IndexError, UnicodeDecodeError):
             continue
@@ -68,16 +79,38 @@ def _remove_abandoned_builds(out: str) -> None:
             continue
 
 
-def _discard_build(d: str) -> None:
-    """Remove an abandoned build folder: by its manifest when it has one (a build of this
-    version), else (an older version's, made by ``mkdtemp`` and never anyone else's) whole."""
+def _discard_build(d: str, *, made_here: tuple[int, int] | None = None) -> None:
+    """Remove an abandoned build folder by its manifest (what it lists, then the folder
+    when nothing else is left).  A folder without one (an older version's, or anything
+    else holding an owner file) is left as it is: a marker or an owner file alone never
+    makes a folder removable.  ``made_here``: the (device, inode) of the folder this process
+    made for its own build, which failed — removed whole when its manifest cannot do it
+    (the failure came before the manifest existed, or it cannot be written: a full disk, a
+    file-size limit)."""
     if _read_marker(d) is not None and _lstat(os.path.join(d, MANIFEST)) is not None:
-        discard(d)
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(d, BUILD_OWNER))
-            os.rmdir(d)
-    else:
-        shutil.rmtree(d, ignore_errors=True)
+        try:
+            discard(d)
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(d, BUILD_OWNER))
+                os.rmdir(d)
+        except (OSError, SpmlError):
+            if made_here is None:
+                raise
+    st = _lstat(d) if made_here is not None else None
+    if st is not None and stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == made_here:
+        shutil.rmtree(d, ignore_errors=True)  # (rmtree never follows a link)
+
+
+def _file_size_errors() -> Callable[[], None]:
+    """A file-size limit (``ulimit -f``) reached while building: an ``OSError`` (EFBIG) that
+    removes the build folder like any failure, not the ``SIGXFSZ`` that would kill the
+    process and leave it behind.  Returns the call that restores the previous handler
+    (signals are set only in the main thread; elsewhere nothing changes)."""
+    sig = getattr(signal, "SIGXFSZ", None)
+    if sig is None or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(sig, signal.SIG_IGN)
+    return lambda: signal.signal(sig, previous)
 
 
 @contextlib.contextmanager
@@ -98,12 +131,14 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
     _remove_abandoned_builds(out_a)
     tmp = _io.mkdtemp_like_umask(prefix=f".{os.path.basename(out_a)}.", dir=parent_a)
     owner = tmp / BUILD_OWNER
-    _io.write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building
-    owner_fd = os.open(owner, os.O_RDONLY)
-    fcntl.flock(owner_fd, fcntl.LOCK_EX)
     tmp_a = str(tmp)
-    old = None
+    made = os.lstat(tmp_a)
+    old = owner_fd = None
+    restore = _file_size_errors()
     try:
+        _io.write_text(owner, f"{os.getpid()}\nflock\n")  # held locked while building
+        owner_fd = os.open(owner, os.O_RDONLY)
+        fcntl.flock(owner_fd, fcntl.LOCK_EX)
         _write_marker(tmp_a, kind)
         _ROOTS[tmp_a] = _Root(tmp_a, kind, True)
         yield tmp
@@ -139,10 +174,12 @@ def build(out: str | Path, kind: str, *, replace: bool = False, inputs: Iterable
             old = None
         _ROOTS.pop(tmp_a, None)
         if os.path.isdir(tmp_a):
-            _discard_build(tmp_a)
+            _discard_build(tmp_a, made_here=(made.st_dev, made.st_ino))
         raise
     finally:
-        os.close(owner_fd)
+        if owner_fd is not None:
+            os.close(owner_fd)
+        restore()
     if old is not None:
         _ROOTS.pop(old, None)
         if folder_kind(old) is None or _lstat(os.path.join(old, MANIFEST)) is None:

@@ -48,6 +48,9 @@ def claim(path: str | Path, kind: str, *, inputs: Iterable = (), option: str = "
             if not create:
                 return p
             legacy = _lstat(os.path.join(a, MANIFEST)) is None
+            if legacy and mark.get("manifest"):  # this version's folder, its list gone: nothing is adopted
+                raise OwnershipError(f"{p}: spmlkit's list of what it wrote there ({MANIFEST}) is missing; the folder "
+                                     f"was changed by someone else — choose another {option}")
             if legacy:  # a marker of an older spmlkit (no manifest): list what follows the layout
                 fd = os.open(os.path.join(a, MANIFEST), os.O_WRONLY | os.O_CREAT | os.O_APPEND |
                              getattr(os, "O_NOFOLLOW", 0), 0o666)

@@ -196,7 +196,11 @@ def check_clearable(path: str | Path, kind: str, *, inputs: Iterable = (), optio
         if mark["kind"] != kind:
             raise OwnershipError(f"refusing to replace {p}: it holds spmlkit's {mark['kind']} output, not {k.what}; "
                                  "pass a new folder to -o")
-        if _lstat(os.path.join(a, MANIFEST)) is None:
+        if _lstat(os.path.join(a, MANIFEST)) is None and mark.get("manifest"):
+            raise OwnershipError(f"refusing {option}: {p} has spmlkit's marker but its list of what spmlkit wrote "
+                                 f"there ({MANIFEST}) is missing, so nothing in it is known to be spmlkit's; spmlkit "
+                                 "removes only what that list names — move your files out (or choose another -o)")
+        if _lstat(os.path.join(a, MANIFEST)) is None:  # an older spmlkit's marker (no manifest yet): by its layout
             bad = [n for n in names if n not in _SPECIAL and not _in_layout(n, k)]
         else:
             bad = foreign(a)

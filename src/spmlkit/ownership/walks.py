@@ -94,3 +94,46 @@ def ensure_parent(path: str | Path) -> Path:
 def _ensure_dir(root: _Root, rel: str) -> None:
     """Make (or check) the folder ``rel`` of ``root`` and every folder above it."""
     _walk_dirs(root, rel + "/x", create=True)
+
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+
+
+def open_parent(root: _Root, rel: str) -> int:
+    """The folder that holds ``rel`` (a path below ``root``, walked by :func:`_walk_dirs`),
+    opened as a descriptor for the write that follows the check (``dir_fd=``): ``root`` by
+    its path, checked to be the folder registered, then each folder below it opened inside
+    the one above without following a link and checked against the manifest.  A folder
+    swapped for a link (or anything else) between the check and the write is refused in
+    one line, and nothing is written; the caller closes the descriptor."""
+    fd = os.open(root.path, _DIR)
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != root.ident:
+            raise OwnershipError(f"{root.show()} was removed or replaced by someone else while spmlkit was using it; "
+                                 "nothing more is written there")
+        parts = rel.split("/")[:-1]
+        for i, part in enumerate(parts):
+            r = "/".join(parts[:i + 1])
+            try:
+                sub = os.open(part, _DIR | NOFOLLOW, dir_fd=fd)
+            except OSError:
+                raise OwnershipError(f"{root.show(r)} changed into a link or a file while spmlkit wrote in it; "
+                                     "nothing was written there") from None
+            os.close(fd)
+            fd = sub
+            if not root.owns(r, os.fstat(fd), "d"):
+                raise _refuse_foreign(root.show(r), root, "folder")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    """``lstat`` of ``name`` inside the folder open as ``dir_fd`` (None when nothing is there)."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None

@@ -3,6 +3,7 @@ anything is written, and lists what it wrote in that folder's manifest."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import numpy as np
 from .. import io as _io
 from .rule import OwnershipError, _SPECIAL, _TMP, _lstat, _refuse_link
 from .manifest import _refuse_foreign
-from .walks import _locate
+from .walks import NOFOLLOW, _locate, lstat_at, open_parent
 from .removal import remove
 
 
@@ -43,19 +44,49 @@ def target(path: str | Path, *, inplace: bool = False) -> Path:
     return Path(path)
 
 
-def _record_file(path, tmp: str | Path | None = None) -> None:
+def _check_at(root, rel: str, dir_fd: int, shown, *, inplace: bool = False) -> os.stat_result | None:
+    """What is at ``rel`` now, looked up in its folder open as ``dir_fd`` (the write's own
+    step): nothing, or a regular file spmlkit wrote (with ``inplace``, one with no other
+    name); a link, a folder or anyone else's file is refused, as :func:`target` does."""
+    st = lstat_at(dir_fd, rel.rsplit("/", 1)[-1])
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse_link(os.path.join(root.path, *rel.split("/")), shown=str(shown))
+    if not stat.S_ISREG(st.st_mode) or not root.owns(rel, st, "f"):
+        raise _refuse_foreign(str(shown), root)
+    if inplace and st.st_nlink > 1:
+        raise OwnershipError(f"{shown} has {st.st_nlink} names (hard links); spmlkit never modifies a file shared "
+                             "with another path in place — remove the other names or choose another -o")
+    return st
+
+
+@contextlib.contextmanager
+def _opened_parent(path) -> Iterator[tuple]:
+    """``(root, rel, dir_fd)``: ``path``'s owned folder, ``path`` relative to it and the
+    folder that holds it, open (:func:`~spmlkit.ownership.walks.open_parent`)."""
     root, rel = _locate(path)
-    st = os.lstat(tmp if tmp is not None else path)
-    root.record("f", rel, st, at=None if tmp is None else str(tmp))
+    fd = open_parent(root, rel)
+    try:
+        yield root, rel, fd
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """:func:`spmlkit.io.atomic_path` for a path inside an owned folder: checked first,
-    listed (with the new file's inode) just before it is renamed into place."""
+    then written and renamed inside its folder opened once (``dir_fd``: a folder or a file
+    swapped for a link meanwhile is refused, never followed), listed (with the new file's
+    inode) just before it is renamed into place."""
     target(path)
-    with _io.atomic_path(path, before_replace=lambda tmp: _record_file(path, tmp)) as tmp:
-        yield tmp
+    with _opened_parent(path) as (root, rel, fd):
+        def before(tmp: Path) -> None:
+            _check_at(root, rel, fd, path)
+            root.record("f", rel, os.lstat(tmp), at=str(tmp))
+
+        with _io.atomic_path(path, before_replace=before, dir_fd=fd) as tmp:
+            yield tmp
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
@@ -84,45 +115,71 @@ def save_npy(path: str | Path, array) -> None:
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:
-    """Append one JSON line to a file spmlkit wrote (or a new one).  A file with other
-    names (a hard link) is not appended to: it is rewritten atomically, so the other name
-    keeps its bytes."""
-    root, rel = _locate(path)
-    a = os.path.join(root.path, *rel.split("/"))
-    st = _lstat(a)
-    if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and root.owns(rel, st, "f"):
-        with open(a, "rb") as fh:
-            old = fh.read()
-        write_bytes(path, old + (json.dumps(record, default=_io._json_default) + "\n").encode("utf-8"))
-        return
-    target(path, inplace=True)
-    if st is None:  # created here, listed before anything is written into it
-        fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        os.close(fd)
-        root.record("f", rel, os.lstat(a), inplace=True)
-    else:
-        root.inplace(rel, st)
-    _io.append_jsonl(a, record)
+    """Append one JSON line to a file spmlkit wrote (or a new one), opened inside its
+    folder (open as a descriptor, checked) without following a link, and checked again
+    once open.  A file with other names (a hard link) is not appended to: it is rewritten
+    atomically, so the other name keeps its bytes."""
+    line = (json.dumps(record, default=_io._json_default) + "\n").encode("utf-8")
+    target(path, inplace=False)
+    with _opened_parent(path) as (root, rel, dfd):
+        name = rel.rsplit("/", 1)[-1]
+        st = _check_at(root, rel, dfd, path)
+        if st is not None and st.st_nlink > 1:
+            fd = os.open(name, os.O_RDONLY | NOFOLLOW, dir_fd=dfd)
+            with os.fdopen(fd, "rb") as fh:
+                old = fh.read()
+            write_bytes(path, old + line)
+            return
+        if st is None:  # created here, listed before anything is written into it
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o666, dir_fd=dfd)
+        else:
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_APPEND | NOFOLLOW, dir_fd=dfd)
+            except OSError:  # (a link swapped in since the check: ELOOP)
+                raise _refuse_link(os.path.join(root.path, *rel.split("/")), shown=str(path)) from None
+        try:
+            now = os.fstat(fd)
+            if st is None:
+                root.record("f", rel, now, inplace=True)
+            elif (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or now.st_nlink > 1:
+                raise OwnershipError(f"{path} was replaced while spmlkit appended to it; nothing was written")
+            else:
+                root.inplace(rel, now)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            except OSError as exc:  # a failed write names no file: name it (a full disk says where)
+                raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        finally:
+            os.close(fd)
 
 
 def open_memmap(path: str | Path, *, mode: str, dtype=None, shape=None):
     """``np.lib.format.open_memmap`` of a file inside an owned folder: ``w+`` creates it
     new (an existing file of spmlkit's is replaced), ``r+`` opens one spmlkit wrote that has
-    no other name; links and files of anyone else's are refused."""
-    root, rel = _locate(path)
-    a = os.path.join(root.path, *rel.split("/"))
+    no other name; links and files of anyone else's are refused.  The file is opened
+    through its folder's descriptor (never through a link swapped in after the check)."""
     if mode == "w+":
         target(path)
-        if _lstat(a) is not None:
+        root, rel = _locate(path)
+        if _lstat(os.path.join(root.path, *rel.split("/"))) is not None:
             remove(path)
-        fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        os.close(fd)
-        root.record("f", rel, os.lstat(a), inplace=True)
-        return np.lib.format.open_memmap(a, mode="w+", dtype=dtype, shape=shape)
+        with _opened_parent(path) as (root, rel, dfd):
+            name = rel.rsplit("/", 1)[-1]
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o666, dir_fd=dfd)
+            try:
+                root.record("f", rel, os.fstat(fd), inplace=True)
+            finally:
+                os.close(fd)
+            return np.lib.format.open_memmap(_io.fd_path(dfd, name) or path, mode="w+", dtype=dtype, shape=shape)
     target(path, inplace=True)
-    if mode != "r":
-        root.inplace(rel, os.lstat(a))
-    return _io.load_numpy(a, mmap=mode)
+    with _opened_parent(path) as (root, rel, dfd):
+        st = _check_at(root, rel, dfd, path, inplace=True)
+        if st is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        if mode != "r":
+            root.inplace(rel, st)
+        return _io.load_numpy(_io.fd_path(dfd, rel.rsplit("/", 1)[-1]) or path, mmap=mode)
 
 
 def copy_file(src: str | Path, dst: str | Path) -> None:
@@ -131,18 +188,30 @@ def copy_file(src: str | Path, dst: str | Path) -> None:
         shutil.copyfile(src, tmp)
 
 
+def _create_at(path, *, exists_ok: bool) -> bool:
+    """Create the empty file ``path`` inside its folder (open as a descriptor; ``O_EXCL``,
+    never through a link) and list it.  False when something is there already and
+    ``exists_ok``."""
+    with _opened_parent(path) as (root, rel, dfd):
+        try:
+            fd = os.open(rel.rsplit("/", 1)[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o666, dir_fd=dfd)
+        except FileExistsError:
+            if exists_ok:
+                return False
+            raise OwnershipError(f"{os.path.join(root.path, *rel.split('/'))} exists already; spmlkit writes a new "
+                                 "file there and never reuses one") from None
+        try:
+            root.record("f", rel, os.fstat(fd), inplace=True)
+        finally:
+            os.close(fd)
+    return True
+
+
 def new_file(path: str | Path) -> Path:
     """Create ``path`` (which must not exist) empty inside an owned folder, listed, and
     return it for the caller to write — for folders renamed into place whole
     (:func:`build`), whose files need no rename of their own."""
-    root, rel = _locate(path)
-    a = os.path.join(root.path, *rel.split("/"))
-    try:
-        fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    except FileExistsError:
-        raise OwnershipError(f"{a} exists already; spmlkit writes a new file there and never reuses one") from None
-    os.close(fd)
-    root.record("f", rel, os.lstat(a), inplace=True)
+    _create_at(path, exists_ok=False)
     return Path(path)
 
 
@@ -151,18 +220,13 @@ def touch(path: str | Path) -> Path:
     target(path)
     root, rel = _locate(path)
     a = os.path.join(root.path, *rel.split("/"))
-    if _lstat(a) is None:
-        try:
-            fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        except FileExistsError:  # a parallel worker made it just now: it lists it at once
-            for _ in range(100):
-                st = _lstat(a)
-                if st is not None and stat.S_ISREG(st.st_mode) and root.owns(rel, st, "f"):
-                    break
-                time.sleep(0.01)
-            return target(path)  # listed by then, or refused like any file of anyone else's
-        os.close(fd)
-        root.record("f", rel, os.lstat(a), inplace=True)  # (a lock file: its holder writes its pid)
+    if _lstat(a) is None and not _create_at(path, exists_ok=True):
+        for _ in range(100):  # a parallel worker made it just now: it lists it at once
+            st = _lstat(a)
+            if st is not None and stat.S_ISREG(st.st_mode) and root.owns(rel, st, "f"):
+                break
+            time.sleep(0.01)
+        return target(path)  # listed by then, or refused like any file of anyone else's
     return Path(path)
 
 
@@ -181,14 +245,19 @@ def record_new(folder_path: str | Path) -> None:
 
 
 def rename(src: str | Path, dst: str | Path) -> None:
-    """Rename a file spmlkit wrote to ``dst`` in the same owned folder (checked like a write)."""
+    """Rename a file spmlkit wrote to ``dst`` in the same owned folder (checked like a
+    write; both folders open as descriptors, so neither is followed through a link)."""
     rs, rel_s = _locate(src)
     a = os.path.join(rs.path, *rel_s.split("/"))
     st = _lstat(a)
     if st is None or not stat.S_ISREG(st.st_mode) or not rs.owns(rel_s, st, "f"):
         raise _refuse_foreign(a, rs)
     target(dst)
-    rd, rel_d = _locate(dst)
-    rd.record("f", rel_d, st, at=a)
-    os.replace(a, os.path.join(rd.path, *rel_d.split("/")))
+    with _opened_parent(src) as (rs, rel_s, sfd), _opened_parent(dst) as (rd, rel_d, dfd):
+        now = lstat_at(sfd, rel_s.rsplit("/", 1)[-1])
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise _refuse_foreign(a, rs)
+        _check_at(rd, rel_d, dfd, dst)
+        rd.record("f", rel_d, st, at=a)
+        os.replace(rel_s.rsplit("/", 1)[-1], rel_d.rsplit("/", 1)[-1], src_dir_fd=sfd, dst_dir_fd=dfd)
     rs.record("-", rel_s)
