@@ -28,6 +28,7 @@ per command — a nightly-style run: ``SPML_FUZZ_EXAMPLES=300 pytest tests/safet
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import shutil
@@ -628,9 +629,11 @@ def test_a_folder_swapped_for_a_link_after_its_check_is_never_written_through(tm
             "new_file": lambda: ownership.new_file(p),
             "touch": lambda: ownership.touch(p),
             "open_memmap": lambda: ownership.open_memmap(p, mode="w+", dtype=np.float32, shape=(3,))}[writer]
+    mtime = user.stat().st_mtime_ns  # (a temporary file made and removed there changes it)
     with pytest.raises(SpmlError):
         call()
     assert done and snapshot(user) == before and sorted(os.listdir(user)) == ["notes.txt"]
+    assert user.stat().st_mtime_ns == mtime, "a file was made (and removed) in the user's folder"
 
 
 def test_a_single_output_files_folder_swapped_after_its_check_is_never_written_through(tmp_path):
@@ -642,12 +645,12 @@ def test_a_single_output_files_folder_swapped_after_its_check_is_never_written_t
     (user / "notes.txt").write_text("mine\n")
     (tmp_path / "d").mkdir()
     ownership.output_file(tmp_path / "d" / "p.csv")
-    before = snapshot(user)
+    before, mtime = snapshot(user), user.stat().st_mtime_ns
     _to_link(tmp_path / "d", user)
     with pytest.raises(SpmlError):
         with ownership.write_output_file(tmp_path / "d" / "p.csv") as tmp:
             tmp.write_text("id,labels\n")
-    assert snapshot(user) == before and sorted(os.listdir(user)) == ["notes.txt"]
+    assert snapshot(user) == before and sorted(os.listdir(user)) == ["notes.txt"] and user.stat().st_mtime_ns == mtime
 
 
 # ------------------------------------------------ nothing removed by a marker alone (item 4)
@@ -701,6 +704,117 @@ def test_a_prepare_stopped_by_a_file_size_limit_leaves_no_build_folder(world, tm
     assert res.returncode != 0, res.stderr  # (the limit is reached)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.csv"], (res.returncode, res.stderr[-400:])
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-400:]
+
+
+
+
+# ------------------------------------ explain's folder, per-species maps, the raster folder
+@pytest.fixture(scope="module")
+def geo_world(tmp_path_factory):
+    """A model trained on raster covariates, and a previous output of ``explain`` and of
+    ``predict --rasters --per-species`` (None without rasterio)."""
+    if importlib.util.find_spec("rasterio") is None:
+        return None
+    from tests.helpers.rasters import located_records, make_stack, write_records
+
+    root = tmp_path_factory.mktemp("fuzz-geo")
+    env = make_stack(root / "env")
+    rec = write_records(root / "r.csv", located_records(15))
+    for argv in (("prepare", rec, "--rasters", env, "--background-points", "40", "-o", root / "b"),
+                 ("train", root / "b", "-m", "an", "--epochs", "1", "--threads", "1", "-o", root / "run"),
+                 GEO_ARGV["explain"](root, root / "run", root / "out" / "explain"),
+                 GEO_ARGV["maps"](root, root / "run", root / "out" / "maps")):
+        code, err = run_cli(*argv)
+        assert code == 0, err
+    return root
+
+
+GEO_ARGV = {"explain": lambda r, run, out: ("explain", run, "-o", out, "--points", "3", "--repeats", "1",
+                                            "--sample", "40"),
+            "maps": lambda r, run, out: ("predict", run, "--rasters", r / "env", "--per-species", "--maps", "all",
+                                         "-o", out)}
+KIND.update({"explain": "explain", "maps": "maps"})
+EXTRA.update({"explain": ("importance.csv", "response.csv", "importance.png"),
+              "maps": ("Aus_alpha.tif", "Bus_beta.png")})
+
+
+def geo_case(world, command: str, state: str, plantings) -> None:
+    t0 = time.monotonic()
+    stats = STATS.setdefault(command, [0, 0.0, 0, 0])
+    root = Path(tempfile.mkdtemp(prefix=f"fuzz-{command}-"))
+    try:
+        shutil.copytree(world / "env", root / "env")
+        shutil.copytree(world / "run", root / "R")
+        user = root / "user"
+        (user / "data").mkdir(parents=True)
+        (user / "notes.txt").write_text("my notes\n")
+        for name in ("importance.csv", "Aus_alpha.tif"):
+            (user / "data" / name).write_text(f"my {name}\n")
+        case = Case(root, root / "out", {}, user)
+        if state == "empty":
+            case.out.mkdir()
+        elif state == "previous":
+            shutil.copytree(world / "out" / command, case.out, symlinks=True)
+            as_written_by_spmlkit(case.out, command)
+        names = candidates(case, EXTRA[command])
+        chosen = [(names[i % len(names)] if isinstance(i, int) else i, what) for i, what in plantings]
+        before_planted = plant_all(case, chosen)
+        before_user = snapshot(case.root, skip=case.out)
+        code, err = run_cli(*GEO_ARGV[command](root, root / "R", case.out))
+        check(case, code, err, before_user, before_planted)
+        stats[2 if code == 0 else 3] += 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        stats[0] += 1
+        stats[1] += time.monotonic() - t0
+
+
+@pytest.mark.parametrize("command", ["explain", "maps"])
+def test_explain_and_per_species_maps_keep_their_hands_off_the_users_files(geo_world, command):
+    if geo_world is None:
+        pytest.skip("rasterio is not installed")
+
+    @settings(FUZZ, max_examples=max(1, N_EXAMPLES // 2))
+    @example(state="previous", plantings=[("Aus_alpha.tif" if command == "maps" else "importance.csv", "link-file")])
+    @given(state=states, plantings=plantings)
+    def fuzz(state, plantings):
+        geo_case(geo_world, command, state, plantings)
+
+    fuzz()
+
+
+RASTER_TARGETS = ("env/map.tif", "env/sub/map.tif", "envlink/map.tif", "env/temp.tif", "hardlink-of-temp.tif",
+                  "env", "envlink")
+
+
+@FUZZ
+@example(target="env/map.tif", per_species=False, overwrite=False)
+@given(target=st.sampled_from(RASTER_TARGETS), per_species=st.booleans(), overwrite=st.booleans())
+def test_a_map_is_never_written_into_or_over_the_rasters_it_reads(geo_world, target, per_species, overwrite):
+    """Issue 49: ``predict --rasters DIR -o DIR/map.tif`` was not refused: every spelling of
+    a place inside (or of) the raster folder, through a link or a hard link, is refused."""
+    if geo_world is None:
+        pytest.skip("rasterio is not installed")
+    t0 = time.monotonic()
+    stats = STATS.setdefault("rasters", [0, 0.0, 0, 0])
+    root = Path(tempfile.mkdtemp(prefix="fuzz-rasters-"))
+    try:
+        shutil.copytree(geo_world / "env", root / "env")
+        os.symlink(root / "env", root / "envlink")
+        os.link(root / "env" / "temp.tif", root / "hardlink-of-temp.tif")
+        o = root / target
+        if per_species and o.suffix == ".tif":
+            o = o.with_suffix("")
+        before = snapshot(root)
+        code, err = run_cli("predict", geo_world / "run", "--rasters", root / "env", "-o", o,
+                            *(["--per-species"] if per_species else []), *(["--overwrite"] if overwrite else []))
+        assert code == 2 and "Traceback" not in err and err.strip().splitlines()[-1].startswith("spml: error:"), err
+        assert snapshot(root) == before
+        stats[3] += 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        stats[0] += 1
+        stats[1] += time.monotonic() - t0
 
 
 
