@@ -636,6 +636,24 @@ def test_a_folder_swapped_for_a_link_after_its_check_is_never_written_through(tm
     assert user.stat().st_mtime_ns == mtime, "a file was made (and removed) in the user's folder"
 
 
+def test_a_removal_never_follows_a_folder_swapped_for_a_link_after_its_check(tmp_path, monkeypatch):
+    """The file's own check passed, then its folder became a link to the user's folder
+    holding a file of the same name: that file is never removed."""
+    from spmlkit import ownership
+    from spmlkit.errors import SpmlError
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "a.json").write_text("mine\n")
+    out = ownership.claim(tmp_path / "run", "run")
+    ownership.write_text(out / "logs" / "a.json", "{}")
+    root = ownership._ROOTS[str(out)]
+    done = _swap_after_check(monkeypatch, root, "logs/a.json", lambda: _to_link(out / "logs", user))
+    with contextlib.suppress(SpmlError):
+        ownership.remove(out / "logs" / "a.json")
+    assert done and (user / "a.json").read_text() == "mine\n"
+
+
 def test_a_single_output_files_folder_swapped_after_its_check_is_never_written_through(tmp_path):
     from spmlkit import ownership
     from spmlkit.errors import SpmlError

@@ -14,7 +14,7 @@ from .rule import (
     _is_protected, _kind, _lstat, check_output_folder, refuse_inputs
 )
 from .manifest import _ROOTS, _Root, _read_marker, _registered, _validate
-from .walks import _walk_dirs
+from .walks import _walk_dirs, lstat_at, open_parent
 
 
 def remove(path: str | Path, *, only_if_empty: bool = False) -> bool:
@@ -62,7 +62,8 @@ def _remove_entry(root: _Root, rel: str) -> bool:
             root.record("-", rel)
         return True
     if stat.S_ISREG(st.st_mode) and root.owns(rel, st, "f"):
-        os.unlink(a)
+        if not _remove_checked(root, rel, st):
+            return False
         root.record("-", rel)
         return True
     if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "d"):
@@ -73,9 +74,8 @@ def _remove_entry(root: _Root, rel: str) -> bool:
                     _unlink_tmp(os.path.join(a, name))
                 continue
             left |= not _remove_entry(root, f"{rel}/{name}")
-        if left:
+        if left or not _remove_checked(root, rel, st):
             return False
-        os.rmdir(a)
         root.record("-", rel)
         return True
     if stat.S_ISDIR(st.st_mode) and root.owns(rel, st, "o"):
@@ -84,6 +84,28 @@ def _remove_entry(root: _Root, rel: str) -> bool:
             root.record("-", rel)
         return ok
     return False
+
+
+def _remove_checked(root: _Root, rel: str, st: os.stat_result) -> bool:
+    """Remove ``rel`` (a file, or an empty folder), checked as ``st``, inside its folder
+    opened as a descriptor (:func:`~spmlkit.ownership.walks.open_parent`): a folder on the
+    way swapped for a link since the check is refused, and the entry is removed only when
+    it is still the one checked (False, and left, when it is not)."""
+    fd = open_parent(root, rel)
+    try:
+        name = rel.rsplit("/", 1)[-1]
+        now = lstat_at(fd, name)
+        if now is None:
+            return True
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        if stat.S_ISDIR(st.st_mode):
+            os.rmdir(name, dir_fd=fd)
+        else:
+            os.unlink(name, dir_fd=fd)
+        return True
+    finally:
+        os.close(fd)
 
 
 def _unlink_tmp(p: str) -> bool:

@@ -65,6 +65,13 @@ def _unique_safe_names(species: list[str]) -> dict[str, str]:
     return out
 
 
+def _inputs(stack, rasters, records, model) -> list:
+    """What a map command reads: the raster files, the raster folders or files as given (a
+    map is never written into one), the records and the model."""
+    return [*stack.sources, *(rasters if isinstance(rasters, (list, tuple)) else [rasters]), records,
+            getattr(model, "path", None)]
+
+
 def _check_outputs(paths: list[Path], inputs: list[str], overwrite: bool) -> None:
     """Single map files (:func:`spmlkit.ownership.output_file`): never a folder, a link, an
     input raster or inside one; an existing file only when spmlkit's record names it, or
@@ -119,8 +126,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     species = list(model.label_names)
     want = _requested(maps, species)
     tifs, pngs = output_paths(out, species, per_species=per_species, maps=want)
-    inputs = [*stack.sources, *(rasters if isinstance(rasters, (list, tuple)) else [rasters]), records,
-              getattr(model, "path", None)]  # (the raster folders too: a map is never written into one)
+    inputs = _inputs(stack, rasters, records, model)
     if per_species:  # a folder of maps spmlkit makes (and lists); its own maps are replaced, nothing else
         ownership.register_kind("maps", "a maps folder", layout=("*.tif", "*.png"))
         ownership.claim(out, "maps", inputs=inputs, create=False)
