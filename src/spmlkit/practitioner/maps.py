@@ -25,11 +25,11 @@ that observe the species).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 from scipy.special import expit
 
 from .. import ownership
@@ -48,33 +48,36 @@ def _safe(name: str) -> str:
     return safe_filename(name.replace(" ", "_"))
 
 
-def _is_our_tif(path: Path) -> bool:
-    rio = rasterio()
-    try:
-        with rio.open(path) as ds:
-            return TAG in ds.tags()
-    except Exception:  # not a raster at all
-        return False
+def _unique_safe_names(species: list[str]) -> dict[str, str]:
+    """Each species' file-safe name, unique by construction: a name that another species'
+    name already reduced to (compared without case, as some file systems do) gets the
+    first 8 hex digits of its own name's SHA-256 appended, so no two species share a map."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for s in species:
+        name = _safe(s)
+        if name.lower() in taken:
+            name = f"{name}-{hashlib.sha256(s.encode('utf-8')).hexdigest()[:8]}"
+        while name.lower() in taken:  # (a species spelled like another's suffixed name)
+            name += "_"
+        taken.add(name.lower())
+        out[s] = name
+    return out
 
 
-def _is_our_png(path: Path) -> bool:
-    try:
-        with Image.open(path) as im:
-            return str(im.info.get("Software", "")).startswith(PNG_SOFTWARE)
-    except Exception:
-        return False
-
-
-def _is_our_map(p: Path) -> bool:
-    return _is_our_tif(p) if p.suffix.lower() in (".tif", ".tiff") else _is_our_png(p)
+def _inputs(stack, rasters, records, model) -> list:
+    """What a map command reads: the raster files, the raster folders or files as given (a
+    map is never written into one), the records and the model."""
+    return [*stack.sources, *(rasters if isinstance(rasters, (list, tuple)) else [rasters]), records,
+            getattr(model, "path", None)]
 
 
 def _check_outputs(paths: list[Path], inputs: list[str], overwrite: bool) -> None:
     """Single map files (:func:`spmlkit.ownership.output_file`): never a folder, a link, an
-    input raster or inside one; an existing file only when it is a map spmlkit wrote, or
+    input raster or inside one; an existing file only when spmlkit's record names it, or
     with ``overwrite``."""
     for p in paths:
-        ownership.output_file(p, inputs=inputs, overwrite=overwrite, is_ours=_is_our_map, option="-o", what="map")
+        ownership.output_file(p, inputs=inputs, overwrite=overwrite, option="-o", what="map")
 
 
 def output_paths(out, species: list[str], *, per_species: bool, maps: list[str]) -> tuple[list[Path], list[Path]]:
@@ -83,13 +86,15 @@ def output_paths(out, species: list[str], *, per_species: bool, maps: list[str])
     beside them (``<out stem>_<species>.png`` or ``<folder>/<species>.png``)."""
     out = Path(out)
     if per_species:
-        tifs = [out / f"{_safe(s)}.tif" for s in species]
-        pngs = [out / f"{_safe(s)}.png" for s in maps]
+        names = _unique_safe_names(species)
+        tifs = [out / f"{names[s]}.tif" for s in species]
+        pngs = [out / f"{names[s]}.png" for s in maps]
     else:
         if out.suffix.lower() not in (".tif", ".tiff"):
             raise ConfigError(f"-o {out}: a multi-band GeoTIFF must end in .tif (or give --per-species and a folder)")
         tifs = [out]
-        pngs = [out.with_name(f"{out.stem}_{_safe(s)}.png") for s in maps]
+        names = _unique_safe_names(species)
+        pngs = [out.with_name(f"{out.stem}_{names[s]}.png") for s in maps]
     return tifs, pngs
 
 
@@ -121,7 +126,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     species = list(model.label_names)
     want = _requested(maps, species)
     tifs, pngs = output_paths(out, species, per_species=per_species, maps=want)
-    inputs = [*stack.sources, getattr(model, "path", None)]
+    inputs = _inputs(stack, rasters, records, model)
     if per_species:  # a folder of maps spmlkit makes (and lists); its own maps are replaced, nothing else
         ownership.register_kind("maps", "a maps folder", layout=("*.tif", "*.png"))
         ownership.claim(out, "maps", inputs=inputs, create=False)

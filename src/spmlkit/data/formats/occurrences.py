@@ -238,7 +238,7 @@ def write_clean_records(records: CleanRecords, out) -> Path:
     its inputs; called alone, a file of anyone's that is not a records file is refused)."""
     out = Path(out)
     if not ownership.is_checked_file(out):
-        ownership.output_file(out, is_ours=is_clean_records_file, what="cleaned-records file")
+        ownership.output_file(out, what="cleaned-records file")
     with ownership.write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
