@@ -79,7 +79,9 @@ MODULES: dict[str, list[str]] = {
     "io.py": ["tests/test_io.py"],
     # every file write goes through it (issue 33); the file-system fuzzer (tests/safety/test_fs_fuzzer.py)
     # drives whole commands and would cost ~20 s a mutant: left out, its cases are unit tests here
-    "ownership.py": ["tests/test_ownership.py"],
+    # (since issue 48 a package, src/spmlkit/ownership/, tested in tests/ownership/: this row stays stale, its
+    # survivors' lines named under the old module, until the package is measured again)
+    "ownership.py": ["tests/ownership"],
     "training/recipe.py": ["tests/training/test_recipe.py"],
     "data/formats/presence_only.py": ["tests/data/formats/test_presence_only.py"],
     # the bundle's readers and writer; test_memory reads bundles into memory (selection observations)
