@@ -412,6 +412,18 @@ class Bundle:
             raise CorruptFileError(f"{meta_path}: records no checksums of the bundle's arrays (written by an older "
                                    "spmlkit, or edited); spmlkit reads only arrays it can verify — re-run "
                                    "'spml prepare'")
+        self._check_recorded_files()
+
+    def _check_recorded_files(self) -> None:
+        """Every array ``meta.json`` records must be there (a regular file): a deleted
+        ``observed.values.npy`` would read observed negatives as positives, a deleted
+        ``ids.npy``/``xy.npy`` would silently drop ids and places from predictions."""
+        gone = [rel for rel in self.meta["checksums"]
+                if not isinstance(rel, str) or not (self.path / rel).is_file()]
+        if gone:
+            more = f" (and {len(gone) - 3} more)" if len(gone) > 3 else ""
+            raise CorruptFileError(f"{self.path}: files the bundle records are missing: {', '.join(map(str, gone[:3]))}"
+                                   f"{more}; the bundle was altered — re-run 'spml prepare'")
 
     # ---------------------------------------------------------------- properties
     @property
