@@ -72,6 +72,19 @@ def env_megabytes(name: str, default: int | None = None) -> int | None:
     return max(1, int(value * 2 ** 20))
 
 
+def env_count(name: str, default: int | None = None) -> int | None:
+    """The whole count the environment variable ``name`` gives (``1e9`` allowed), or
+    ``default`` when it is unset or empty; the same refusal as :func:`env_megabytes`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = float(raw) if _NUMBER.match(raw) else None
+    if value is None or not math.isfinite(value) or value < 1 or value >= 2 ** 62:
+        raise ConfigError(f"environment variable {name}={raw!r} is not a usable count: expected a positive, finite "
+                          f"number (e.g. {name}=1e9), or unset it")
+    return int(value)
+
+
 def read_limit_bytes() -> int:
     """The most bytes one file may make spmlkit allocate (declared array sizes, archive
     members, decompressed streams): ``SPML_READ_LIMIT_MB`` when set, else the machine's
