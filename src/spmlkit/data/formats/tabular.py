@@ -57,6 +57,7 @@ import numpy as np
 
 from ...errors import DataFormatError
 from ...io import load_numpy, npz_array
+from ...labels import MISSING_LABELS, check_label_names, normalize_label
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
@@ -237,9 +238,15 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     first = next(records, None)
     if first is None:
         raise DataFormatError(path, "empty file; expected a header row")
-    header = [h.strip() for h in first[1]]
+    header = [normalize_label(h) for h in first[1]]  # (NFC, stripped: the names the options are matched to)
     _check_delimiter(header, path)
     check_header(header, path)
+    label_set_column, label_column, path_column, id_column = (
+        None if c is None else normalize_label(c) for c in (label_set_column, label_column, path_column, id_column))
+    if label_columns is not None:
+        label_columns = [normalize_label(c) for c in label_columns]
+    if label_names is not None:
+        label_names = [normalize_label(c) for c in label_names]
     n_layouts = sum(x is not None for x in (label_columns, labels_last, label_set_column, label_column))
     if n_layouts != 1:
         raise DataFormatError(path, "say where the labels are: exactly one of label_columns, labels_last, "
@@ -276,6 +283,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     labels = _Labels(None if label_set_column is None else label_names)
     if label_set_column is None:
         label_names = [header[i] for i in lab_idx]
+    codes: set = set()  # the single-label cells that are class codes (None: a name that is not)
     wide_allowed = np.array(["1", "0", "-1", ""] if observed else ["1", "0"])
     X_blocks: list[np.ndarray] = []
     ids: list[str] | None = [] if "id_column" in special else None
@@ -295,15 +303,17 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             col = special["label_set_column"]
             rows, cols, vals, where = [], [], [], []
             for k, (line, r) in enumerate(block):
-                cell = r[col].strip()
+                cell = normalize_label(r[col])
                 if single:
-                    if not cell:
-                        raise DataFormatError(path, f"empty label in column {label_set_column!r}; each row needs "
-                                                    "one label (use --label-set-column for rows with none or several)",
-                                              line=line)
+                    if cell in MISSING_LABELS:
+                        raise DataFormatError(path, f"{'empty' if not cell else 'missing (' + repr(cell) + ')'} label "
+                                                    f"in column {label_set_column!r}; each row needs one label (use "
+                                                    "--label-set-column for rows with none or several)", line=line)
                     items = [cell]
+                    codes.add(cell) if cell in CLASS_CODES else codes.add(None)
                 else:
-                    items = [t.strip() for t in cell.split(separator) if t.strip()] if cell else []
+                    items = [t for t in (normalize_label(t) for t in cell.split(separator))
+                             if t not in MISSING_LABELS] if cell else []
                 for t in items:
                     if "\n" in t or "\r" in t:
                         raise DataFormatError(path, f"label {t!r} in column {label_set_column!r} contains a line "
@@ -335,6 +345,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             cells = np.char.strip(np.array([[r[c] for c in lab_idx] for _, r in block], dtype=str).reshape(
                 len(block), len(lab_idx)))
             cells = np.where(np.char.endswith(cells, ".0"), np.char.rstrip(np.char.rstrip(cells, "0"), "."), cells)
+            cells = np.where(np.isin(cells, list(MISSING_LABELS)), "", cells)  # 'NA': a missing value, not a label
             ok = np.isin(cells, wide_allowed)
             if not ok.all():
                 r, j = (int(i) for i in np.argwhere(~ok)[0])
@@ -379,6 +390,11 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         flush(block)
     if n == 0:
         raise DataFormatError(path, "no data rows after the header")
+    if single and codes and None not in codes:
+        raise DataFormatError(path, f"column {label_set_column!r} holds only the codes {', '.join(sorted(codes))}: "
+                                    "class codes, not label names (-1 would read as an observed negative of label "
+                                    "'1'); for one 0/1 (or +1/-1/0) column per label use --label-columns, else "
+                                    "give the labels their names")
     rows, cols, vals, where = labels.arrays()
     if label_set_column is not None:
         if not labels.fixed:
@@ -391,6 +407,12 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             cols = renumber[cols] if cols.size else cols
         if not label_names:
             raise DataFormatError(path, f"column {label_set_column!r} names no labels")
+    check_label_names(label_names, path)
+    if observed and not bool((vals == 1).any()):
+        raise DataFormatError(path, "no observed positive in the table (every label is unobserved or negative); "
+                                    "single-positive training needs at least one")
+    if ids is not None and not single:
+        _refuse_contradicting_ids(path, ids, rows, cols, vals, all_lines)
     L = len(label_names)
     X = None if paths is not None else (np.concatenate(X_blocks) if len(X_blocks) > 1 else X_blocks[0])
     keys = paths if paths is not None else (ids if single and ids is not None else None)
@@ -412,6 +434,27 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             list(label_names), None
     X = X[keep] if len(keep) != len(X) else X
     return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), feat_names
+
+
+#: what a single-label column of class codes holds (not label names)
+CLASS_CODES = frozenset({"-1", "0", "1", "+1"})
+
+
+def _refuse_contradicting_ids(path, ids, rows, cols, vals, lines) -> None:
+    """Rows of a label-set or wide table that repeat an id with different labels: one
+    example described two ways is refused, naming the ids (never read as two examples)."""
+    first: dict = {}
+    dup = [i for i, k in enumerate(ids) if first.setdefault(k, i) != i]
+    if not dup:
+        return
+    sets: dict = {}
+    for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
+        sets.setdefault(r, set()).add((c, v))
+    bad = [i for i in dup if sets.get(i, set()) != sets.get(first[ids[i]], set())]
+    if bad:
+        shown = ", ".join(f"{ids[i]!r} (lines {lines[first[ids[i]]]} and {lines[i]})" for i in bad[:3])
+        raise DataFormatError(path, f"id{'s' if len(bad) > 1 else ''} {shown}{' and more' if len(bad) > 3 else ''} "
+                                    "repeated with different labels; give each example one row (or one label set)")
 
 
 def check_header(header: list[str], path) -> None:
@@ -575,8 +618,6 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
         observed = kwargs.get("label_column") is not None
         if observed:
             notes.append(SINGLE_LABEL_NOTE.format(file=Path(train).name, column=kwargs["label_column"]))
-            if log is not None:
-                log(notes[-1])
     kwargs["observed"] = observed
     tr, labels, feats = read_table(train, **kwargs)
     splits = {"train": tr}
@@ -595,6 +636,8 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
 
             te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
+    if notes and log is not None:  # (said once the tables are read: a refusal comes first, alone)
+        log(notes[-1])
     return MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits,
                              source=str(train), feature_names=feats, notes=notes)
 
