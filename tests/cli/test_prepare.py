@@ -402,3 +402,27 @@ def test_label_sets_that_may_be_complete_are_asked_about(tmp_path, capsys):
         code, out, err = run(capsys, "prepare", src, "--label-set-column", "labels", flag, "-o", tmp_path / flag)
         assert code == 0, err
         assert Bundle(tmp_path / flag).has_full_labels is full
+
+
+def test_a_wrong_column_name_names_the_users_option_and_every_column(tmp_path, capsys):
+    header = [f"c{i}" for i in range(12)] + ["label"]
+    write_csv(tmp_path / "w.csv", header, [[str(i)] * 12 + ["cat"] for i in range(6)])
+    for opt in ("--label-set-column", "--label-column"):
+        code, out, err = run(capsys, "prepare", tmp_path / "w.csv", opt, "lable", "-o", tmp_path / "b")
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{opt} 'lable' is not a column of the header (did you mean 'label'?)" in err
+        assert "'c11', 'label'" in err and "label_set_column" not in err
+
+
+def test_the_plural_option_with_label_names_hints_at_the_singular(tmp_path, capsys):
+    write_csv(tmp_path / "p.csv", ["f", "label"], [[str(i), LABELS[i % 3]] for i in range(9)])
+    code, out, err = run(capsys, "prepare", tmp_path / "p.csv", "--label-columns", "label", "-o", tmp_path / "b")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "is --label-column (singular: one name per row)" in err
+
+
+def test_a_failed_label_column_read_says_the_error_first_and_alone(tmp_path, capsys):
+    write_csv(tmp_path / "e.csv", ["f", "label"], [["1", "cat"], ["2", ""], ["3", "dog"]])
+    code, out, err = run(capsys, "prepare", tmp_path / "e.csv", "--label-column", "label", "-o", tmp_path / "b")
+    assert code == 2 and err.strip().splitlines() == [err.strip()] and "empty label" in err
+    assert "read as observed single positives" not in err

@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import DataFormatError
+from ...errors import DataFormatError, did_you_mean
 from ...io import load_numpy, npz_array
 from ...labels import MISSING_LABELS, check_label_names, normalize_label
 from ...sparse_labels import SparseLabels
@@ -92,6 +92,13 @@ def _check_delimiter(header: list[str], path: Path) -> None:
                                     f"{shown}, not the delimiter it was read with; pass --delimiter '{opt}'", line=1)
 
 
+def columns_listed(header: list[str], most: int = 40) -> str:
+    """``the columns are: a, b, c`` — every column of ``header`` (the first ``most`` and a
+    count beyond), so the one meant is never cut off."""
+    shown = ", ".join(repr(h) for h in header[:most])
+    return f"the columns are: {shown}" + (f" and {len(header) - most} more" if len(header) > most else "")
+
+
 def _match_columns(header: list[str], patterns: list[str], path: Path, what: str) -> list[int]:
     """Column indices matching ``patterns`` (names or globs), in pattern order then header
     order, each once.  Linear in the header's length per pattern (a set, not a list, says
@@ -109,7 +116,8 @@ def _match_columns(header: list[str], patterns: list[str], path: Path, what: str
                     positions.setdefault(h, []).append(i)
             hits = positions.get(p, [])
         if not hits:
-            raise DataFormatError(path, f"{what} {p!r} matches no column of the header", line=1)
+            raise DataFormatError(path, f"{what} {p!r} matches no column of the header{did_you_mean(p, header)}; "
+                                        f"{columns_listed(header)}", line=1)
         for h in hits:
             if h not in taken:
                 taken.add(h)
@@ -256,11 +264,13 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     if single:
         label_set_column = label_column
     special = {}
-    for opt, name in (("path_column", path_column), ("id_column", id_column), ("label_set_column", label_set_column)):
+    for opt, name in (("path_column", path_column), ("id_column", id_column),
+                      ("label_column" if single else "label_set_column", label_set_column)):
         if name is not None:
             if name not in header:
-                raise DataFormatError(path, f"{opt} {name!r} is not in the header {header[:8]}...", line=1)
-            special[opt] = header.index(name)
+                raise DataFormatError(path, f"--{opt.replace('_', '-')} {name!r} is not a column of the header"
+                                            f"{did_you_mean(name, header)}; {columns_listed(header)}", line=1)
+            special["label_set_column" if opt == "label_column" else opt] = header.index(name)
     if label_columns is not None:
         lab_idx = _match_columns(header, label_columns, path, "label column")
     elif labels_last is not None:
@@ -350,8 +360,11 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             if not ok.all():
                 r, j = (int(i) for i in np.argwhere(~ok)[0])
                 exp = "1, -1, 0 or empty" if observed else "0 or 1"
+                hint = ("; a column of label names is --label-column (singular: one name per row) or "
+                        "--label-set-column (several names per cell), not --label-columns"
+                        if len(lab_idx) == 1 and label_columns is not None else "")
                 raise DataFormatError(path, f"label column {header[lab_idx[j]]!r} has value "
-                                            f"{block[r][1][lab_idx[j]]!r}; expected {exp}", line=block[r][0])
+                                            f"{block[r][1][lab_idx[j]]!r}; expected {exp}{hint}", line=block[r][0])
             v = np.where(cells == "1", 1, np.where(cells == "-1", -1, 0)).astype(np.int8)
             r, c = np.nonzero(v)
             labels.add(r + n, c, v[r, c], np.asarray(lines)[r])
