@@ -1475,3 +1475,15 @@ def test_every_file_the_bundle_records_must_be_there(fresh):
                                 "re-run 'spml prepare'")
         (fresh / rel).write_bytes(data)
     Bundle(fresh)
+
+
+def test_observed_data_without_any_positive_is_refused_at_prepare(tmp_path):
+    from spmlkit.data import load_any, prepare_bundle
+
+    Z = np.zeros((20, 4), dtype=np.int8)
+    Z[::3, 1] = -1
+    np.savez(tmp_path / "z.npz", X=np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32), Z=Z)
+    ds = load_any(str(tmp_path / "z.npz"), observed=True)
+    with pytest.raises(DataFormatError, match="no observed positive in the training data"):
+        prepare_bundle(ds, tmp_path / "b")
+    assert not (tmp_path / "b").exists()

@@ -312,6 +312,10 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
             raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
         ownership.check_clearable(out, "bundle", inputs=sources)
     observed_only = not dataset.has_full_labels
+    if observed_only and len(dataset.splits["train"]) and not as_sparse(dataset.splits["train"].Z).row_counts(1).any():
+        raise DataFormatError(dataset.source or None, "no observed positive in the training data (every observation "
+                                                      "is negative or unobserved); single-positive training needs "
+                                                      "positives")
     regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
     split_rng, test_rng, obs_ss = _seed_streams(seed)
 
