@@ -171,7 +171,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in reading.read_bytes(path).decode("utf-8", errors="replace").splitlines():
         line = line.strip()
         if not line:
             continue

@@ -58,6 +58,7 @@ import numpy as np
 from ...errors import DataFormatError, did_you_mean
 from ...io import load_numpy, npz_array
 from ...labels import MISSING_LABELS, check_label_names, normalize_label
+from ...reading import open_bytes, open_text
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
@@ -135,7 +136,7 @@ def _iter_records(path: Path, delimiter: str | None):
     if path.exists() and not path.is_file():  # /dev/zero, a pipe: read until memory runs out
         raise DataFormatError(path, "not a regular file (a folder, a device or a pipe); expected a CSV/TSV file")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open_text(path) as fh:  # (the reader rule: a regular file, opened without blocking)
             delim = _delimiter_for(path, delimiter, fh.read(4096))
             fh.seek(0)
             reader = csv.reader(fh, delimiter=delim)
@@ -669,7 +670,7 @@ def load_npz(path: str | Path, *, name: str | None = None, observed: bool = Fals
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, "file not found")
-    with open(path, "rb") as fh:
+    with open_bytes(path) as fh:
         magic = fh.read(6)
     if magic == b"\x93NUMPY":
         raise DataFormatError(path, "is a single .npy array, not an .npz archive; expected an archive written by "
