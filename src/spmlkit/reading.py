@@ -55,11 +55,7 @@ def env_megabytes(name: str, default: int | None = None) -> int | None:
     """The size in bytes the environment variable ``name`` gives in megabytes, or
     ``default`` when it is unset or empty.  Anything but a positive, finite number
     (``abc``, ``nan``, ``inf``, ``1e400``, ``-5``, ``0``) is a one-line
-    :class:`ConfigError` naming the variable.
-
-    >>> os.environ["SPML_X_MB"] = "1.5"; env_megabytes("SPML_X_MB")
-    1572864
-    """
+    :class:`ConfigError` naming the variable (``SPML_X_MB=1.5`` gives 1,572,864)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -177,7 +173,12 @@ def read_text(path: str | Path) -> tuple[str, str]:
 def parse_number(text: str) -> float:
     """``float(text)`` for the spellings a data file uses (``1``, ``-2.5``, ``3e-4``,
     ``inf``, ``nan``); Python's extras (``1_0`` read as 10, surrounding Unicode digits)
-    raise ``ValueError`` like any other non-number."""
+    raise ``ValueError`` like any other non-number.
+
+    >>> parse_number(" -2.5e1 "), parse_number("1_0")
+    Traceback (most recent call last):
+    ValueError: not a number: '1_0'
+    """
     t = text.strip()
     if not _NUMBER.match(t):
         raise ValueError(f"not a number: {text!r}")
