@@ -59,6 +59,7 @@ from ...errors import DataFormatError, did_you_mean
 from ...io import load_numpy, npz_array
 from ...labels import MISSING_LABELS, check_label_names, normalize_label
 from ...reading import open_bytes, open_text
+from .table_checks import CLASS_CODES, columns_listed, refuse_contradicting_ids
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
@@ -91,13 +92,6 @@ def _check_delimiter(header: list[str], path: Path) -> None:
         opt = "\\t" if d == "\t" else d
         raise DataFormatError(path, f"the header is one column ({header[0][:60]!r}): the file looks separated by "
                                     f"{shown}, not the delimiter it was read with; pass --delimiter '{opt}'", line=1)
-
-
-def columns_listed(header: list[str], most: int = 40) -> str:
-    """``the columns are: a, b, c`` — every column of ``header`` (the first ``most`` and a
-    count beyond), so the one meant is never cut off."""
-    shown = ", ".join(repr(h) for h in header[:most])
-    return f"the columns are: {shown}" + (f" and {len(header) - most} more" if len(header) > most else "")
 
 
 def _match_columns(header: list[str], patterns: list[str], path: Path, what: str) -> list[int]:
@@ -426,7 +420,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         raise DataFormatError(path, "no observed positive in the table (every label is unobserved or negative); "
                                     "single-positive training needs at least one")
     if ids is not None and not single:
-        _refuse_contradicting_ids(path, ids, rows, cols, vals, all_lines)
+        refuse_contradicting_ids(path, ids, rows, cols, vals, all_lines)
     L = len(label_names)
     X = None if paths is not None else (np.concatenate(X_blocks) if len(X_blocks) > 1 else X_blocks[0])
     keys = paths if paths is not None else (ids if single and ids is not None else None)
@@ -448,27 +442,6 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             list(label_names), None
     X = X[keep] if len(keep) != len(X) else X
     return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), feat_names
-
-
-#: what a single-label column of class codes holds (not label names)
-CLASS_CODES = frozenset({"-1", "0", "1", "+1"})
-
-
-def _refuse_contradicting_ids(path, ids, rows, cols, vals, lines) -> None:
-    """Rows of a label-set or wide table that repeat an id with different labels: one
-    example described two ways is refused, naming the ids (never read as two examples)."""
-    first: dict = {}
-    dup = [i for i, k in enumerate(ids) if first.setdefault(k, i) != i]
-    if not dup:
-        return
-    sets: dict = {}
-    for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
-        sets.setdefault(r, set()).add((c, v))
-    bad = [i for i in dup if sets.get(i, set()) != sets.get(first[ids[i]], set())]
-    if bad:
-        shown = ", ".join(f"{ids[i]!r} (lines {lines[first[ids[i]]]} and {lines[i]})" for i in bad[:3])
-        raise DataFormatError(path, f"id{'s' if len(bad) > 1 else ''} {shown}{' and more' if len(bad) > 3 else ''} "
-                                    "repeated with different labels; give each example one row (or one label set)")
 
 
 def check_header(header: list[str], path) -> None:
