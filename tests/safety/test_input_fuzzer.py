@@ -240,3 +240,25 @@ def test_a_device_is_refused_by_every_reader(tmp_path):
     for kind, readers in READERS.items():
         for reader in readers:
             assert check_read(reader, Path("/dev/zero")) == "refused", (kind, reader)
+
+
+def test_deeply_nested_model_json_is_one_line_in_the_cli(tmp_path, capsys):
+    from spmlkit.cli import main
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "model.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "in.csv").write_text("f0\n1\n")
+    code = main(["predict", str(tmp_path / "m"), str(tmp_path / "in.csv"), "-o", str(tmp_path / "p.csv")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.splitlines() == [err] and "JSON nested too deeply" in err
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_a_fifo_input_is_refused_by_the_cli_without_blocking(tmp_path, capsys):
+    from spmlkit.cli import main
+
+    os.mkfifo(tmp_path / "data.csv")
+    with guarded():
+        code = main(["prepare", str(tmp_path / "data.csv"), "--label-columns", "cat", "-o", str(tmp_path / "b")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.splitlines() == [err] and not (tmp_path / "b").exists()
