@@ -157,3 +157,11 @@ def test_parse_number_reads_usual_spellings(good, value):
 def test_text_is_utf8_else_latin1():
     assert reading.decode_text("\ufeffPinus sylvestris é".encode("utf-8")) == ("Pinus sylvestris é", "UTF-8")
     assert reading.decode_text("Quercus ilex é".encode("latin-1")) == ("Quercus ilex é", "Latin-1")
+
+
+def test_the_budget_applies_to_arrays_read_whole_not_mapped(tmp_path, monkeypatch):
+    np.save(tmp_path / "a.npy", np.zeros((512, 1024)))  # 4 MB
+    monkeypatch.setenv("SPML_READ_LIMIT_MB", "1")
+    with pytest.raises(DataFormatError, match="more than the read budget"):
+        sio.load_numpy(tmp_path / "a.npy")
+    assert sio.load_numpy(tmp_path / "a.npy", mmap=True).shape == (512, 1024)

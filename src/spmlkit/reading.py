@@ -212,9 +212,11 @@ def _declared_bytes(path, shape, dtype, where: str = "") -> int:
     return n * max(dtype.itemsize, 1)
 
 
-def check_npy(path: str | Path) -> None:
+def check_npy(path: str | Path, *, mapped: bool = False) -> None:
     """Refuse a ``.npy`` whose header declares more data than the file holds (a lying or
-    truncated header) or more than the read budget — before anything is allocated."""
+    truncated header) or, unless it is memory-mapped (``mapped``: pages are read on
+    demand, so an array larger than memory is fine), more than the read budget — before
+    anything is allocated."""
     with open_bytes(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         shape, dtype, offset = _npy_header(fh, path)
@@ -224,7 +226,7 @@ def check_npy(path: str | Path) -> None:
     if need > size - offset:
         raise DataFormatError(path, f"the array header declares shape {shape} of {dtype} ({_mb(need)}) but the file "
                                     f"holds {_mb(max(size - offset, 0))} of data: truncated or damaged")
-    if need > read_limit_bytes():
+    if not mapped and need > read_limit_bytes():
         raise _over_budget(path, f"the array ({shape} of {dtype})", need)
 
 
@@ -271,7 +273,7 @@ def load_array(path: str | Path, *, mmap: bool | str = False):
         with open_bytes(path) as fh:
             magic = fh.read(6)
         if magic == b"\x93NUMPY":
-            check_npy(path)
+            check_npy(path, mapped=bool(mmap))
         elif magic[:2] == b"PK":
             check_npz(path)
         return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)
