@@ -165,3 +165,13 @@ def test_the_budget_applies_to_arrays_read_whole_not_mapped(tmp_path, monkeypatc
     with pytest.raises(DataFormatError, match="more than the read budget"):
         sio.load_numpy(tmp_path / "a.npy")
     assert sio.load_numpy(tmp_path / "a.npy", mmap=True).shape == (512, 1024)
+
+
+def test_a_header_numpy_cannot_tokenize_is_one_line(tmp_path):
+    """Found by the input fuzzer: a NUL inside the header dict made numpy's parser raise
+    tokenize.TokenError, which escaped as a traceback."""
+    good = npy_with_header((6, 3), dtype="<f4", data=b"\0" * 72)
+    bad = good.replace(b"(6, 3)", b"(6,\0\0\0")
+    (tmp_path / "t.npy").write_bytes(bad)
+    with pytest.raises(DataFormatError, match="damaged header"):
+        sio.load_numpy(tmp_path / "t.npy")

@@ -197,7 +197,9 @@ def _npy_header(fh, path, where: str = "") -> tuple[tuple[int, ...], np.dtype, i
             shape, _, dtype = fmt.read_array_header_2_0(fh, max_header_size=_NPY_HEADER_BYTES)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, EOFError, OSError, SyntaxError, zlib.error, zipfile.BadZipFile) as exc:
+    except DataFormatError:
+        raise
+    except Exception as exc:  # numpy parses the header with Python's tokenizer: SyntaxError, TokenError, ...
         msg = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise DataFormatError(path, f"{where}not a readable numpy file (damaged header: {msg})") from None
     return tuple(int(s) for s in shape), dtype, fh.tell()

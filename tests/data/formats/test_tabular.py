@@ -485,3 +485,12 @@ def test_observed_data_without_a_positive_is_refused(tmp_path, capsys):
         read_table(p, label_columns=["cat", "dog"], observed=True)
     err = one_line_error(capsys, "prepare", p, "--label-columns", "cat,dog", "--observed", "-o", tmp_path / "b")
     assert "no observed positive" in err and not (tmp_path / "b").exists()
+
+
+def test_a_tiny_npz_claiming_a_billion_labels_is_refused(tmp_path):
+    p = tmp_path / "big.npz"
+    np.savez(p, X=np.zeros((2, 3), np.float32), Y_indptr=np.array([0, 1, 2]), Y_indices=np.array([0, 5]),
+             Y_shape=np.array([2, 10 ** 9]))
+    assert p.stat().st_size < 2048
+    with pytest.raises(DataFormatError, match=r"\[Y_shape\] declares 1,000,000,000 labels; spmlkit reads at most"):
+        load_npz(p)

@@ -191,6 +191,10 @@ def _parse_numbers(block: list[list[str]], lines: list[int], names: list[str], p
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: most labels a sparse archive may declare (every label costs a name and per-label state:
+#: a 1 KB archive declaring a billion labels would fill memory); 16.8 million, five times
+#: the largest extreme-classification benchmarks (Amazon-3M)
+MAX_LABELS = 2 ** 24
 #: rows parsed at a time: the text of one block is held, the rest of the table only as
 #: float32 features and label indices (memory O(N·D + nnz), not the whole file's strings)
 BLOCK_ROWS = 20_000
@@ -677,6 +681,9 @@ def _npz_dataset(arc, path: Path, *, name, observed, read) -> MultiLabelDataset:
         shape = read(f"{c}_shape")
         if shape.shape != (2,) or shape.dtype.kind not in "iu":
             raise DataFormatError(path, f"[{c}_shape] must hold two whole numbers (rows, labels), got {shape!r}")
+        if not 0 <= int(shape[1]) <= MAX_LABELS:  # (checked before anything of that width is made)
+            raise DataFormatError(path, f"[{c}_shape] declares {int(shape[1]):,} labels; spmlkit reads at most "
+                                        f"{MAX_LABELS:,} (a damaged or hostile file?)")
         data = read(f"{c}_data") if f"{c}_data" in keys else None
         if data is not None and (data.dtype.kind not in "biuf" or (data.size and not np.isin(data, (-1, 1)).all())):
             raise DataFormatError(path, f"[{c}_data] must hold 1 (and -1 for observed negatives) only")
