@@ -388,8 +388,12 @@ def _check_members_and_rule(meta_path: Path, meta: dict, state: dict) -> None:
     """An edited ``model.json`` may not claim members its weights do not hold
     (``members: 1000000000`` would build that many heads), nor give its label-set rule a
     NaN or infinite number (a NaN threshold gives every example an empty set)."""
-    m = meta.get("members", 1)
-    if m > 1 and any(t.ndim == 0 or t.shape[0] != m for t in state.values() if isinstance(t, torch.Tensor)):
+    m, kinds = meta.get("members", 1), meta.get("member_heads")
+
+    def stacked(key: str) -> int:  # members stacked in this tensor (mixed heads: '<kind>.<param>', one kind's)
+        return kinds.count(key.split(".", 1)[0]) if kinds else m
+
+    if m > 1 and any(t.ndim == 0 or t.shape[0] != stacked(k) for k, t in state.items() if isinstance(t, torch.Tensor)):
         raise CorruptFileError(f"{meta_path}: members is {m:,} but the weights do not hold that many stacked "
                                "members; the file was edited — restore it or retrain")
     if not _finite_numbers(meta.get("label_sets")):
