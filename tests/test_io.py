@@ -415,6 +415,7 @@ def test_every_numpy_wording_of_a_pickle_is_refused_as_python_objects(tmp_path, 
     def refuse(*a, **k):
         raise ValueError(msg + "\nsecond line")
 
+    np.save(tmp_path / "o.npy", np.zeros(2))  # (a regular file: the reader rule checks it first)
     monkeypatch.setattr(np, "load", refuse)
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "o.npy")
@@ -430,7 +431,8 @@ def test_unreadable_numpy_files_say_why_in_one_line(tmp_path, monkeypatch):
     (tmp_path / "dir.npy").mkdir()
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "dir.npy")
-    assert str(e.value) == f"{tmp_path / 'dir.npy'}: not a readable numpy file (Is a directory)"
+    assert str(e.value) == f"{tmp_path / 'dir.npy'}: is a folder, not a regular file; give a data file"
+    np.save(tmp_path / "v.npy", np.zeros(2))
     monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(ValueError("")))
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "v.npy")
@@ -655,6 +657,7 @@ def test_a_compressed_record_path_is_its_own_record(tmp_path):
 
 
 def test_numpy_errors_without_words_name_their_kind(tmp_path, monkeypatch):
+    np.save(tmp_path / "a.npy", np.zeros(2))
     monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(EOFError()))
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "a.npy")

@@ -23,12 +23,12 @@ import stat
 import tempfile
 import warnings
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from . import reading
 from .errors import ConfigError, CorruptFileError, DataFormatError
 
 
@@ -159,22 +159,10 @@ def write_json_gz(path: str | Path, obj: Any) -> None:
 
 def read_json(path: str | Path) -> Any:
     """The JSON in ``path``; ``*.gz`` files are decompressed first (:func:`write_json_gz`).
-    Invalid JSON or a damaged archive: :class:`~spmlkit.errors.DataFormatError` naming the file."""
-    path = Path(path)
-    try:
-        if path.suffix == ".gz":
-            data = path.read_bytes()
-            try:
-                text = gzip.decompress(data).decode("utf-8")
-            except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
-                raise DataFormatError(path, f"not a readable gzip-compressed JSON file ({exc})") from None
-        else:
-            text = path.read_text(encoding="utf-8")
-        return json.loads(text)
-    except FileNotFoundError:
-        raise
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    Read under the reader rule (:func:`spmlkit.reading.read_json`: a regular file, a
+    capped decompression, no recursion without end); invalid JSON or a damaged archive:
+    :class:`~spmlkit.errors.DataFormatError` naming the file."""
+    return reading.read_json(path)
 
 
 def json_record_path(path: str | Path) -> Path:
@@ -218,7 +206,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in reading.read_bytes(path).decode("utf-8", errors="replace").splitlines():
         line = line.strip()
         if not line:
             continue
@@ -384,23 +372,12 @@ _LOCK_TEXT = __import__("re").compile(rb"^(pid \d+\n?)?\Z")
 
 
 def load_numpy(path: str | Path, *, mmap: bool | str = False):
-    """``np.load`` of a user's ``.npy``/``.npz`` that never unpickles and turns every
-    failure into a one-line :class:`~spmlkit.errors.DataFormatError` naming the file
-    (object arrays, truncated files, bad headers)."""
-    path = Path(path)
-    try:
-        return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)
-    except FileNotFoundError:
-        raise DataFormatError(path, "file not found") from None
-    except ValueError as exc:
-        msg = (str(exc).splitlines() or [""])[0]
-        if "allow_pickle" in msg or "Object arrays" in msg or "pickled" in msg or "Python objects" in msg:
-            raise DataFormatError(path, "holds Python objects (an object array); spmlkit never unpickles input "
-                                        "files — save plain numeric arrays") from None
-        raise DataFormatError(path, f"not a readable numpy file ({msg})") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        msg = getattr(exc, "strerror", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise DataFormatError(path, f"not a readable numpy file ({msg})") from None
+    """``np.load`` of a user's ``.npy``/``.npz`` under the reader rule
+    (:func:`spmlkit.reading.load_array`): never unpickles, declared shapes checked before
+    anything is allocated, every failure a one-line
+    :class:`~spmlkit.errors.DataFormatError` naming the file (object arrays, truncated
+    files, bad or lying headers)."""
+    return reading.load_array(path, mmap=mmap)
 
 
 def npz_array(archive, key: str, path: str | Path):

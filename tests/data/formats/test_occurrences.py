@@ -117,3 +117,17 @@ def test_crs_mismatch_names_both(tmp_path):
     with pytest.raises(ConfigError, match=r"the records \(rec.csv, --crs\) are in EPSG:3857 but the rasters "
                                           r"\(rain.tif, ...\) are in EPSG:4326"):
         on_rasters(tmp_path, located_records(3), crs="EPSG:3857")
+
+
+def test_a_coordinate_with_an_underscore_is_not_a_number(tmp_path):
+    """Python's float reads '1_0' as 10; a data file never means that."""
+    raw = write_records(tmp_path / "u.csv", [["Solanum acaule", "1_0", "-22"], ["Solanum acaule", "-65", "2_2"],
+                                             ["Solanum acaule", "-65", "-22"]])
+    c = clean_records(raw)
+    assert c.kept == 1 and c.dropped["coordinates not numbers"] == 2 and c.xy.tolist() == [[-65.0, -22.0]]
+
+
+def test_species_names_are_nfc(tmp_path):
+    raw = write_records(tmp_path / "n.csv", [["Bradypus varie\u0301gatus", "-60", "-5"],
+                                             ["Bradypus vari\u00e9gatus", "-61", "-5"]])
+    assert clean_records(raw).species == ["Bradypus vari\u00e9gatus"] * 2

@@ -52,6 +52,8 @@ import numpy as np
 
 from ... import ownership
 from ...errors import ConfigError, DataFormatError
+from ...labels import normalize_label
+from ...reading import parse_number, read_text
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
 from ..encoding import CovariateEncoding
@@ -72,13 +74,9 @@ def read_table_text(path) -> tuple[list[str], list[list[str]], str]:
     """``(header, rows, encoding)`` of a CSV/TSV, decoded as UTF-8, else Latin-1 (every
     byte is a Latin-1 character, so a GBIF export in Latin-1 reads as its producer meant)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataFormatError(path, "file not found")
-    data = path.read_bytes()
-    try:
-        text, encoding = data.decode("utf-8-sig"), "UTF-8"
-    except UnicodeDecodeError:
-        text, encoding = data.decode("latin-1"), "Latin-1"
+    text, encoding = read_text(path)  # (the reader rule: a regular file; UTF-8, else Latin-1)
     delim = "\t" if path.suffix.lower() in (".tsv", ".tab", ".txt") else ","
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delim))
@@ -183,7 +181,7 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
             out.read += 1
             if len(r) < width:
                 raise DataFormatError(path, f"{len(r)} fields, the header has {len(header)}", line=line)
-            raw = r[si].strip()
+            raw = normalize_label(r[si])
             if raw in MISSING:
                 out.dropped["no species name"] += 1
                 continue
@@ -196,7 +194,7 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
                 out.dropped["no coordinates"] += 1
                 continue
             try:
-                x, y = float(xv), float(yv)
+                x, y = parse_number(xv), parse_number(yv)  # ('1_0' is not 10)
             except ValueError:
                 out.dropped["coordinates not numbers"] += 1
                 continue
