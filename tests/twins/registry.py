@@ -70,6 +70,8 @@ TWINS: list[Twin] = [
           RD + "test_a_long_table_reads_as_the_dense_labels")),
     Twin("data.formats.tabular:load_npz", "the dense labels of the same archive",
          (RD + "test_npz_csr_labels_equal_the_dense_labels_of_the_same_archive",)),
+    Twin("reading:gunzip", "gzip.decompress of the whole stream",
+         (RD + "test_gunzip_in_pieces_equals_gzip_decompress_and_refuses_past_its_limit",)),
     Twin("practitioner.inference:predict_to_file",
          "SavedModel.predict_proba / label_sets_from_proba of the whole input", PREDICT),
     Twin("practitioner.inference:write_probability_chunks", "predict_proba of the whole input, written whole",
@@ -116,4 +118,5 @@ NOT_FAST_PATHS: dict[str, str] = {
     "methods.label_store:member_rng": "random-number streams, one per member: not streamed data",
     "training.background:BackgroundSampler.draw": "random-number streams, one per member: not streamed data",
     "data.bundle:Bundle.selection_observations": "a seed stream of its own: not streamed data",
+    "reading:read_limit_bytes": "the read budget (a number); computes no result of its own",
 }

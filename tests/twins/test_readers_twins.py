@@ -8,10 +8,12 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from spmlkit.data.formats import tabular
+from spmlkit.errors import DataFormatError
 from spmlkit.data.formats.tabular import load_npz, read_table
 from tests.twins.strategies import TWIN_FEW, label_matrix
 
@@ -57,6 +59,10 @@ def test_wide_and_set_columns_read_block_by_block_equal_the_dense_labels(tmp_pat
     tag = next(_names)
     wide = tmp_path / f"wide{tag}.csv"
     _write(wide, ["f0", "f1", *names], [[*x, *(int(v) for v in m)] for x, m in zip(X.tolist(), np.asarray(M))])
+    if observed and not (np.asarray(M) == 1).any():  # observations without a positive are refused, whole or in blocks
+        with pytest.raises(DataFormatError, match="no observed positive"):
+            read_table(wide, label_columns=names, observed=observed)
+        return
     split, labels, _ = read_table(wide, label_columns=names, observed=observed)
     assert labels == names
     _check(split, M, X, observed)
@@ -106,3 +112,24 @@ def test_npz_csr_labels_equal_the_dense_labels_of_the_same_archive(tmp_path, t):
     sparse = load_npz(tmp_path / f"csr{tag}.npz").splits["train"]
     for split in (dense, sparse):
         _check(split, M, X, observed)
+
+
+@TWIN_FEW
+@given(payload=st.binary(max_size=3000), repeat=st.integers(1, 400), limit=st.integers(0, 4000))
+def test_gunzip_in_pieces_equals_gzip_decompress_and_refuses_past_its_limit(payload, repeat, limit):
+    """reading.gunzip (decompressed a piece at a time, refused past ``limit``) against
+    ``gzip.decompress`` of the whole stream: the same bytes when they fit, else one refusal."""
+    import gzip
+
+    import pytest
+
+    from spmlkit.errors import DataFormatError
+    from spmlkit.reading import gunzip
+
+    data = payload * repeat
+    stream = gzip.compress(data, mtime=0)
+    if len(data) <= limit:
+        assert gunzip(stream, "f.gz", limit=limit) == gzip.decompress(stream)
+    else:
+        with pytest.raises(DataFormatError, match="decompresses to more than"):
+            gunzip(stream, "f.gz", limit=limit)
