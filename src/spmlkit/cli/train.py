@@ -107,8 +107,14 @@ def run(args) -> int:
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")
-            for line in run_summary_lines(read_run_result(out), out):
+            presence_only = bool(bundle.meta.get("background_rows"))
+            for line in run_summary_lines(read_run_result(out), out, presence_only=presence_only):
                 print(line)
+            if presence_only:
+                from ..practitioner.sdm_report import store_run_metrics  # lazy: torch-free CLI start-up
+
+                for line in store_run_metrics(out, bundle):
+                    print(line)
         return 0
     finally:
         distributed.shutdown()
