@@ -98,9 +98,18 @@ def test_records_on_rasters(tmp_path):
 def test_declared_categorical_blocks_and_one_per_cell(tmp_path):
     rows = located_records(10)
     rows.append(list(rows[0][:1]) + [rows[0][1] + 0.1, rows[0][2]])  # same species, same cell, another place
-    ds, notes = on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3)
+    ds, notes = on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3, min_train_records=1)
     assert ds.encoding["categorical"] == {} and "val" in ds.splits
     assert "dropped, same species in the same cell: " in "\n".join(notes)
+    # records per species and split are said; too few training records is one line naming the species
+    assert any(line.startswith("  Aus alpha: train ") for line in notes)
+    with pytest.raises(ConfigError, match=r"leaves species '\w+ \w+' with \d+ training records of 10"):
+        on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3)
+    ds, notes = on_rasters(tmp_path, rows, categorical=[], val_blocks=6, folds=3, spatial_test=True,
+                           min_train_records=1)
+    assert set(ds.splits) == {"train", "val", "test"} and "fold 2 tests" in "\n".join(notes)
+    with pytest.raises(ConfigError, match="go with --val-blocks"):
+        on_rasters(tmp_path, rows, spatial_test=True)
     with pytest.raises(ConfigError, match="--categorical 'bio1' is not a raster layer"):
         on_rasters(tmp_path, rows, categorical=["bio1"])
 

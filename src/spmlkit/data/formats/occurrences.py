@@ -55,6 +55,7 @@ from ...errors import ConfigError, DataFormatError
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
 from ..encoding import CovariateEncoding
+from ..spatial_splits import spatial_split
 
 MISSING = ("", "NA", "NaN", "nan", "NULL", "null")
 SPECIES_COLUMNS = ("species", "scientificName", "scientific_name", "spid", "name", "taxon")
@@ -276,14 +277,18 @@ def spatial_blocks(xy: np.ndarray, blocks: int, fraction: float = 0.2, seed: int
 
 def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=None, covariates=None,
                        max_levels: int = 6, background: int = 10000, mask=None, bias=None, seed: int = 0,
-                       val_blocks: int | None = None, one_per_cell: bool = False, off_raster: str = "drop",
+                       val_blocks: int | None = None, split: str = "blocks", folds: int = 5,
+                       spatial_test: bool = False, buffer: float = 0.0, min_train_records: int = 10,
+                       one_per_cell: bool = False, off_raster: str = "drop",
                        window_rows: int | None = None, name: str | None = None, label_column: str | None = None,
                        x_column: str | None = None, y_column: str | None = None, rank: str = "species",
                        log=None) -> MultiLabelDataset:
     """The :class:`MultiLabelDataset` of records on a raster stack (module docstring):
     training = the records (one observed positive each) + ``background`` rows drawn from
-    the valid cells; validation by ``val_blocks`` spatial blocks when given.  ``log``
-    hears the counts (records read, kept, dropped per reason)."""
+    the valid cells; validation (and with ``spatial_test`` the test split) by whole blocks of
+    a ``val_blocks`` × ``val_blocks`` grid when given (:func:`spmlkit.data.spatial_splits.spatial_split`:
+    ``split`` blocks or checkerboard, ``folds``, ``buffer``, ``min_train_records``).  ``log``
+    hears the counts (records read, kept, dropped per reason; records per species and split)."""
     from .. import rasters as R  # lazy: torch-free CLI start-up
 
     if off_raster not in ("drop", "error"):
@@ -357,10 +362,13 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
         lines.append(f"one-hot encoded categorical layers: {', '.join(categorical)}")
     splits = {"train": train}
     if val_blocks:
-        held = spatial_blocks(xy, val_blocks, 0.2, seed)
-        splits = {"train": train.subset(np.flatnonzero(~held)), "val": train.subset(np.flatnonzero(held))}
-        lines.append(f"validation: {int(held.sum())} rows in 20% of {val_blocks}x{val_blocks} spatial blocks "
-                     f"(seed {seed})")
+        sp = np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64)
+        parts, split_lines = spatial_split(xy, sp, label_names, kind=split, blocks=val_blocks, folds=folds, seed=seed,
+                                           spatial_test=spatial_test, buffer=buffer, min_records=min_train_records)
+        splits = {name: train.subset(np.flatnonzero(m)) for name, m in parts.items()}
+        lines += split_lines
+    elif spatial_test or buffer or split != "blocks":
+        raise ConfigError("--spatial-test, --buffer and --split go with --val-blocks G (the grid of spatial blocks)")
     if log is not None:
         for line in lines:
             log(line)
