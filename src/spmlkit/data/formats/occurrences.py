@@ -20,8 +20,11 @@ is kept or dropped for one counted reason, in this order:
 Names are reduced to the species, ``Genus epithet`` (genus capitalised, epithet lower
 case): authors, subspecies, varieties and forms fall off, so ``Solanum acaule Bitter``,
 ``solanum acaule acaule`` and ``Solanum acaule subsp. aemulans`` are one species,
-``Solanum acaule`` (``rank="as-is"`` keeps each spelling instead).  The spellings merged
-into each name are reported.
+``Solanum acaule`` (``rank="as-is"`` keeps each spelling instead).  A **hybrid** keeps its
+formula and stays apart from its parents (``Bradypus variegatus × tridactylus``, also
+written with a lone ``x``; ``Solanum × ajanhuiri``).  A name with an **abbreviated genus**
+(``B. variegatus``) is kept as written, never merged by guess, with a warning naming the
+full names it may stand for.  The spellings merged into each name are reported.
 
 On rasters (:func:`records_on_rasters`, ``spml prepare records.csv --rasters DIR``)
 ----------------------------------------------------------------------------------
@@ -67,6 +70,8 @@ REASONS = ("no species name", "not identified to species", "no coordinates", "co
            "coordinates out of range", "coordinates 0, 0", "duplicate")
 RASTER_REASONS = ("outside the rasters", "on a nodata cell", "same species in the same cell")
 RANKS = ("species", "as-is")
+#: the hybrid sign (a lone "x" between names is read as it)
+HYBRID = "×"
 
 
 def read_table_text(path) -> tuple[list[str], list[list[str]], str]:
@@ -111,15 +116,46 @@ def species_name(raw: str, rank: str = "species") -> str | None:
     >>> [species_name(n) for n in ("Solanum acaule f. acaule", "solanum acaule acaule", "Solanum sp.")]
     ['Solanum acaule', 'Solanum acaule', None]
     """
-    words = raw.replace("_", " ").split()
+    words = raw.replace("_", " ").replace("×", " × ").split()
     if rank == "as-is":
-        return " ".join(words) or None
+        return " ".join(raw.replace("_", " ").split()) or None
+    words = [HYBRID if w.lower() == "x" and i else w for i, w in enumerate(words)]
     if len(words) < 2 or words[1].lower().rstrip(".") in ("sp", "spp", "cf", "aff", "indet"):
         return None
-    genus, epithet = words[0], words[1]
-    if not genus[:1].isalpha() or not epithet[:1].isalpha():
+    genus, rest = words[0], words[1:]
+    if rest[0] == HYBRID:  # "Genus × epithet": a hybrid species (nothospecies)
+        if len(rest) < 2:
+            return None
+        kept, at = [HYBRID, rest[1].lower()], 2
+    else:
+        kept, at = [rest[0].lower()], 1
+    if at + 1 < len(rest) and rest[at] == HYBRID:  # "Genus epithet × epithet2": a hybrid, not its first parent
+        other = rest[at + 1]
+        full = other[:1].isupper() and at + 2 < len(rest)  # the other parent named in full: "× Genus epithet"
+        kept += [HYBRID, f"{other} {rest[at + 2].lower()}" if full else other.lower()]
+    if not kept or not genus[:1].isalpha() or not kept[-1][:1].isalpha():
         return None
-    return genus[:1].upper() + genus[1:].lower() + " " + epithet.lower()
+    return genus[:1].upper() + genus[1:].lower() + " " + " ".join(kept)
+
+
+def abbreviated_genus_notes(spellings: dict) -> list[str]:
+    """A warning per name whose genus is abbreviated (``B. variegatus``): it is kept as a
+    species of its own, never merged by guess, and the full names it may stand for are named.
+
+    >>> abbreviated_genus_notes({"B. variegatus": {"B. variegatus": 3}, "Bradypus variegatus": {}})
+    ["warning: 'B. variegatus' (3 records) has an abbreviated genus: kept apart from 'Bradypus variegatus'; write the genus in full in the input to merge them"]
+    """
+    out = []
+    for name, spell in sorted(spellings.items()):
+        genus, _, epithet = name.partition(" ")
+        if not (genus.endswith(".") and 2 <= len(genus) <= 3):
+            continue
+        like = [n for n in sorted(spellings) if n != name and n.startswith(genus[:-1])
+                and n.partition(" ")[2] == epithet]
+        out.append(f"warning: {name!r} ({sum(spell.values())} records) has an abbreviated genus: kept apart"
+                   + (f" from {', '.join(repr(n) for n in like)}; write the genus in full in the input to merge them"
+                      if like else " as a species of its own"))
+    return out
 
 
 @dataclass
@@ -218,6 +254,7 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
             out.ids.append(r[ii].strip() if ii is not None else f"{path.name}:{line}")
     out.xy = np.asarray(xs, dtype=np.float64).reshape(-1, 2)
     out.spellings = spell
+    out.notes += abbreviated_genus_notes(spell)
     if not out.species:
         raise DataFormatError(", ".join(map(str, paths)), "no record left after cleaning ("
                               + ", ".join(f"{r}: {n}" for r, n in out.dropped.items() if n) + ")")
@@ -255,6 +292,21 @@ def _detect_categorical(stack, values: np.ndarray, max_levels: int) -> list[str]
         v = values[:, j]
         if np.dtype(layer.dtype).kind in "iu" and len(np.unique(v)) <= max_levels:
             out.append(layer.name)
+    return out
+
+
+def _integer_layer_notes(stack, values: np.ndarray, categorical: list, most: int = 50) -> list[str]:
+    """A note per integer layer read as continuous with few values (at most ``most``, over
+    the records and background): it may be a class map (a biome, a land-cover code)."""
+    out = []
+    for j, layer in enumerate(stack.layers):
+        if layer.name in categorical or np.dtype(layer.dtype).kind not in "iu":
+            continue
+        n = len(np.unique(values[:, j]))
+        if n <= most:
+            out.append(f"note: layer {layer.name!r} holds whole numbers with {n} values and is read as continuous "
+                       f"(ordered); if its values are classes (a biome, a land-cover code), declare it: --categorical "
+                       f"{layer.name}")
     return out
 
 
@@ -337,7 +389,9 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
     raw = np.concatenate([values[idx], bg_values])
     if categorical is None:
         categorical = _detect_categorical(stack, raw, max_levels)
+        lines_before = _integer_layer_notes(stack, raw, categorical)
     else:
+        lines_before = []
         unknown = [c for c in categorical if c not in stack.names]
         if unknown:
             raise ConfigError(f"--categorical {unknown[0]!r} is not a raster layer ({', '.join(stack.names)})")
@@ -360,6 +414,7 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
                  + ("; every valid cell taken" if info["all_taken"] else "") + ")")
     if categorical:
         lines.append(f"one-hot encoded categorical layers: {', '.join(categorical)}")
+    lines += lines_before
     splits = {"train": train}
     if val_blocks:
         sp = np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64)
