@@ -203,7 +203,7 @@ def maxent_fold(ds, fold: np.ndarray, i: int, species: str) -> tuple[np.ndarray,
     return scores, seen
 
 
-def spml_fold(w: Path, name: str, ds, fold: np.ndarray, i: int, species: str) -> np.ndarray:
+def spml_fold(w: Path, name: str, ds, fold: np.ndarray, i: int, species: str, extra=()) -> np.ndarray:
     """``spml train`` (its defaults: auto) on the fold's bundle: the model's scores of the species
     on the rows of fold i (the bundle's test split, in the same order)."""
     from spmlkit.data import Bundle, prepare_bundle
@@ -212,12 +212,12 @@ def spml_fold(w: Path, name: str, ds, fold: np.ndarray, i: int, species: str) ->
 
     b = w / f"cv/{name}{i}"
     prepare_bundle(fold_dataset(ds, fold, i), b, log=lambda m: None)
-    spml("train", b, "-o", w / f"cv/run_{name}{i}", cwd=w)
+    spml("train", b, "-o", w / f"cv/run_{name}{i}", *extra, cwd=w)
     model = load_model(w / f"cv/run_{name}{i}")
     return model.decision_function(model_features(model, Bundle(b), "test"))[:, model.label_names.index(species)]
 
 
-def cv_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str) -> dict:
+def cv_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str, variants=()) -> dict:
     """Per fold: the test AUC of spmlkit and MaxEnt on the same rows (records of the fold
     against its background; rows with a level MaxEnt never saw left out of both), the rows
     left out and the test records."""
@@ -225,7 +225,7 @@ def cv_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str) -> dict:
 
     lab = np.asarray(ds.splits["train"].Z.single_index())
     k = ds.label_names.index(species)
-    out = {"alone": [], "maxent": [], "left_out": [], "records": []}
+    out = {"alone": [], "maxent": [], "left_out": [], "records": [], **{v: [] for v in variants}}
     for i in range(FOLDS):
         test = fold == i
         mx, seen = maxent_fold(ds, fold, i, species)
@@ -233,6 +233,9 @@ def cv_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str) -> dict:
         pos, bg = (lab[test] == k) & seen, (lab[test] < 0) & seen
         out["alone"].append(auc(sp[pos], sp[bg]))
         out["maxent"].append(auc(mx[pos], mx[bg]))
+        for v in variants:  # `spml train` with other options, on the same folds
+            sv = spml_fold(w, f"alone_{kind}_v{variants.index(v)}_", ds, fold, i, species, v.split())
+            out[v].append(auc(sv[pos], sv[bg]))
         out["left_out"].append(int((~seen).sum()))
         out["records"].append(int(pos.sum()))
     return out
@@ -301,7 +304,8 @@ def bradypus_alone(args) -> int:
         spml("clean", data / "bradypus.csv", "-o", "brad.csv", cwd=w)
         spml("clean", data / "bradypus.csv", data / "acaule.csv", "-o", "records.csv", cwd=w)
         alone = records_on_rasters(w / "brad.csv", [data], categorical=["biome"])
-        cv = {kind: cv_scores(w, alone, fold_rows(alone, kind), SP, kind) for kind in ("random", "spatial")}
+        variants = list(args.variant or [])
+        cv = {kind: cv_scores(w, alone, fold_rows(alone, kind), SP, kind, variants) for kind in ("random", "spatial")}
         for name, rec in (("alone", "brad.csv"), ("both", "records.csv")):
             spml("prepare", rec, "--rasters", data, "--categorical", "biome", "--val-blocks", GRID,
                  "--test-fraction", "0", "-o", f"bundles/{name}", cwd=w)
@@ -345,7 +349,9 @@ def bradypus_alone(args) -> int:
              f"{', '.join(map(str, cv['random']['records']))}; spatial {', '.join(map(str, cv['spatial']['records']))}.",
              "", "| model | random folds | spatial folds | per fold (random) | per fold (spatial) |",
              "|---|---:|---:|---|---|"]
-    for k in ("maxent", "alone"):
+    for v in variants:
+        label[v] = f"spmlkit, Bradypus alone, `spml train {v}`"
+    for k in ("maxent", "alone", *variants):
         lines.append(f"| {label[k]} | {ms(cv['random'][k])} | {ms(cv['spatial'][k])} | "
                      f"{', '.join(f'{v:.3f}' for v in cv['random'][k])} | "
                      f"{', '.join(f'{v:.3f}' for v in cv['spatial'][k])} |")
@@ -370,6 +376,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--factors", type=int, nargs="+", default=[4, 8],
                     help="finer copies split each cell into FACTOR x FACTOR cells")
+    ap.add_argument("--variant", action="append", metavar="'TRAIN OPTIONS'",
+                    help="--bradypus-alone: also cross-validate `spml train` with these options (repeatable)")
     ap.add_argument("--bradypus-alone", action="store_true",
                     help="only the Bradypus-alone comparison with MaxEnt (bradypus_alone.md, bradypus_alone.png)")
     args = ap.parse_args()

@@ -47,9 +47,9 @@ PRESENCE_MEMBERS = "full-weighted,an-full"
 #: ... and on presence-only data with **one** species: SINR's AN-full weighs a presence
 #: λ = 2048 times a background row, a balance set for thousands of species (Cole et al. 2023
 #: §5: each presence is drowned by every other species' pseudo-absences); with one species
-#: nothing drowns it and the map is "suitable" nearly everywhere (dismo's Bradypus: 89% of
-#: the cells above 0.5, benchmarks/results/dismo/table.md).  full-weighted's weights stay
-#: balanced with one species (spmlkit.losses.full_weighted, "A label alone").
+#: nothing drowns it and the map's level says "suitable" nearly everywhere (its ranking may
+#: still be good).  full-weighted's weights stay balanced with one species
+#: (spmlkit.losses.full_weighted, "A label alone").
 PRESENCE_SINGLE_MEMBERS = "full-weighted"
 #: the head of the presence-only members: SINR's network (Cole et al. 2023 §4: a residual MLP)
 PRESENCE_HEAD = "mlp"
