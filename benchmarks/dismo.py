@@ -254,8 +254,7 @@ def alone_figure(maps: list, records: np.ndarray, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cmap = matplotlib.colormaps["viridis"].copy()
-    cmap.set_bad("#d9d9d9")
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#d9d9d9")
     fig, axes = plt.subplots(1, len(maps), figsize=(4.6 * len(maps), 5.0), layout="constrained")
     for ax, (tif, title) in zip(axes, maps):
         a, b = read_band(tif, 1)

@@ -270,8 +270,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
         geographic = ds.crs is not None and ds.crs.is_geographic
     aspect = min(1.6, max(0.5, (b.top - b.bottom) / max(b.right - b.left, 1e-9)))
     fig, ax = plt.subplots(figsize=(6.6, 5.2 * aspect + 0.8), layout="constrained")
-    cmap = matplotlib.colormaps["viridis"].copy()
-    cmap.set_bad(NODATA_COLOUR)  # no data (sea, outside the study area) is not a low value
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=NODATA_COLOUR)  # no data (sea) is not a low value
     im = ax.imshow(a, extent=(b.left, b.right, b.bottom, b.top), vmin=0, vmax=1, cmap=cmap,
                    interpolation="nearest")
     parts = records if isinstance(records, dict) else {"records": records} if records is not None else {}
