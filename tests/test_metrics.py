@@ -287,8 +287,8 @@ def _chunks(S, rows):
 @pytest.mark.parametrize("masked", [False, True])
 def test_streamed_ap_and_auc_equal_the_whole_matrix_and_sklearn(seed, masked):
     """AP and AUC from streamed rank counts equal the per-column computation (and so
-    scikit-learn) on data with ties, −0.0, masks, empty labels and two members, with few
-    positives per label and with many."""
+    scikit-learn) on data with ties, −0.0, masks, empty labels and two members, by both
+    counting passes (direct comparison when positives are few, sort + search otherwise)."""
     from spmlkit.metrics import (average_precision_from_counts, masked_average_precision, roc_auc,
                                  roc_auc_from_counts, stream_rank_counts)
     from spmlkit.sparse_labels import SparseLabels
@@ -301,6 +301,7 @@ def test_streamed_ap_and_auc_equal_the_whole_matrix_and_sklearn(seed, masked):
     S[S == 0] = -0.0
     mask = (rng.random((n, L)) < 0.8) if masked else None
     rc = stream_rank_counts(SparseLabels.from_dense(Y), _chunks(S, int(rng.integers(1, 30))), mask=mask)
+    assert (rc.label.size > 8 * L) == bool(seed % 2)
     ap, auc = average_precision_from_counts(rc), roc_auc_from_counts(rc)
     for g in range(2):
         np.testing.assert_allclose(ap[g], masked_average_precision(Y, S[g], mask), atol=1e-12, rtol=0)
@@ -343,21 +344,27 @@ def _ranked_case(draw):
 @given(_ranked_case())
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
 def test_streamed_rank_counts_equal_direct_comparison_and_dense_metrics(case):
-    """The streamed counts (thresholds sorted once, chunk entries searched into them) are
-    exactly the direct comparison's integers, and AP/AUC from them the dense ones to
+    """The streamed counts, by either pass (thresholds sorted once and chunk entries
+    searched into them, or the direct counting pass), are exactly a brute force's integers, and AP/AUC from them the dense ones to
     1e-12, on drawn cases: ties within and across labels, ±0, labels without positives,
     masks, 1-3 members, one row, one label, chunk sizes 1..N."""
     from spmlkit.metrics import (average_precision_from_counts, masked_average_precision, roc_auc,
                                  roc_auc_from_counts, stream_rank_counts)
     from spmlkit.sparse_labels import SparseLabels
 
+    from unittest import mock
+
+    from spmlkit import metrics
+
     Y, S, mask, rows = case
     block = S if S.shape[0] > 1 else S[0]
-    rc = stream_rank_counts(SparseLabels.from_dense(Y), _chunks(block, rows), mask=mask)
     label, ge, gt = _brute_rank_counts(Y, S, mask)
-    np.testing.assert_array_equal(rc.label, label)
-    np.testing.assert_array_equal(rc.ge, ge)
-    np.testing.assert_array_equal(rc.gt, gt)
+    for per_label in (0, 10 ** 9):  # the sorted-threshold search, and the direct counting pass
+        with mock.patch.object(metrics, "COUNTING_POSITIVES_PER_LABEL", per_label):
+            rc = stream_rank_counts(SparseLabels.from_dense(Y), _chunks(block, rows), mask=mask)
+        np.testing.assert_array_equal(rc.label, label)
+        np.testing.assert_array_equal(rc.ge, ge)
+        np.testing.assert_array_equal(rc.gt, gt)
     ap, auc = average_precision_from_counts(rc), roc_auc_from_counts(rc)
     for g in range(S.shape[0]):
         np.testing.assert_allclose(ap[g], masked_average_precision(Y, S[g], mask), atol=1e-12, rtol=0)
