@@ -614,6 +614,7 @@ def _count_above(cols_e, score_g, g: int, chunks, M) -> tuple[np.ndarray, np.nda
     tsorted = tkeys[order]
     labels = np.unique(cols_e)
     first = np.searchsorted(tsorted, labels << 32, side="left")
+    run_end = np.searchsorted(tsorted, tsorted, side="right")  # past each threshold's run of equal keys
     diff_ge = np.zeros(nnz + 1, dtype=np.int64)
     diff_gt = np.zeros(nnz + 1, dtype=np.int64)
     high = (labels << 32)[:, None]
@@ -627,8 +628,11 @@ def _count_above(cols_e, score_g, g: int, chunks, M) -> tuple[np.ndarray, np.nda
         okeys.sort(axis=1)
         keys = (high | okeys).ravel()  # label-major, sorted within each label: ascending
         n += a.shape[0]
-        for diff, side in ((diff_ge, "right"), (diff_gt, "left")):
-            _subtract_counts(diff, np.searchsorted(tsorted, keys, side=side))
+        left = np.searchsorted(tsorted, keys, side="left")  # thresholds < the entry: it is > them
+        at = np.minimum(left, nnz - 1)
+        tied = (tsorted[at] == keys) & (left < nnz)  # ... and, when it equals one, >= up to that run's end
+        _subtract_counts(diff_gt, left)
+        _subtract_counts(diff_ge, np.where(tied, run_end[at], left))
     for diff in (diff_ge, diff_gt):
         diff[first] += n
     ge, gt = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
