@@ -1,6 +1,6 @@
 """File output and input (spmlkit.io): atomic writes, JSON and JSON-lines, checksums,
 numpy and torch files read without unpickling, lock files.  Output folders: see
-tests/test_ownership.py."""
+tests/ownership/."""
 import hashlib
 import json
 import os
@@ -415,6 +415,7 @@ def test_every_numpy_wording_of_a_pickle_is_refused_as_python_objects(tmp_path, 
     def refuse(*a, **k):
         raise ValueError(msg + "\nsecond line")
 
+    np.save(tmp_path / "o.npy", np.zeros(2))  # (a regular file: the reader rule checks it first)
     monkeypatch.setattr(np, "load", refuse)
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "o.npy")
@@ -430,7 +431,8 @@ def test_unreadable_numpy_files_say_why_in_one_line(tmp_path, monkeypatch):
     (tmp_path / "dir.npy").mkdir()
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "dir.npy")
-    assert str(e.value) == f"{tmp_path / 'dir.npy'}: not a readable numpy file (Is a directory)"
+    assert str(e.value) == f"{tmp_path / 'dir.npy'}: is a folder, not a regular file; give a data file"
+    np.save(tmp_path / "v.npy", np.zeros(2))
     monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(ValueError("")))
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "v.npy")
@@ -655,6 +657,7 @@ def test_a_compressed_record_path_is_its_own_record(tmp_path):
 
 
 def test_numpy_errors_without_words_name_their_kind(tmp_path, monkeypatch):
+    np.save(tmp_path / "a.npy", np.zeros(2))
     monkeypatch.setattr(np, "load", lambda *a, **k: (_ for _ in ()).throw(EOFError()))
     with pytest.raises(DataFormatError) as e:
         io.load_numpy(tmp_path / "a.npy")
@@ -713,3 +716,26 @@ def test_a_weights_only_refusal_without_a_global_names_the_opcode(tmp_path, monk
     with pytest.raises(CorruptFileError) as e:
         io.safe_torch_load(tmp_path / "w.pt")
     assert "plain values (Unsupported operand 149); " in str(e.value)
+
+
+def test_atomic_path_through_an_opened_folder_never_follows_a_link_swapped_in(tmp_path):
+    """``dir_fd``: the temporary file is made, written and renamed inside the folder opened
+    before the write; the folder's name swapped for a link meanwhile changes nothing."""
+    from spmlkit import io as spml_io
+
+    d, user = tmp_path / "d", tmp_path / "user"
+    d.mkdir(), user.mkdir()
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        d.rename(tmp_path / "moved")
+        os.symlink(user, d)
+        with spml_io.atomic_path(d / "a.txt", dir_fd=fd) as tmp:
+            tmp.write_text("new\n")
+        with pytest.raises(RuntimeError):
+            with spml_io.atomic_path(d / "b.txt", dir_fd=fd) as tmp:
+                tmp.write_text("half\n")
+                raise RuntimeError("stopped")
+    finally:
+        os.close(fd)
+    assert os.listdir(user) == [] and os.listdir(tmp_path / "moved") == ["a.txt"]
+    assert (tmp_path / "moved" / "a.txt").read_text() == "new\n"

@@ -139,3 +139,13 @@ def test_as_sparse_keeps_sparse_and_converts_dense():
     S = SparseLabels.single([0, 1], 2)
     assert as_sparse(S) is S
     assert as_sparse(np.eye(2, dtype=bool)).dtype == bool
+
+
+@pytest.mark.parametrize("raw", ["abc", "nan", "inf", "1e400"])
+def test_the_dense_limit_variable_is_parsed_with_one_message(monkeypatch, raw):
+    from spmlkit.errors import ConfigError
+    from spmlkit.sparse_labels import dense_limit_bytes
+
+    monkeypatch.setenv("SPML_DENSE_LIMIT_MB", raw)
+    with pytest.raises(ConfigError, match=f"environment variable SPML_DENSE_LIMIT_MB={raw!r} is not a usable size"):
+        dense_limit_bytes()

@@ -48,7 +48,7 @@ def write_catalogue(path: Path = CATALOGUE) -> Path:
     text = json.dumps({"written_by": "python -m spmlkit.catalogue", "methods": registry_rows()}, indent=1,
                       ensure_ascii=False) + "\n"
 
-    ownership.output_file(path, overwrite=True, what="catalogue")  # (never through a link)
+    ownership.output_file(path, overwrite=True, what="catalogue", record=False)  # (never through a link)
     with ownership.write_output_file(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)

@@ -23,12 +23,12 @@ import stat
 import tempfile
 import warnings
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from . import reading
 from .errors import ConfigError, CorruptFileError, DataFormatError
 
 
@@ -41,39 +41,74 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
+def fd_path(dir_fd: int, name: str) -> Path:
+    """A path to ``name`` inside the folder open as ``dir_fd`` that every later open resolves
+    through that descriptor (Linux's ``/proc/self/fd/N/NAME``): a folder swapped for a link
+    after it was opened is not followed.  Where there is no such path, the folder's own path
+    is not known here: ``name`` relative to the descriptor is then unavailable (None)."""
+    d = f"/proc/self/fd/{dir_fd}"
+    return Path(d, name) if os.path.isdir(d) else None
+
+
+def _new_temporary(path: Path, dir_fd: int | None) -> tuple[Path, str]:
+    """A new, empty ``.NAME.spml-XXXXXXXX.tmp`` beside ``path`` (inside ``dir_fd`` when
+    given, created with ``O_EXCL | O_NOFOLLOW``): ``(its path, its name)``."""
+    if dir_fd is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # '.NAME.spml-XXXXXXXX.tmp': spmlkit's by its name (spmlkit.ownership removes those a killed writer left)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.spml-", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give results the usual permissions
+        return Path(tmp), os.path.basename(tmp)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        name = f".{path.name}.spml-{os.urandom(5).hex()}.tmp"
+        try:
+            fd = os.open(name, flags, 0o666, dir_fd=dir_fd)  # (the umask applies, as for any new file)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return (fd_path(dir_fd, name) or path.with_name(name)), name
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(path))
+
+
 @contextlib.contextmanager
-def atomic_path(path: str | Path, *, before_replace: "Callable[[Path], None] | None" = None) -> Iterator[Path]:
+def atomic_path(path: str | Path, *, before_replace: "Callable[[Path], None] | None" = None,
+                dir_fd: int | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success it is renamed to ``path``.
 
     On an exception the temporary file is removed and ``path`` is left untouched.
     ``before_replace(tmp)`` runs once the temporary file is complete, just before the
-    rename (:mod:`spmlkit.ownership` lists the new file there).
+    rename (:mod:`spmlkit.ownership` lists the new file there).  ``dir_fd``: ``path``'s
+    folder, opened (and checked) by the caller: the temporary file is created in it and
+    renamed within it, and the yielded path resolves through it (:func:`fd_path`), so a
+    folder swapped for a link between the check and the write is never written through.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # '.NAME.spml-XXXXXXXX.tmp': spmlkit's by its name (spmlkit.ownership removes those a killed writer left)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.spml-", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp creates 0600; give results the usual permissions
+    tmp_path, tmp_name = _new_temporary(path, dir_fd)
+    rel = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
+    src, dst = (tmp_path, path) if dir_fd is None else (tmp_name, path.name)
     try:
         try:
             yield tmp_path
-            with open(tmp_path, "rb+") as fh:
-                os.fsync(fh.fileno())
+            fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         except OSError as exc:
             if exc.errno is None:  # numpy's short write ("N requested and M written") names no cause
                 raise OSError(errno.EIO, f"write failed ({exc}): the disk is full or a file size limit "
                                          "(ulimit -f) was reached", str(path)) from None
-            if exc.filename is None or str(exc.filename) == str(tmp_path):  # name the file being written
+            if exc.filename is None or str(exc.filename) in (str(tmp_path), tmp_name):  # name the file written
                 raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
             raise
         if before_replace is not None:
             before_replace(tmp_path)
-        os.replace(tmp_path, path)
+        os.replace(src, dst, **rel)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+            os.unlink(src, dir_fd=dir_fd)
         raise
 
 
@@ -124,22 +159,10 @@ def write_json_gz(path: str | Path, obj: Any) -> None:
 
 def read_json(path: str | Path) -> Any:
     """The JSON in ``path``; ``*.gz`` files are decompressed first (:func:`write_json_gz`).
-    Invalid JSON or a damaged archive: :class:`~spmlkit.errors.DataFormatError` naming the file."""
-    path = Path(path)
-    try:
-        if path.suffix == ".gz":
-            data = path.read_bytes()
-            try:
-                text = gzip.decompress(data).decode("utf-8")
-            except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
-                raise DataFormatError(path, f"not a readable gzip-compressed JSON file ({exc})") from None
-        else:
-            text = path.read_text(encoding="utf-8")
-        return json.loads(text)
-    except FileNotFoundError:
-        raise
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    Read under the reader rule (:func:`spmlkit.reading.read_json`: a regular file, a
+    capped decompression, no recursion without end); invalid JSON or a damaged archive:
+    :class:`~spmlkit.errors.DataFormatError` naming the file."""
+    return reading.read_json(path)
 
 
 def json_record_path(path: str | Path) -> Path:
@@ -183,7 +206,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in reading.read_bytes(path).decode("utf-8", errors="replace").splitlines():
         line = line.strip()
         if not line:
             continue
@@ -349,23 +372,12 @@ _LOCK_TEXT = __import__("re").compile(rb"^(pid \d+\n?)?\Z")
 
 
 def load_numpy(path: str | Path, *, mmap: bool | str = False):
-    """``np.load`` of a user's ``.npy``/``.npz`` that never unpickles and turns every
-    failure into a one-line :class:`~spmlkit.errors.DataFormatError` naming the file
-    (object arrays, truncated files, bad headers)."""
-    path = Path(path)
-    try:
-        return np.load(path, mmap_mode=("r" if mmap is True else mmap) or None, allow_pickle=False)
-    except FileNotFoundError:
-        raise DataFormatError(path, "file not found") from None
-    except ValueError as exc:
-        msg = (str(exc).splitlines() or [""])[0]
-        if "allow_pickle" in msg or "Object arrays" in msg or "pickled" in msg or "Python objects" in msg:
-            raise DataFormatError(path, "holds Python objects (an object array); spmlkit never unpickles input "
-                                        "files — save plain numeric arrays") from None
-        raise DataFormatError(path, f"not a readable numpy file ({msg})") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        msg = getattr(exc, "strerror", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise DataFormatError(path, f"not a readable numpy file ({msg})") from None
+    """``np.load`` of a user's ``.npy``/``.npz`` under the reader rule
+    (:func:`spmlkit.reading.load_array`): never unpickles, declared shapes checked before
+    anything is allocated, every failure a one-line
+    :class:`~spmlkit.errors.DataFormatError` naming the file (object arrays, truncated
+    files, bad or lying headers)."""
+    return reading.load_array(path, mmap=mmap)
 
 
 def npz_array(archive, key: str, path: str | Path):

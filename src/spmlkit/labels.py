@@ -58,6 +58,7 @@ them from the training set (:func:`has_positive`) and report how many.
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable
 
@@ -301,6 +302,44 @@ REGIMES: dict[str, Regime] = {
     ]
 }
 #: Short aliases accepted wherever a regime name is.
+# ------------------------------------------------------------------ label names
+#: cells that mean "no value" in a label column, never a label named so
+MISSING_LABELS = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "NULL", "null", "None", "#N/A"})
+#: the text between label names in the label sets spmlkit writes (``--top-k``, label-set files)
+LABEL_SET_SEPARATOR = ";"
+#: the columns ``spml predict`` writes beside the labels: a label named so would repeat a header name
+OUTPUT_COLUMNS = ("id", "x", "y", "labels", "probabilities")
+
+
+def normalize_label(name) -> str:
+    """A label name as spmlkit keeps it, the same in the CLI and the Python API: Unicode
+    NFC (a composed ``é`` and ``e`` + combining accent are one name) with surrounding
+    white space stripped (``'cat '`` is ``'cat'``).
+
+    >>> normalize_label(" cafe\u0301 ") == normalize_label("caf\u00e9")
+    True
+    """
+    return unicodedata.normalize("NFC", str(name)).strip()
+
+
+def check_label_names(names, source=None) -> None:
+    """One-line :class:`DataFormatError` (naming ``source``) for label names that could
+    not mean one thing in spmlkit's outputs: a name holding the label-set separator
+    (``;``: ``--top-k`` output would be ambiguous), a name of a column predictions are
+    written beside (``id``, ``x``, ``y``, ...), or a missing-value marker (``NA``)."""
+    for n in names:
+        n = str(n)
+        if LABEL_SET_SEPARATOR in n:
+            raise DataFormatError(source, f"label {n!r} contains {LABEL_SET_SEPARATOR!r}, which separates the labels "
+                                          "of a set in spmlkit's outputs (--top-k, label-set files); rename the label")
+        if n in OUTPUT_COLUMNS:
+            raise DataFormatError(source, f"a label is named {n!r}, as a column predictions are written beside "
+                                          f"({', '.join(OUTPUT_COLUMNS)}); rename the label (e.g. '{n}_label')")
+        if n in MISSING_LABELS:
+            raise DataFormatError(source, f"a label is named {n!r}, a missing-value marker; leave the cell empty for "
+                                          "no label, or rename the label")
+
+
 REGIME_ALIASES = {
     "1p": "single_positive",
     "1p0n": "single_positive",

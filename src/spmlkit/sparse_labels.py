@@ -32,11 +32,11 @@ Examples
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
 from .errors import ConfigError, DataFormatError
+from .reading import env_megabytes
 
 #: ``np.asarray(labels)`` / :meth:`SparseLabels.dense` without rows refuse above this many
 #: bytes (the environment variable ``SPML_DENSE_LIMIT_MB`` overrides it): 2 GiB.
@@ -46,8 +46,7 @@ BLOCK_ENTRIES = 2 ** 24
 
 
 def dense_limit_bytes() -> int:
-    env = os.environ.get("SPML_DENSE_LIMIT_MB")
-    return int(float(env) * 2 ** 20) if env else DENSE_LIMIT_BYTES
+    return env_megabytes("SPML_DENSE_LIMIT_MB", DENSE_LIMIT_BYTES)
 
 
 def block_rows(n_labels: int, entries: int = BLOCK_ENTRIES) -> int:

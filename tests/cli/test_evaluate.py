@@ -42,3 +42,31 @@ def test_a_bundle_with_other_labels_is_one_line_exit_2(trained, yeast_bundle, ca
 def test_help(capsys):
     code, out, _ = run_cli(capsys, "evaluate", "--help")
     assert code == 0 and "--empty-classes" in out and "--split" in out
+
+
+def test_presence_only_train_and_evaluate_report_auc_against_background_per_species(tmp_path, capsys):
+    """Records on rasters (no surveyed sites): `spml train` prints and stores, per species,
+    records against background (AUC, TSS, Boyce, counts) and thresholds, not the observed
+    mAP; `spml evaluate` prints the same row for its split, and the counts are the bundle's."""
+    pytest.importorskip("rasterio")
+    from spmlkit.data import Bundle
+    from tests.helpers.rasters import located_records, make_stack, write_records
+
+    env = make_stack(tmp_path / "env")
+    rec = write_records(tmp_path / "r.csv", located_records(20))
+    assert run_cli(capsys, "prepare", rec, "--rasters", env, "--background-points", "60", "-o", tmp_path / "b")[0] == 0
+    code, out, err = run_cli(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "-o", tmp_path / "run")
+    assert code == 0, err
+    assert "observed-positive mAP" not in out and "records against background" in out
+    stored = json.loads((tmp_path / "run" / "sdm_metrics.json").read_text())
+    b = Bundle(tmp_path / "b")
+    Zt = b.observations("test")
+    for k, name in enumerate(b.label_names):
+        row = stored["species"][name]["test"]
+        assert row["records"] == int(Zt.col_counts(1)[k]) and row["background"] == int((Zt.row_counts(1) == 0).sum())
+        assert 0 <= row["auc"] <= 1 and f"{name:28s} test " in out
+        assert "p10_training_presence" in stored["thresholds"][name]
+    code, out, _ = run_cli(capsys, "evaluate", tmp_path / "run", tmp_path / "b")
+    assert code == 0 and "records against background" in out and " val    " not in out  # the test split only
+    ev = json.loads(run_cli(capsys, "evaluate", tmp_path / "run", tmp_path / "b", "--json")[1])
+    assert ev["sdm"]["species"] == stored["species"]

@@ -360,3 +360,69 @@ def test_a_semicolon_csv_gets_a_delimiter_hint_and_delimiter_reads_it(tmp_path, 
     (tmp_path / "tab.csv").write_text("f1\tlabel_a\tlabel_b\n1\t1\t0\n2\t0\t1\n")
     code, out, err = run(capsys, "prepare", tmp_path / "tab.csv", "--labels-last", 2, "-o", tmp_path / "c")
     assert code == 2 and "separated by a tab" in err and "--delimiter '\\t'" in err
+
+
+def _label_set_table(path, per_row, n=60, L=8, seed=0):
+    """A numeric table with a label-set column naming ``per_row`` (lo, hi) labels per row."""
+    rng = np.random.default_rng(seed)
+    names = [f"sp{j}" for j in range(L)]
+    rows = []
+    for i in range(n):
+        k = int(rng.integers(per_row[0], per_row[1] + 1))
+        picked = rng.choice(L, size=k, replace=False)
+        rows.append([f"{v:.3f}" for v in rng.normal(size=3)] + [";".join(names[j] for j in sorted(picked))])
+    write_csv(path, ["f0", "f1", "f2", "labels"], rows)
+    return path
+
+
+def test_partial_label_sets_are_read_as_observed_with_the_evidence(tmp_path, capsys):
+    """One or two names per row of eight labels: observed (not complete label sets whose
+    'test mAP' would count every other label as absent), said in one line with the
+    evidence; the bundle records it."""
+    src = _label_set_table(tmp_path / "t.csv", (1, 2))
+    code, out, err = run(capsys, "prepare", src, "--label-set-column", "labels", "-o", tmp_path / "b")
+    assert code == 0, err
+    note = next(line for line in err.splitlines() if "read as observed positives" in line)
+    assert "training rows name 1-2 labels each (mean 1." in note and "of 8" in note
+    b = Bundle(tmp_path / "b")
+    assert not b.has_full_labels and any("labels read as observed" in n for n in b.meta["notes"])
+    code, out, err = run(capsys, "prepare", src, "--label-set-column", "labels", "--full-labels",
+                         "-o", tmp_path / "f")
+    assert code == 0, err
+    assert Bundle(tmp_path / "f").has_full_labels and "read as observed" not in err
+
+
+def test_label_sets_that_may_be_complete_are_asked_about(tmp_path, capsys):
+    src = _label_set_table(tmp_path / "t.csv", (1, 5))
+    code, out, err = run(capsys, "prepare", src, "--label-set-column", "labels", "-o", tmp_path / "b")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not (tmp_path / "b").exists()
+    assert "are the names in --label-set-column 'labels' complete label sets or only the labels observed?" in err
+    assert "pass --full-labels (observed=False) or --observed" in err
+    for flag, full in (("--full-labels", True), ("--observed", False)):
+        code, out, err = run(capsys, "prepare", src, "--label-set-column", "labels", flag, "-o", tmp_path / flag)
+        assert code == 0, err
+        assert Bundle(tmp_path / flag).has_full_labels is full
+
+
+def test_a_wrong_column_name_names_the_users_option_and_every_column(tmp_path, capsys):
+    header = [f"c{i}" for i in range(12)] + ["label"]
+    write_csv(tmp_path / "w.csv", header, [[str(i)] * 12 + ["cat"] for i in range(6)])
+    for opt in ("--label-set-column", "--label-column"):
+        code, out, err = run(capsys, "prepare", tmp_path / "w.csv", opt, "lable", "-o", tmp_path / "b")
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{opt} 'lable' is not a column of the header (did you mean 'label'?)" in err
+        assert "'c11', 'label'" in err and "label_set_column" not in err
+
+
+def test_the_plural_option_with_label_names_hints_at_the_singular(tmp_path, capsys):
+    write_csv(tmp_path / "p.csv", ["f", "label"], [[str(i), LABELS[i % 3]] for i in range(9)])
+    code, out, err = run(capsys, "prepare", tmp_path / "p.csv", "--label-columns", "label", "-o", tmp_path / "b")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "is --label-column (singular: one name per row)" in err
+
+
+def test_a_failed_label_column_read_says_the_error_first_and_alone(tmp_path, capsys):
+    write_csv(tmp_path / "e.csv", ["f", "label"], [["1", "cat"], ["2", ""], ["3", "dog"]])
+    code, out, err = run(capsys, "prepare", tmp_path / "e.csv", "--label-column", "label", "-o", tmp_path / "b")
+    assert code == 2 and err.strip().splitlines() == [err.strip()] and "empty label" in err
+    assert "read as observed single positives" not in err

@@ -15,7 +15,7 @@ from tests.helpers import REPO
 
 SRC = REPO / "src" / "spmlkit"
 
-CORE = ("data", "features", "models", "losses", "methods", "training", "metrics", "labels", "io", "ownership", "errors",
+CORE = ("data", "features", "models", "losses", "methods", "training", "metrics", "labels", "io", "reading", "ownership", "errors",
         "config", "registry", "_version", "device", "progress", "params")
 #: the user-facing layer (run folders, saved models, label sets, reports, the estimator)
 PRACTITIONER = ("practitioner",)

@@ -20,8 +20,8 @@ WITHOUT_TESTS: dict[str, str] = {}
 
 #: folders of tests that exercise no single module (contracts over every registered loss
 #: and method and the import rules, the documentation's examples, whole workflows, the
-#: safety suites, the device suites)
-CROSS_CUTTING = {"contracts", "docs", "integration", "safety", "devices", "helpers"}
+#: safety suites, the device suites, the fast paths against their dense twins)
+CROSS_CUTTING = {"contracts", "docs", "integration", "safety", "devices", "helpers", "twins"}
 
 #: test files in a package folder that are named after no module, with the reason
 EXTRA_TEST_FILES: dict[str, str] = {}

@@ -376,8 +376,11 @@ def ref_full_weighted(s, z, p, x):  # Zbinden §2.3, w_s = n/n_s = 1/q; 1/(1 −
     q = x["label_frequency"].clamp(1e-6, 1 - 1e-6)  # the documented clamp: both weights finite
     r = x["background_logits"]
     pos, _, _ = masks(z)
+    # a label alone (q = 1: no other species' presences) gives its background the whole weight 1,
+    # not 1 − λ2 (the module docstring's "A label alone")
+    w_bg = torch.where(x["label_frequency"] >= 1 - 1e-6, torch.ones_like(q), torch.full_like(q, 1 - p["lambda2"]))
     return (where(pos, p["lambda1"] / q * nlog_f(s), p["lambda2"] / (1 - q) * nlog_1f(s))
-            + (1 - p["lambda2"]) * nlog_1f(r))
+            + w_bg * nlog_1f(r))
 
 
 # ----------------------------------------------------------------------------- the table

@@ -265,6 +265,13 @@ def _replace(bundle_path, rel, arr, *, record=True):
     bmod._VERIFIED.clear()
 
 
+def _unrecord(bundle_path, rel):
+    """Drop ``rel`` from meta.json's checksums (a bundle that never had that file)."""
+    meta = json.loads((bundle_path / "meta.json").read_text())
+    meta["checksums"].pop(rel, None)
+    (bundle_path / "meta.json").write_text(json.dumps(meta))
+
+
 def _edit_meta(bundle_path, **changes):
     meta = json.loads((bundle_path / "meta.json").read_text())
     for k, v in changes.items():
@@ -596,8 +603,11 @@ def test_sparse_label_files_are_checked(fresh):
 def test_dense_matrices_of_format_1_must_have_their_dtype(fresh):
     b = Bundle(fresh)
     Y = np.asarray(b.labels("test"))
-    for part in ("header", "indptr", "indices", "values"):
+    meta = json.loads((fresh / "meta.json").read_text())
+    for part in ("header", "indptr", "indices", "values"):  # (a format-1 bundle: no sparse files, none recorded)
         (fresh / "test" / f"Y.{part}.npy").unlink(missing_ok=True)
+        meta["checksums"].pop(f"test/Y.{part}.npy", None)
+    (fresh / "meta.json").write_text(json.dumps(meta))
     _replace(fresh, "test/Y.npy", Y.astype(np.int8))
     with pytest.raises(CorruptFileError) as e:
         Bundle(fresh).labels("test")
@@ -606,8 +616,11 @@ def test_dense_matrices_of_format_1_must_have_their_dtype(fresh):
     _replace(fresh, "test/Y.npy", Y)
     assert np.array_equal(np.asarray(Bundle(fresh).labels("test")), Y)
     Z = np.asarray(b.observations("train"))
+    meta = json.loads((fresh / "meta.json").read_text())
     for part in ("header", "indptr", "indices", "values"):
         (fresh / "observed" / f"single_positive.{part}.npy").unlink(missing_ok=True)
+        meta["checksums"].pop(f"observed/single_positive.{part}.npy", None)
+    (fresh / "meta.json").write_text(json.dumps(meta))
     _replace(fresh, "observed/single_positive.npy", Z.astype(np.int16))
     with pytest.raises(CorruptFileError) as e:
         Bundle(fresh).observations("train")
@@ -675,8 +688,15 @@ def test_val_and_test_observations_of_full_labels_are_full(fresh):
     assert ((sp == 1).sum(1) == 1).all() and ((sp == 1) <= Yt).all() and (sp[Yt == 0] == 0).all()
     assert np.array_equal(np.asarray(b.selection_observations("train", "single_positive")),
                           np.asarray(b.observations("train")))
+    meta = json.loads((fresh / "meta.json").read_text())
     for part in ("header", "indptr", "indices", "values"):
         (fresh / "val" / f"Y.{part}.npy").unlink(missing_ok=True)
+    with pytest.raises(SpmlError) as e:  # deleted files the bundle records: refused at opening
+        Bundle(fresh).observations("val")
+    assert str(e.value).startswith(f"{fresh}: files the bundle records are missing: val/Y.header.npy")
+    for part in ("header", "indptr", "indices", "values"):  # (a bundle that never had them)
+        meta["checksums"].pop(f"val/Y.{part}.npy", None)
+    (fresh / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(SpmlError) as e:
         Bundle(fresh).observations("val")
     assert str(e.value) == f"{fresh}: split 'val' has neither labels nor observations"
@@ -1085,6 +1105,7 @@ def test_dense_matrices_of_format_1_are_checked_for_shape_and_values(fresh):
     Y = np.asarray(b.labels("test"))
     for part in ("header", "indptr", "indices", "values"):
         (fresh / "test" / f"Y.{part}.npy").unlink(missing_ok=True)
+        _unrecord(fresh, f"test/Y.{part}.npy")
     for arr, said in ((Y[:-1], f"label matrix has {n - 1} rows but the bundle's meta.json says {n}"),
                       (Y[:, :-1], "label matrix has 4 columns, expected 5")):
         _replace(fresh, "test/Y.npy", arr)
@@ -1094,6 +1115,7 @@ def test_dense_matrices_of_format_1_are_checked_for_shape_and_values(fresh):
     Z = np.asarray(b.observations("train")).copy()
     for part in ("header", "indptr", "indices", "values"):
         (fresh / "observed" / f"single_positive.{part}.npy").unlink(missing_ok=True)
+        _unrecord(fresh, f"observed/single_positive.{part}.npy")
     Z[2, 1] = 3
     _replace(fresh, "observed/single_positive.npy", Z)
     with pytest.raises(SpmlError) as e:
@@ -1435,3 +1457,33 @@ def test_image_paths_are_read_as_utf_8_in_process_under_an_ascii_locale(tmp_path
     real = io.text_encoding
     monkeypatch.setattr(io, "text_encoding", lambda enc, stacklevel=2: "ascii" if enc is None else real(enc))
     assert b.paths("train") == [paths[i] for i in b.index("train")]
+
+
+def test_every_file_the_bundle_records_must_be_there(fresh):
+    """Deleting a recorded array (``observed/*.values.npy``, ``val/Z.values.npy``: observed
+    negatives would read as positives; ``ids.npy``/``xy.npy``: ids and places dropped from
+    predictions) is refused when the bundle is opened, naming the file."""
+    meta = json.loads((fresh / "meta.json").read_text())
+    recorded = sorted(meta["checksums"])
+    assert len(recorded) > 5 and any(r.startswith("observed/") for r in recorded)
+    for rel in recorded:
+        data = (fresh / rel).read_bytes()
+        (fresh / rel).unlink()
+        with pytest.raises(CorruptFileError) as e:
+            Bundle(fresh)
+        assert str(e.value) == (f"{fresh}: files the bundle records are missing: {rel}; the bundle was altered — "
+                                "re-run 'spml prepare'")
+        (fresh / rel).write_bytes(data)
+    Bundle(fresh)
+
+
+def test_observed_data_without_any_positive_is_refused_at_prepare(tmp_path):
+    from spmlkit.data import load_any, prepare_bundle
+
+    Z = np.zeros((20, 4), dtype=np.int8)
+    Z[::3, 1] = -1
+    np.savez(tmp_path / "z.npz", X=np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32), Z=Z)
+    ds = load_any(str(tmp_path / "z.npz"), observed=True)
+    with pytest.raises(DataFormatError, match="no observed positive in the training data"):
+        prepare_bundle(ds, tmp_path / "b")
+    assert not (tmp_path / "b").exists()

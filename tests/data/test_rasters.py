@@ -112,3 +112,99 @@ def test_without_rasterio_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "rasterio", None)  # an import of it now fails
     with pytest.raises(SpmlError, match=r"pip install 'spmlkit\[geo\]'"):
         R.rasterio()
+
+
+# ------------------------------------------------------------------ the reader rule for rasters
+def _vrt(path, source: str, relative: bool, extra: str = ""):
+    path.write_text(f"""<VRTDataset rasterXSize="{WIDTH}" rasterYSize="{HEIGHT}">
+  <SRS>EPSG:4326</SRS><GeoTransform>10, 0.5, 0, 50, 0, -0.5</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1"{extra}>
+    <SimpleSource><SourceFilename relativeToVRT="{int(relative)}">{source}</SourceFilename>
+      <SourceBand>1</SourceBand></SimpleSource>
+  </VRTRasterBand>
+</VRTDataset>""")
+    return path
+
+
+def test_a_vrt_may_reference_only_rasters_beside_it(tmp_path):
+    env = make_stack(tmp_path / "env")
+    inside = _vrt(env / "t2.vrt", "temp.tif", True)
+    assert "t2" in R.open_stack([inside]).names
+    other = make_stack(tmp_path / "elsewhere")
+    for src, rel in ((str(other / "temp.tif"), False), ("../elsewhere/temp.tif", True), ("/vsicurl/http://x/a.tif", False)):
+        vrt = _vrt(tmp_path / "env" / "t3.vrt", src, rel)
+        with pytest.raises(DataFormatError) as e:
+            R.open_stack([vrt])
+        assert f"references {src!r}, outside its folder" in str(e.value)
+        vrt.unlink()
+
+
+def test_a_vrt_pixel_function_never_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("GDAL_VRT_ENABLE_PYTHON", "YES")
+    env = make_stack(tmp_path / "env")
+    marker = tmp_path / "ran"
+    code = f"<PixelFunctionLanguage>Python</PixelFunctionLanguage><PixelFunctionType>f</PixelFunctionType>" \
+           f"<PixelFunctionCode><![CDATA[\nimport pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n" \
+           "def f(in_ar, out_ar, *a, **k):\n    out_ar[:] = 1\n]]></PixelFunctionCode>"
+    (env / "evil.vrt").write_text(f"""<VRTDataset rasterXSize="{WIDTH}" rasterYSize="{HEIGHT}">
+  <SRS>EPSG:4326</SRS><GeoTransform>10, 0.5, 0, 50, 0, -0.5</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1" subClass="VRTDerivedRasterBand">{code}
+    <SimpleSource><SourceFilename relativeToVRT="1">temp.tif</SourceFilename></SimpleSource>
+  </VRTRasterBand>
+</VRTDataset>""")
+    with pytest.raises(DataFormatError, match="evil.vrt: holds a pixel function"):
+        R.open_stack([env])
+    R.rasterio()
+    import os
+
+    assert os.environ["GDAL_VRT_ENABLE_PYTHON"] == "NO" and not marker.exists()
+
+
+def test_a_raster_declaring_too_many_cells_is_refused_at_once(tmp_path, monkeypatch):
+    env = make_stack(tmp_path / "env")
+    monkeypatch.setenv("SPML_RASTER_MAX_CELLS", str(HEIGHT * WIDTH - 1))
+    with pytest.raises(DataFormatError) as e:
+        R.open_stack([env / "temp.tif"])
+    assert f"declares {HEIGHT} rows x {WIDTH} columns x 1 band(s)" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setenv("SPML_RASTER_MAX_CELLS", "abc")
+    with pytest.raises(ConfigError, match="SPML_RASTER_MAX_CELLS='abc' is not a usable count"):
+        R.open_stack([env / "temp.tif"])
+    monkeypatch.delenv("SPML_RASTER_MAX_CELLS")
+    # a tiny file declaring 200,000 x 200,000 cells (sparse GeoTIFF: no block written)
+    import rasterio
+
+    with rasterio.open(tmp_path / "huge.tif", "w", driver="GTiff", width=200_000, height=200_000, count=1,
+                       dtype="uint8", crs="EPSG:4326", transform=rasterio.transform.from_origin(0, 0, 1e-3, 1e-3),
+                       tiled=True, compress="deflate", sparse_ok=True) as ds:
+        pass
+    assert (tmp_path / "huge.tif").stat().st_size < 5_000_000
+    with pytest.raises(DataFormatError, match="huge.tif: declares 200,000 rows x 200,000 columns"):
+        R.open_stack([tmp_path / "huge.tif"])
+
+
+def test_a_damaged_raster_says_so_not_disk_full(tmp_path):
+    a = np.arange(256 * 256, dtype=np.float32).reshape(256, 256)
+    import rasterio
+
+    with rasterio.open(tmp_path / "d.tif", "w", driver="GTiff", width=256, height=256, count=1, dtype="float32",
+                       crs="EPSG:4326", transform=rasterio.transform.from_origin(0, 0, 0.1, 0.1), tiled=True,
+                       blockxsize=64, blockysize=64, compress="deflate") as ds:
+        ds.write(a, 1)
+    data = bytearray((tmp_path / "d.tif").read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 2000] = b"\xff" * 2000
+    (tmp_path / "d.tif").write_bytes(bytes(data))
+    stack = R.open_stack([tmp_path / "d.tif"])
+    with pytest.raises(DataFormatError) as e:
+        list(stack.windows())
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'd.tif'}: band 1, rows ") and "damaged or truncated" in msg
+    assert "disk" not in msg and "\n" not in msg
+
+
+def test_a_pipe_is_not_a_raster(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "p.tif")
+    with pytest.raises(DataFormatError, match="p.tif: is a pipe"):
+        R.open_stack([tmp_path / "p.tif"])

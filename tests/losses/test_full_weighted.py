@@ -47,8 +47,8 @@ def test_frequencies_at_their_limits_stay_finite(q):
     assert torch.isfinite(out).all()
     out.sum().backward()
     assert torch.isfinite(x.grad).all() and torch.isfinite(r.grad).all()
-    if q:  # presences weigh λ1/q = 1 (up to the clamp)
-        assert out[0, 0].item() == pytest.approx(nlog(sig(1.5)) + 0.2 * nlog(1 - sig(-1.0)), rel=1e-5)
+    if q:  # presences weigh λ1/q = 1 (up to the clamp), the background of a label alone 1 (not 1 − λ2)
+        assert out[0, 0].item() == pytest.approx(nlog(sig(1.5)) + nlog(1 - sig(-1.0)), rel=1e-5)
 
 
 def test_one_species_in_bfloat16_stays_finite():
@@ -58,3 +58,17 @@ def test_one_species_in_bfloat16_stays_finite():
     z = torch.tensor([[1], [0]], dtype=torch.int8)
     out = get_loss("full-weighted")(x, z, background_logits=x, label_frequency=torch.ones(1, dtype=torch.bfloat16))
     assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
+
+
+def test_a_label_alone_weighs_its_background_fully():
+    """One species (n_s = n): no other species' presences take λ₂'s share, so the
+    background term weighs 1, not 1 − λ₂: presence-versus-background logistic loss."""
+    s, r = torch.tensor([[0.7], [-0.3]]), torch.tensor([[0.4], [-2.0]])
+    z = torch.tensor([[1], [1]], dtype=torch.int8)
+    out = get_loss("full-weighted")(s, z, background_logits=r, label_frequency=torch.tensor([1.0]))
+    want = sum(nlog(sig(a)) + nlog(1 - sig(b)) for a, b in ((0.7, 0.4), (-0.3, -2.0)))
+    assert out.sum().item() == pytest.approx(want, rel=1e-6)
+    # a label shared with others keeps Zbinden's 1 − λ₂ on the background
+    two = get_loss("full-weighted")(torch.zeros(1, 2), torch.tensor([[1, 0]]), background_logits=torch.zeros(1, 2),
+                                    label_frequency=torch.tensor([0.5, 0.5]))
+    assert two[0, 1].item() == pytest.approx((0.8 * 2 + 0.2) * math.log(2), rel=1e-6)

@@ -262,3 +262,14 @@ def test_role_declares_what_it_allocates():
     m.setup(ctx)
     est = m.components[0]
     assert m.state_bytes(ctx) == sum(est.store.nbytes().values()) * 4 // 3
+
+
+@pytest.mark.parametrize("raw", ["abc", "nan", "inf", "1e400"])
+def test_the_state_budget_variable_is_parsed_with_one_message(monkeypatch, raw):
+    from spmlkit.methods.base import state_budget_bytes
+
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", raw)
+    with pytest.raises(ConfigError, match=f"environment variable SPML_STATE_BUDGET_MB={raw!r} is not a usable size"):
+        state_budget_bytes()
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "3")
+    assert state_budget_bytes() == 3 * 2 ** 20

@@ -359,3 +359,13 @@ def test_the_lazy_names_are_in_dir_spmlkit():
     names = dir(spmlkit)
     assert {"SPMLClassifier", "LabelSetWarning", "load", "__version__"} <= set(names)
     assert all(hasattr(spmlkit, n) for n in spmlkit.__all__)
+
+
+def test_label_names_are_normalised_as_the_cli_does():
+    """'cat' and 'cat ' (and NFC/NFD spellings) are one label in the Python API too."""
+    from spmlkit.practitioner.estimator import _check_classes, _to_observations
+
+    Z, classes = _to_observations(np.array(["cat", "cat ", "cafe\u0301", " caf\u00e9"], dtype=object))
+    assert classes.tolist() == ["caf\u00e9", "cat"] and Z.tolist() == [[0, 1], [0, 1], [1, 0], [1, 0]]
+    with pytest.raises(ValueError, match="must not repeat"):
+        _check_classes(["cat", "cat "])

@@ -199,7 +199,7 @@ def test_streamed_evaluation_equals_the_whole_one(tmp_path, monkeypatch, observe
     run_training(bundle, TrainConfig(method="an", epochs=2, batch_size=8), tmp_path / "r", log=None)
     model = load_model(tmp_path / "r" / "model")
     whole = evaluate_model(model, bundle, "test")
-    monkeypatch.setattr("spmlkit.training.scores.needs_streaming", lambda *a: True)
+    monkeypatch.setattr("spmlkit.practitioner.evaluation.needs_streaming", lambda *a: True)  # the name evaluate_model calls
     monkeypatch.setattr(type(model), "stream_rows", lambda self, budget_bytes=0: 7)
     streamed = evaluate_model(model, bundle, "test")
     assert streamed.keys() == whole.keys()

@@ -157,3 +157,20 @@ def test_checkpoint_survives_a_kill_between_its_two_files(tmp_path, monkeypatch)
     p.write_bytes(p.read_bytes()[:-5])  # truncated
     with pytest.raises(CorruptFileError, match="checksum mismatch"):
         load_checkpoint(p)
+
+
+def test_an_edited_model_json_cannot_claim_members_or_nan_thresholds(run_dir):
+    p = run_dir / "model" / "model.json"
+    good = p.read_text()
+    meta = json.loads(good)
+    meta["members"] = 10 ** 9
+    p.write_text(json.dumps(meta))
+    with pytest.raises(CorruptFileError, match="members is 1,000,000,000 but the weights do not hold"):
+        spmlkit.load(run_dir)
+    meta = json.loads(good)
+    meta["label_sets"]["thresholds"][0] = float("nan")
+    p.write_text(json.dumps(meta))  # (json writes NaN, and reads it back as a float)
+    with pytest.raises(CorruptFileError, match="label_sets holds a NaN or infinite number"):
+        spmlkit.load(run_dir)
+    p.write_text(good)
+    assert spmlkit.load(run_dir).members == 1

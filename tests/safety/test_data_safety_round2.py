@@ -195,14 +195,21 @@ def test_overwrite_refuses_when_the_source_is_inside_the_bundle(yeast, tmp_path,
 def test_abandoned_build_folders_of_other_bundles_are_removed(tmp_path, capsys):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
+    from spmlkit.ownership.manifest import _write_marker
+
     stale = tmp_path / ".other.abc123"  # a build of another bundle in the same folder, its process gone
     stale.mkdir()
+    _write_marker(str(stale), "bundle")  # (a build of this version: its marker and manifest)
     (stale / ".spml-owner").write_text(f"{dead}\nflock\n")
     reused = tmp_path / ".third.def456"  # the owner's pid is alive (reused) but nobody holds the lock
     reused.mkdir()
+    _write_marker(str(reused), "bundle")
     (reused / ".spml-owner").write_text(f"{os.getpid()}\nflock\n")
+    unlisted = tmp_path / ".fourth.ghi789"  # no manifest: nothing in it is known to be spmlkit's (issue 49)
+    unlisted.mkdir()
+    (unlisted / ".spml-owner").write_text(f"{dead}\nflock\n")
     assert run(capsys, "prepare", "yeast", "-o", tmp_path / "b")[0] == 0
-    assert not stale.exists() and not reused.exists()
+    assert not stale.exists() and not reused.exists() and (unlisted / ".spml-owner").exists()
 
 
 # ----------------------------------------------------------------------------- tracebacks

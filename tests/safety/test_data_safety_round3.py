@@ -1,6 +1,6 @@
 """Data safety, round three (issue 33): readers check what docs/files.md promises, the
 two tracebacks and the cosmetic items.  Every test here fails on 75e1ce7 (the file-system
-cases of the issue are in test_fs_fuzzer.py, the ownership rule in tests/test_ownership.py)."""
+cases of the issue are in test_fs_fuzzer.py, the ownership rule in tests/ownership/)."""
 from __future__ import annotations
 
 import hashlib

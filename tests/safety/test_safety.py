@@ -491,14 +491,21 @@ def test_abandoned_bundle_builds_are_removed(tmp_path, capsys):
     (only when its owner process is gone)."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
+    from spmlkit.ownership.manifest import _write_marker
+
     stale = tmp_path / ".b.abc123"
     stale.mkdir()
+    _write_marker(str(stale), "bundle")  # (its marker and manifest: what it holds is listed)
     (stale / ".spml-owner").write_text(dead + "\n")
     alive = tmp_path / ".b.live99"
     alive.mkdir()
+    _write_marker(str(alive), "bundle")
     (alive / ".spml-owner").write_text(f"{os.getpid()}\n")
+    unlisted = tmp_path / ".b.old000"  # no manifest: left (issue 49: nothing removed for a marker alone)
+    unlisted.mkdir()
+    (unlisted / ".spml-owner").write_text(dead + "\n")
     assert run(capsys, "prepare", "yeast", "-o", tmp_path / "b")[0] == 0
-    assert not stale.exists() and alive.exists()
+    assert not stale.exists() and alive.exists() and unlisted.exists()
     assert not (tmp_path / "b" / ".spml-owner").exists()
 
 

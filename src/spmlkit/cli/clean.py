@@ -6,16 +6,17 @@ import sys
 from pathlib import Path
 
 from .. import ownership
-from ..data.formats.occurrences import clean_records, is_clean_records_file, write_clean_records
+from ..data.formats.occurrences import clean_records, write_clean_records
 from ..io import check_input_paths
 
 
 def run(args) -> int:
     check_input_paths(args.records)
     out = Path(args.out)
-    # a folder, a link, an input (or inside one): refused; an existing file only when spmlkit wrote it, or --overwrite
-    ownership.output_file(out, inputs=args.records, overwrite=args.overwrite, is_ours=is_clean_records_file,
-                          option="-o", what="cleaned-records file")
+    # a folder, a link, an input (or inside one): refused; an existing file only when spmlkit's record names it, or
+    # --overwrite
+    ownership.output_file(out, inputs=args.records, overwrite=args.overwrite, option="-o",
+                          what="cleaned-records file")
     clean = clean_records(args.records, species_column=args.label_column, x_column=args.x_column,
                           y_column=args.y_column, id_column=args.id_column, rank=args.rank,
                           geographic=not args.projected)

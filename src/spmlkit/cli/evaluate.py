@@ -13,7 +13,18 @@ def run(args) -> int:
     device = _device(args)
     model = load_model(args.model)
     model.device = device
-    ev = evaluate_model(model, Bundle(args.bundle), args.split, empty=args.empty_classes)
+    bundle = Bundle(args.bundle)
+    ev = evaluate_model(model, bundle, args.split, empty=args.empty_classes)
+    if bundle.meta.get("background_rows"):  # presence-only: per species, records against background
+        from ..practitioner.sdm_report import species_metrics, summary_lines  # lazy: torch-free CLI start-up
+
+        ev["sdm"] = species_metrics(model, bundle)
+        if not args.json:
+            if ev.get("labels") != "observed":  # surveyed sites: mAP and AUC as for any full labels, then the table
+                _print_full(ev, args)
+            for line in summary_lines(ev["sdm"], splits=(args.split,)):
+                print(line)
+            return 0
     if args.json:
         print(dumps_json(ev), end="")
     elif ev.get("labels") == "observed":  # the user's own observations: never a full-label mAP
@@ -22,18 +33,23 @@ def run(args) -> int:
         print(f"{args.split}: {format_scores(ev)}")
         print(f"label sets: {format_label_set_quality(ev['label_sets'])}")
     else:
-        n_empty = ev["n_empty_classes"]
-        print(f"{args.split} mAP {ev['map']:.2f} over {ev['n_classes']} classes"
-              + (f" ({n_empty} without positives {'excluded' if ev['empty_classes'] == 'exclude' else 'counted as 0'})"
-                 if n_empty else ""))
-        print(f"{args.split} AUC-ROC per label: mean {ev['auc_mean']:.3f}, median {ev['auc_median']:.3f} over "
-              f"{ev['n_auc_classes']} labels" + (" (each on its surveyed examples: the bundle's label mask)"
-                                                 if ev["masked"] else ""))
-        print(f"  {'label':30s}     AP    AUC")
-        for name, a in ev["ap"].items():
-            u = ev["auc"][name]
-            print(f"  {name:30s} {'   n/a' if a is None else f'{a:6.2f}'} {'   n/a' if u is None else f'{u:6.3f}'}")
+        _print_full(ev, args)
     return 0
+
+
+def _print_full(ev: dict, args) -> None:
+    """The mAP and per-label AUC lines of a split with full labels."""
+    n_empty = ev["n_empty_classes"]
+    print(f"{args.split} mAP {ev['map']:.2f} over {ev['n_classes']} classes"
+          + (f" ({n_empty} without positives {'excluded' if ev['empty_classes'] == 'exclude' else 'counted as 0'})"
+             if n_empty else ""))
+    print(f"{args.split} AUC-ROC per label: mean {ev['auc_mean']:.3f}, median {ev['auc_median']:.3f} over "
+          f"{ev['n_auc_classes']} labels" + (" (each on its surveyed examples: the bundle's label mask)"
+                                             if ev["masked"] else ""))
+    print(f"  {'label':30s}     AP    AUC")
+    for name, a in ev["ap"].items():
+        u = ev["auc"][name]
+        print(f"  {name:30s} {'   n/a' if a is None else f'{a:6.2f}'} {'   n/a' if u is None else f'{u:6.3f}'}")
 
 
 def add_parser(sub) -> None:

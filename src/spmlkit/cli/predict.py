@@ -74,7 +74,7 @@ def add_parser(sub) -> None:
                                    "(.npy/.npz/CSV), the raw covariate table of a model trained on covariates "
                                    "(columns by name; siteid/x/y pass through) or, for a model trained on image "
                                    "features, images (a folder, a .txt list or a CSV with a path column). With "
-                                   "--rasters: a GeoTIFF of predicted probability per species on the rasters' grid "
+                                   "--rasters: a GeoTIFF of relative suitability (the model's output) per species on the rasters' grid "
                                    "(docs/presence_only.md).")
     p.add_argument("model", help="model folder (a run folder or its model/ subfolder)")
     p.add_argument("input", nargs="?", help="a bundle folder; features as .npy / .npz / CSV (optional 'id' column); "
@@ -114,7 +114,7 @@ def add_parser(sub) -> None:
                                "'spmlkit[geo]')")
     geo.add_argument("--rasters", nargs="+", metavar="DIR_OR_FILE",
                      help="covariate rasters (a folder or files; band/file names = the model's covariates): write "
-                          "the predicted probability of each species on their grid (same CRS, transform, nodata)")
+                          "the relative suitability (the model's output, not a probability of presence) of each species on their grid (same CRS, transform, nodata)")
     geo.add_argument("--per-species", action="store_true",
                      help="--rasters: one GeoTIFF per species in the -o folder instead of one multi-band file")
     geo.add_argument("--maps", metavar="SPECIES", help="--rasters: also write a PNG map of these species "

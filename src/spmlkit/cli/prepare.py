@@ -9,7 +9,7 @@ from ..data import load_any, prepare_bundle
 from ..data.dataset import single_use_labels
 from ..errors import ConfigError
 from ..labels import REGIMES, REGIME_ALIASES
-from .common import _csv_list, _label_names, _pos_int, _regime_name, _seed, _unit_float
+from .common import _csv_list, _label_names, _nonneg_float, _nonneg_int, _pos_int, _regime_name, _seed, _unit_float
 
 
 def run(args) -> int:
@@ -43,7 +43,19 @@ def run(args) -> int:
                             log=log)
     print("\n".join(line for line in bundle.summary().splitlines() if line[len("  note: "):] not in said
                     or not line.startswith("  note: ")))
+    if bundle.meta.get("background_rows") and bundle.n_labels <= 50:  # presence-only: what each species trains on
+        print("records per species in the bundle: " + "; ".join(_split_counts(bundle)))
     return 0
+
+
+def _split_counts(bundle) -> list[str]:
+    """``name: train N, val N, test N`` per species (the bundle's observed positives)."""
+    from ..sparse_labels import as_sparse  # lazy: torch-free CLI start-up
+
+    counts = {s: as_sparse(bundle.observations(s)).col_counts(1) if bundle.size(s) else None
+              for s in ("train", "val", "test")}
+    return [f"{name}: " + ", ".join(f"{s} {0 if c is None else int(c[k])}" for s, c in counts.items())
+            for k, name in enumerate(bundle.label_names)]
 
 
 def _table_options(args) -> dict:
@@ -69,9 +81,12 @@ def _table_options(args) -> dict:
             "crs": args.crs, "background": args.background_points or 10000, "mask": args.mask, "bias": args.bias,
             "seed": args.seed, "one_per_cell": args.one_per_cell, "off_raster": args.off_raster,
             "window_rows": args.window_rows, "x_column": args.x_column, "y_column": args.y_column,
-            "rank": args.rank, "covariates": _csv_list(args.covariates) if args.covariates else None}
+            "rank": args.rank, "covariates": _csv_list(args.covariates) if args.covariates else None,
+            "split": args.split, "folds": args.folds, "spatial_test": args.spatial_test, "buffer": args.buffer,
+            "min_train_records": args.min_train_records}
     else:
-        given = [o for o in ("crs", "mask", "bias", "covariates", "x_column", "y_column") if getattr(args, o, None)]
+        given = [o for o in ("crs", "mask", "bias", "covariates", "x_column", "y_column", "spatial_test", "buffer")
+                 if getattr(args, o, None)]
         if given or args.one_per_cell or args.background_points is not None:
             raise ConfigError(f"--{(given or ['background-points'])[0].replace('_', '-')} goes with --rasters "
                               "(records on covariate rasters)")
@@ -190,6 +205,21 @@ def add_parser(sub) -> None:
     geo.add_argument("--y-column", help="--rasters: the records' y (latitude) column (default: y, lat, latitude, ...)")
     geo.add_argument("--rank", choices=("species", "as-is"), default="species",
                      help="--rasters: species names reduced to 'Genus epithet' (default) or kept as written")
+    geo.add_argument("--split", choices=("blocks", "checkerboard"), default="blocks",
+                     help="--rasters --val-blocks G: validation on one of --folds folds of whole blocks, each fold "
+                          "about 1/folds of every species' records (default), or on one colour of a G x G "
+                          "checkerboard (half the blocks)")
+    geo.add_argument("--folds", type=_pos_int, default=5,
+                     help="--split blocks: folds the blocks are dealt into (default 5: validation about 20%%)")
+    geo.add_argument("--spatial-test", action="store_true",
+                     help="--split blocks: the test split is another fold of whole blocks (instead of a random "
+                          "--test-fraction of the rows)")
+    geo.add_argument("--buffer", type=_nonneg_float, default=0.0, metavar="D",
+                     help="--val-blocks: leave out of training the rows within D (map units; degrees for "
+                          "longitude/latitude) of a validation or test row")
+    geo.add_argument("--min-train-records", type=_nonneg_int, default=10, metavar="N",
+                     help="--val-blocks: refuse a split that leaves a species fewer than N training records "
+                          "(default 10)")
     geo.add_argument("--window-rows", type=_pos_int,
                      help="--rasters: raster rows read at a time (default: about 65,536 cells' worth; memory stays "
                           "bounded whatever the raster's size)")

@@ -100,6 +100,11 @@ def run(args) -> int:
         given = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
                  if v and getattr(args, opt[2:].replace("-", "_"), None)]
         notes += training_notes(config, method, lr_given=args.lr is not None, finetune_options=given)
+        po_head = getattr(method, "presence_head", None)  # auto's members' head on presence-only data
+        if args.head and po_head and args.head != po_head and bundle.meta.get("background_rows"):
+            notes.append(f"auto trains its presence-only members with the {po_head} head (SINR's network), not "
+                         f"--head {args.head}; for a {args.head} model name the method, e.g. -m full-weighted "
+                         f"--head {args.head}, or --param presence_head={args.head}")
         notes += [n for n in [validation_note(config, bundle)] if n]  # said once: what validation scores
         for note in notes if dctx.is_main else ():
             print(f"note: {note}", file=sys.stderr)
@@ -116,8 +121,14 @@ def run(args) -> int:
         if dctx.is_main:
             if dctx.enabled:
                 print(f"{dctx.world_size} processes, global batch {config.batch_size}")
-            for line in run_summary_lines(read_run_result(out), out):
+            presence_only = bool(bundle.meta.get("background_rows"))
+            for line in run_summary_lines(read_run_result(out), out, presence_only=presence_only):
                 print(line)
+            if presence_only:
+                from ..practitioner.sdm_report import store_run_metrics  # lazy: torch-free CLI start-up
+
+                for line in store_run_metrics(out, bundle):
+                    print(line)
         return 0
     finally:
         distributed.shutdown()

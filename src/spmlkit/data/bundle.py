@@ -312,6 +312,10 @@ def prepare_bundle(dataset: MultiLabelDataset, out: str | Path, *, regime: str =
             raise ConfigError(f"{out} already exists; choose another --out or pass --overwrite")
         ownership.check_clearable(out, "bundle", inputs=sources)
     observed_only = not dataset.has_full_labels
+    if observed_only and len(dataset.splits["train"]) and not as_sparse(dataset.splits["train"].Z).row_counts(1).any():
+        raise DataFormatError(dataset.source or None, "no observed positive in the training data (every observation "
+                                                      "is negative or unobserved); single-positive training needs "
+                                                      "positives")
     regime_name = OBSERVED_ONLY if observed_only else get_regime(regime).name
     split_rng, test_rng, obs_ss = _seed_streams(seed)
 
@@ -412,6 +416,18 @@ class Bundle:
             raise CorruptFileError(f"{meta_path}: records no checksums of the bundle's arrays (written by an older "
                                    "spmlkit, or edited); spmlkit reads only arrays it can verify — re-run "
                                    "'spml prepare'")
+        self._check_recorded_files()
+
+    def _check_recorded_files(self) -> None:
+        """Every array ``meta.json`` records must be there (a regular file): a deleted
+        ``observed.values.npy`` would read observed negatives as positives, a deleted
+        ``ids.npy``/``xy.npy`` would silently drop ids and places from predictions."""
+        gone = [rel for rel in self.meta["checksums"]
+                if not isinstance(rel, str) or not (self.path / rel).is_file()]
+        if gone:
+            more = f" (and {len(gone) - 3} more)" if len(gone) > 3 else ""
+            raise CorruptFileError(f"{self.path}: files the bundle records are missing: {', '.join(map(str, gone[:3]))}"
+                                   f"{more}; the bundle was altered — re-run 'spml prepare'")
 
     # ---------------------------------------------------------------- properties
     @property

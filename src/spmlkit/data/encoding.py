@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorruptFileError, DataFormatError
+from ..reading import open_text
 
 MISSING = ("", "NA", "NaN", "nan")
 #: the columns a raw covariate table may carry beside its covariates, read as identifiers
@@ -187,7 +188,7 @@ class CovariateTable:
 def csv_header(path) -> list[str]:
     """The first line of a CSV/TSV, split into stripped column names."""
     path = Path(path)
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+    with open_text(path, errors="replace") as fh:
         first = fh.readline()
     delim = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     return [h.strip() for h in next(csv.reader([first], delimiter=delim), [])]
@@ -204,7 +205,7 @@ def read_covariate_table(path, encoding: CovariateEncoding, *, id_column: str | 
     if not path.is_file():
         raise DataFormatError(path, "file not found")
     delim = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    with open(path, newline="", encoding="utf-8-sig") as f:
+    with open_text(path) as f:
         try:
             rows = list(csv.reader(f, delimiter=delim))
         except (csv.Error, UnicodeDecodeError) as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataFormatError
+from ..errors import ConfigError, DataFormatError
 from ..labels import as_observations, positives_per_row
 from ..sparse_labels import as_sparse
 from .dataset import MultiLabelDataset, Split
@@ -90,10 +90,73 @@ def load_any(source: str, *, data_root=None, format: str | None = None, test: st
                      test_images=test_images, observed=observed, name=name, log=log, **table_options)
     if observed is None:  # the caller did not say: one positive per row is single-positive data
         ds = single_positive_as_observed(ds, source, log=log)
+        if ds.has_full_labels and any(table_options.get(k) is not None for k in TABLE_LAYOUTS):
+            ds = partial_rows_as_observed(ds, source, table_options, log=log)
     if val_file is not None:  # (a fully labelled file by definition: read as full labels)
         ds.splits["val"] = read_validation_file(val_file, ds, format=format, labels_xml=labels_xml,
                                                 images=images, **table_options)
         ds.__post_init__()
+    return ds
+
+
+#: the table options that say where a user's labels are (a user's own table, not a named dataset)
+TABLE_LAYOUTS = ("label_set_column", "label_columns", "labels_last", "label_column")
+#: "one or two names per row against many labels": rows naming at most this many labels ...
+PARTIAL_MAX_PER_ROW = 2
+#: ... out of at least this many are evidently partial
+PARTIAL_MIN_LABELS = 5
+
+
+def _per_row_evidence(Y) -> tuple[int, int, float]:
+    counts = positives_per_row(Y)
+    return int(counts.min()), int(counts.max()), float(counts.mean())
+
+
+def partial_rows_as_observed(ds: MultiLabelDataset, source: str, table_options: dict, *,
+                             log=None) -> MultiLabelDataset:
+    """The rule every label reader of a user's table follows when the user said neither
+    ``--observed`` nor ``--full-labels`` (issue: a label-set column of observed names
+    was read as complete label sets, and 'test mAP' was printed against them):
+
+    * rows that are **evidently partial** — every training row names one or two labels
+      (:data:`PARTIAL_MAX_PER_ROW`) out of at least :data:`PARTIAL_MIN_LABELS` — are read as
+      observed positives, with a one-line note giving the evidence (labels per row);
+    * otherwise a **label-set column** (the layout the docs list with the observed
+      formats) is refused, asking for ``--observed`` or ``--full-labels``; wide 0/1 columns
+      (whose 0s state negatives) and long tables keep their reading.
+
+    (Exactly one positive per row is :func:`single_positive_as_observed`'s, applied first.)"""
+    Y = ds.splits["train"].Y
+    if Y is None or not len(Y):
+        return ds
+    lo, hi, mean = _per_row_evidence(Y)
+    L = Y.shape[1]
+    evidence = f"training rows name {lo}-{hi} labels each (mean {mean:.2f}) of {L}"
+    if lo >= 1 and hi <= PARTIAL_MAX_PER_ROW and L >= PARTIAL_MIN_LABELS:
+        splits = {}
+        kept = []
+        for name, split in ds.splits.items():
+            if split.Y is not None and len(split.Y) and positives_per_row(split.Y).max() > PARTIAL_MAX_PER_ROW:
+                splits[name] = split
+                kept.append(name)
+                continue
+            Z = None if split.Y is None else as_observations(as_sparse(split.Y, dtype=bool))
+            splits[name] = split if split.Y is None else dataclasses.replace(split, Y=None, Z=Z, mask=None)
+        msg = (f"{source}: {evidence}, so they are read as observed positives (the labels seen, the others unknown, "
+               "not negative) and every score says 'observed labels only'"
+               + (f"; the {' and '.join(kept)} split{'s' if len(kept) > 1 else ''} keep{'' if len(kept) > 1 else 's'}"
+                  " full labels" if kept else "")
+               + ". Pass --observed to say so, or --full-labels (observed=False) if they are complete label sets")
+        if log is not None:
+            log(msg)
+        else:
+            warnings.warn(msg, UserWarning, stacklevel=3)
+        return dataclasses.replace(ds, splits=splits, notes=[*ds.notes, f"labels read as observed ({evidence})"])
+    column = table_options.get("label_set_column")
+    if column is not None:
+        raise ConfigError(f"{source}: are the names in --label-set-column {column!r} complete label sets or only the "
+                          f"labels observed? ({evidence}); pass --full-labels (observed=False) or --observed "
+                          "(observed=True)")
     return ds
 
 

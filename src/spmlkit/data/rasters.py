@@ -41,12 +41,15 @@ uniform numbers are consumed in row-major cell order).
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError, SpmlError
+from ..reading import check_regular, env_count, read_text
 
 #: file name endings taken as rasters when a folder is given (other files — the
 #: ``.gri`` beside a ``.grd``, ``.aux.xml``, ``.prj``, notes — are not layers)
@@ -62,15 +65,61 @@ GDAL_CACHE_MB = 64
 #: extraction status codes
 VALID, OFF_RASTER, NODATA = 0, 1, 2
 STATUS_NAMES = {OFF_RASTER: "outside the rasters", NODATA: "on a nodata cell"}
+#: most cells (rows x columns x bands) one raster may declare (``SPML_RASTER_MAX_CELLS``
+#: overrides it): 4.3e9, four times a global 30 arc-second grid (43,200 x 21,600)
+RASTER_MAX_CELLS = 2 ** 32
 
 
 def rasterio():
-    """The ``rasterio`` module, or a one-line :class:`SpmlError` saying how to install it."""
+    """The ``rasterio`` module, or a one-line :class:`SpmlError` saying how to install it.
+
+    GDAL's Python pixel functions in ``.vrt`` files are switched off first
+    (``GDAL_VRT_ENABLE_PYTHON=NO``, whatever the user's environment says): a raster
+    folder is data, and reading it never runs code."""
+    os.environ["GDAL_VRT_ENABLE_PYTHON"] = "NO"  # before GDAL opens anything (it reads its config from here)
     try:
         import rasterio as rio  # lazy: optional dependency
     except ImportError:
         raise SpmlError("raster input and output need rasterio (GDAL): pip install 'spmlkit[geo]'") from None
     return rio
+
+
+def check_raster_file(path: Path) -> None:
+    """The reader rule for a raster file before GDAL opens it: a regular file, and a
+    ``.vrt`` (GDAL's XML description of other rasters) may reference only files in its own
+    folder (or below) and hold no pixel-function code."""
+    check_regular(path)
+    if path.suffix.lower() != ".vrt":
+        return
+    text, _ = read_text(path)
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError as exc:
+        raise DataFormatError(path, f"not a readable VRT (invalid XML: {exc})") from None
+    if any(el.tag in ("PixelFunctionCode", "PixelFunctionLanguage") for el in root.iter()):
+        raise DataFormatError(path, "holds a pixel function (code GDAL would run); spmlkit reads only VRTs that "
+                                    "reference rasters")
+    home = path.resolve().parent
+    for el in root.iter():
+        if el.tag not in ("SourceFilename", "SourceDataset", "OverviewDataset") or not (el.text or "").strip():
+            continue
+        ref = el.text.strip()
+        target = (home / ref) if el.get("relativeToVRT", "0") == "1" or el.tag != "SourceFilename" else Path(ref)
+        if ref.startswith("/vsi") or ":" in ref.split("/")[0] or not target.resolve().is_relative_to(home):
+            raise DataFormatError(path, f"references {ref!r}, outside its folder {home}; a VRT may reference only "
+                                        "rasters beside it")
+
+
+def check_raster_size(path, width: int, height: int, count: int) -> None:
+    """Refuse a raster declaring more cells than the budget (:data:`RASTER_MAX_CELLS`, or
+    ``SPML_RASTER_MAX_CELLS``) before any window is read: a small file may declare
+    200,000 x 200,000 cells, which would keep every step busy for hours."""
+    limit = env_count("SPML_RASTER_MAX_CELLS", RASTER_MAX_CELLS)
+    cells = int(width) * int(height) * max(int(count), 1)
+    if cells > limit:
+        raise DataFormatError(path, f"declares {height:,} rows x {width:,} columns x {count} band(s) = {cells:,} "
+                                    f"cells, more than the raster budget ({limit:,} cells; SPML_RASTER_MAX_CELLS "
+                                    "raises it); crop or resample the raster")
 
 
 def parse_crs(value, *, what: str = "CRS"):
@@ -179,7 +228,12 @@ class RasterStack:
         vals = np.empty((len(self.layers), nrows, ncols))
         valid = np.ones((nrows, ncols), dtype=bool)
         for i, (l, ds) in enumerate(zip(self.layers, datasets)):
-            a = ds.read(l.band, window=win, masked=True)
+            try:
+                a = ds.read(l.band, window=win, masked=True)
+            except OSError as exc:  # rasterio's RasterioIOError: a damaged block, not the disk
+                first = (str(exc).strip().splitlines() or ["unreadable"])[0]
+                raise DataFormatError(l.path, f"band {l.band}, rows {row0 + 1}-{row0 + nrows}: the raster cannot be "
+                                              f"read there ({first}); the file is damaged or truncated") from None
             m = np.ma.getmaskarray(a)
             data = np.ma.getdata(a).astype(np.float64)
             valid &= ~m & np.isfinite(data)
@@ -226,7 +280,8 @@ def _files(sources) -> list[Path]:
             if not found:
                 raise DataFormatError(p, f"no raster files ({', '.join(RASTER_SUFFIXES)}) in this folder")
             out.extend(found)
-        elif p.is_file():
+        elif p.exists():
+            check_regular(p)  # a pipe or a device: refused, never read
             out.append(p)
         else:
             raise DataFormatError(p, "raster file or folder not found")
@@ -239,8 +294,10 @@ def open_stack(sources, *, window_check: bool = True) -> RasterStack:
     files = _files([sources] if isinstance(sources, (str, Path)) else sources)
     layers, grid = [], None
     for f in files:
+        check_raster_file(f)
         try:
             with rio.open(f) as ds:
+                check_raster_size(f, ds.width, ds.height, ds.count)
                 g = (ds.crs, ds.transform, ds.width, ds.height)
                 if ds.count == 1:
                     names = [f.name[:-len(f.suffix)] if f.suffix else f.name]

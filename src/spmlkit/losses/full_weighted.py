@@ -15,6 +15,18 @@ term uses the other species' presences as pseudo-absences (target-group-like), t
 third random background; λ₂ trades them off.  Defaults λ₁ = 1, λ₂ = 0.8 (the paper's
 setting for random background).
 
+**A label alone** (``n_s = n``: one species, or a species whose records are the only
+presence examples) has no other species' presences, so the second term, which carries
+the weight λ₂·n of the pseudo-absences for every other label, is empty, and with it
+λ₂'s share: presences would weigh λ₁·n against (1 − λ₂)·n of background, five to one at
+λ₂ = 0.8, and the map says "suitable" almost everywhere.  For such a label the background
+term takes the whole pseudo-absence weight, 1 instead of 1 − λ₂ (λ₂ + (1 − λ₂)): presences
+and background weigh λ₁·n and n, as the other labels' presences and their pseudo-absences
+do, and the loss is presence-versus-background logistic regression — the setting of
+MaxEnt as an infinitely weighted logistic regression (Fithian & Hastie 2013, *Annals of
+Applied Statistics* 7:1917–1939), whose background weight is not traded against a
+target group that does not exist.  With two or more species nothing changes.
+
 **Inputs.**  ``background_logits`` (as in :mod:`.sinr`) and ``label_frequency``: the
 fraction ``n_s / n`` of training presence examples with each label, broadcastable to
 the logits (the method's component computes it once from the training observations;
@@ -49,9 +61,11 @@ def full_weighted(logits: torch.Tensor, observed: torch.Tensor, *, background_lo
         raise ValueError(f"background_logits must pair one background row with each example: shape "
                          f"{tuple(background_logits.shape)} != logits {tuple(logits.shape)}")
     wide = torch.promote_types(logits.dtype, torch.float32)  # the weights in at least float32 (1 - 1e-6 is 1 in bfloat16)
+    alone = label_frequency.to(wide) >= 1.0 - EPS  # every presence example is this label's: no target group
     q = label_frequency.to(wide).clamp(EPS, 1.0 - EPS)
     pos = observed == 1
     w_pos = (lambda1 / q).to(logits.dtype)
     w_neg = (lambda2 / (1.0 - q)).to(logits.dtype)
+    w_bg = torch.where(alone, torch.ones_like(q), torch.full_like(q, 1.0 - lambda2)).to(logits.dtype)
     return (torch.where(pos, w_pos * F.softplus(-logits), w_neg * F.softplus(logits))
-            + (1.0 - lambda2) * F.softplus(background_logits))
+            + w_bg * F.softplus(background_logits))

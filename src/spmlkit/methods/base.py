@@ -66,6 +66,7 @@ from ..device import free_memory_bytes
 from ..errors import ConfigError
 from ..losses import LossSpec, get_loss, reduce_mean
 from ..params import check_params, constraints_from_signature
+from ..reading import env_megabytes
 from ..registry import Registry
 from ..sparse_labels import SparseLabels, as_sparse
 
@@ -484,9 +485,9 @@ def state_budget_bytes(device: torch.device | str = "cpu") -> int:
     """The memory per-entry method state may take: ``SPML_STATE_BUDGET_MB`` when set, else
     half of the device's free memory (CUDA) or of the machine's physical memory — the
     other half is left to the features, the model, the evaluation chunks and the system."""
-    env = os.environ.get("SPML_STATE_BUDGET_MB")
-    if env:
-        return int(float(env) * 2 ** 20)
+    env = env_megabytes("SPML_STATE_BUDGET_MB")
+    if env is not None:
+        return env
     device = torch.device(device)
     if device.type == "cuda":
         free = free_memory_bytes(device)

@@ -44,6 +44,13 @@ from .base import get_method_spec, register_method
 DEFAULT_MEMBERS = "em-apl,gr,wan,l1r,em-apl:mlp,wan:mlp"
 #: member methods of ``auto`` on presence-only data (bundles with background rows)
 PRESENCE_MEMBERS = "full-weighted,an-full"
+#: ... and on presence-only data with **one** species: SINR's AN-full weighs a presence
+#: λ = 2048 times a background row, a balance set for thousands of species (Cole et al. 2023
+#: §5: each presence is drowned by every other species' pseudo-absences); with one species
+#: nothing drowns it and the map's level says "suitable" nearly everywhere (its ranking may
+#: still be good).  full-weighted's weights stay balanced with one species
+#: (spmlkit.losses.full_weighted, "A label alone").
+PRESENCE_SINGLE_MEMBERS = "full-weighted"
 #: the head of the presence-only members: SINR's network (Cole et al. 2023 §4: a residual MLP)
 PRESENCE_HEAD = "mlp"
 #: learning rates each member is tried at: the two of Cole et al. §6.1's grid that the
@@ -83,12 +90,14 @@ class Recipe:
     uses_background = False
 
     def __init__(self, name: str, members: tuple, lrs: tuple[float, ...], combine: str, *,
-                 presence_members: tuple = (), presence_head: str | None = None, longer: int = 2,
+                 presence_members: tuple = (), presence_head: str | None = None, presence_single: tuple = (),
+                 longer: int = 2,
                  rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int | None = None,
                  params: dict | None = None):
         self.name = name
         self.members = tuple(members)
         self.presence_members = tuple(presence_members)
+        self.presence_single = tuple(presence_single)
         self.presence_head = presence_head
         self.lrs = tuple(lrs)
         self.combine = combine
@@ -99,13 +108,14 @@ class Recipe:
         self.patience = None if patience is None else int(patience)
         self.params = dict(params or {})
 
-    def members_for(self, presence_only: bool, backbone_features: bool = False) -> tuple:
+    def members_for(self, presence_only: bool, backbone_features: bool = False, n_labels: int | None = None) -> tuple:
         """``((method, head or None), ...)``: the presence-only members on data with
-        background rows (when the recipe declares them), else the members — without those
-        marked ``:mlp`` on a backbone's cached features unless ``mlp="always"`` (and never
-        with ``mlp="never"``)."""
+        background rows (when the recipe declares them; with one label, its one-species
+        members when it declares those), else the members — without those marked ``:mlp`` on
+        a backbone's cached features unless ``mlp="always"`` (and never with ``mlp="never"``)."""
         if presence_only and self.presence_members:
-            return tuple((m, h or self.presence_head) for m, h in self.presence_members)
+            chosen = self.presence_single if n_labels == 1 and self.presence_single else self.presence_members
+            return tuple((m, h or self.presence_head) for m, h in chosen)
         skip = self.mlp == "never" or (self.mlp == "tabular" and backbone_features)
         kept = tuple((m, h) for m, h in self.members if not (skip and h == "mlp"))
         return kept or self.members
@@ -146,7 +156,8 @@ def parse_members(text: str, what: str = "members") -> tuple:
 @register_method("auto", reference="spmlkit's recipe, the default of spml train: docs/recipe.md", setting="linear",
                  family="recipe", in_default_bench=False)
 def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "ensemble_selection",
-               presence_members: str = PRESENCE_MEMBERS, presence_head: str = PRESENCE_HEAD, longer: int = 2,
+               presence_members: str = PRESENCE_MEMBERS, presence_head: str = PRESENCE_HEAD,
+               presence_single: str = PRESENCE_SINGLE_MEMBERS, longer: int = 2,
                rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int = PATIENCE) -> Recipe:
     """spmlkit's recipe: em-apl, gr, wan, l1r (and em-apl, wan with an MLP head on tabular data), chosen and weighed on observed labels.
 
@@ -163,10 +174,12 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
     run's own ``--patience``, when given, takes precedence).
     ``presence_members`` /
     ``presence_head``: the members and their head on presence-only data (background rows),
-    chosen by ``target_group_auc`` there.
+    chosen by ``target_group_auc`` there; ``presence_single``: the members on presence-only
+    data with one species (``background_auc`` chooses there).
     """
     names = parse_members(members)
     po_names = parse_members(presence_members, "presence_members")
+    single = parse_members(presence_single, "presence_single")
     try:
         rates = tuple(float(t) for t in _names(lrs, "lrs"))
     except ValueError:
@@ -185,4 +198,4 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"method 'auto': {key} must be an integer >= {low}, got {value!r}")
     return Recipe("auto", names, rates, combine, presence_members=po_names, presence_head=presence_head,
-                  longer=longer, rounds=rounds, steps=steps, mlp=mlp, patience=patience)
+                  presence_single=single, longer=longer, rounds=rounds, steps=steps, mlp=mlp, patience=patience)

@@ -63,6 +63,7 @@ from ..config import TrainConfig
 from ..data.encoding import CovariateEncoding
 from ..data.memory import ArrayBundle
 from ..errors import ConfigError
+from ..labels import normalize_label
 from ..metrics import mean_average_precision, observed_positive_recall_at_k
 from ..training.callbacks import PrintEpochs
 from ..training.run import train
@@ -97,13 +98,22 @@ MIN_ROWS = 3
 
 
 def _check_classes(classes) -> np.ndarray:
-    """The ``classes=`` vocabulary as a 1-D array of distinct labels (its order is kept)."""
-    classes = np.asarray(classes)
+    """The ``classes=`` vocabulary as a 1-D array of distinct labels (its order is kept;
+    text labels normalised as the CLI keeps them)."""
+    classes = _normalized(np.asarray(classes))
     if classes.ndim != 1 or len(classes) == 0:
         raise ValueError(f"classes must be a non-empty 1-D list of labels, got shape {classes.shape}")
     if len(np.unique(classes)) != len(classes):
         raise ValueError("classes must not repeat a label")
     return classes
+
+
+def _normalized(a: np.ndarray) -> np.ndarray:
+    """``a`` with every text label normalised (:func:`spmlkit.labels.normalize_label`)."""
+    if a.dtype.kind not in "OU":
+        return a
+    vals = [normalize_label(v) if isinstance(v, str) else v for v in a.tolist()]
+    return np.array(vals, dtype=object) if a.dtype == object else np.array(vals)
 
 
 def _to_observations(y, classes=None, *, unknown: str = "raise"):
@@ -127,6 +137,7 @@ def _to_observations(y, classes=None, *, unknown: str = "raise"):
             raise ValueError(f"y has no label in row {missing[0] + 1} ({y[missing[0]]!r}; {len(missing)} row(s) in "
                              "all): a 1-D y holds each row's observed positive — drop the unlabelled rows, or give an "
                              "(N, L) matrix of +1/-1/0 observations where such rows are all 0")
+        y = _normalized(y)  # label names as the CLI keeps them: NFC, surrounding space stripped
         kinds = {type(v).__name__ for v in y.tolist()}
         if y.dtype == object and len(kinds) > 1:
             raise ValueError(f"y mixes label types ({', '.join(sorted(kinds))}); give every label as text or every "
@@ -137,7 +148,7 @@ def _to_observations(y, classes=None, *, unknown: str = "raise"):
                              "positive); for several labels give an (N, L) matrix of +1/-1/0 observations or 0/1")
         if classes is None:
             classes = np.unique(y)
-        classes = np.asarray(classes)
+        classes = _normalized(np.asarray(classes))
         order = np.argsort(classes, kind="stable")
         pos = np.clip(np.searchsorted(classes[order], y), 0, len(classes) - 1)
         idx = order[pos]

@@ -162,8 +162,10 @@ def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
         (ev,) = streamed_observed_scores(Z, chunks)
         tally = SetTally(len(model.label_names), observed=True)
         spec = model_rule_spec(model)
-        for start, block in chunks():  # the rule on the float32 logits: no float64 block
-            S = apply_rule_to_logits(np.asarray(block, dtype=np.float32), spec)
+        # a rule over the whole collection (expected_k per="batch") takes the split in one piece
+        set_rows = max(len(X), 1) if model.label_sets.get("per") == "batch" else rows
+        for start, block in model.iter_decision_function(X, batch_rows=set_rows):  # the rule on the float32
+            S = apply_rule_to_logits(np.asarray(block, dtype=np.float32), spec)  # logits: no float64 block
             tally.add(S, Z.dense(slice(start, start + len(block))))
         ev["label_sets"] = tally.result()
         ev["split"] = split

@@ -299,44 +299,19 @@ def chunk_rows(n_labels: int, *, values: int = CHUNK_VALUES) -> int:
     return int(max(1, min(CHUNK_ROWS, values // max(int(n_labels), 1))))
 
 
-def _prediction_headers(label_names: list[str]) -> list[list[str]]:
-    """The first lines of the CSV files ``spml predict`` writes (with or without the
-    ``x``, ``y`` columns of located rows)."""
-    out = []
-    for lead in (["id"], ["id", "x", "y"]):
-        out += [[*lead, "labels"], [*lead, *label_names], [*lead, "labels", "probabilities"]]
-    return out
-
-
 def check_prediction_output(out: str | Path, *, label_names: list[str], source: str | Path | None = None,
                             overwrite: bool = False, option: str = "-o/--out", model: str | Path | None = None) -> Path:
     """``out`` as the file ``spml predict`` writes (:func:`spmlkit.ownership.output_file`):
     refused (one-line :class:`~spmlkit.errors.ConfigError`, before anything is read or
     written) when it is a folder or a symbolic link; when it is, or lies inside, an input —
     the input data (``source``) or the model folder read (``model``), compared by device and
-    inode — even with ``overwrite``; or when it is an existing file that is not a prediction
-    file spmlkit wrote — a CSV whose first line is one of the headers spmlkit writes
-    (``id,labels``, ``id,<the model's labels>``, with ``x,y`` after ``id`` for located rows,
-    or ``id,labels,probabilities``), or a ``.npy`` float32 matrix with one column per label
-    — unless ``overwrite``.  Re-running a prediction into the same file therefore works, and
-    a user's data file is never replaced by accident."""
-    def is_prediction_file(p: Path) -> bool:
-        if p.suffix.lower() == ".npy":
-            try:
-                arr = np.load(p, mmap_mode="r", allow_pickle=False)
-                return arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == len(label_names)
-            except (OSError, ValueError, EOFError):
-                return False
-        try:
-            with open(p, encoding="utf-8", newline="") as fh:
-                first = fh.readline(1 << 20)
-            header = next(csv.reader([first.rstrip("\r\n")]), [])
-        except (OSError, UnicodeDecodeError, csv.Error):
-            return False
-        return header in _prediction_headers(label_names)
-
-    return ownership.output_file(out, inputs=[source, model], overwrite=overwrite, is_ours=is_prediction_file,
-                                 option=option, what="prediction file")
+    inode — even with ``overwrite``; or when it is an existing file that spmlkit's record
+    beside it (``.NAME.spml-file``) does not name as one it wrote — whatever its content
+    looks like — unless ``overwrite``.  Re-running a prediction into the same file therefore
+    works, and a user's data file is never replaced by accident.  (``label_names`` is kept
+    for callers; the check no longer reads the file.)"""
+    return ownership.output_file(out, inputs=[source, model], overwrite=overwrite, option=option,
+                                 what="prediction file")
 
 
 def used_rule(model, *, rule: str | None = None, threshold: float | None = None, k: float | None = None,

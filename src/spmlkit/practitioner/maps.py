@@ -6,8 +6,8 @@ name: file or band names; a covariate without a layer is a one-line error naming
 windows of ``window_rows`` rows, encodes each valid cell as in training (the model's
 :class:`~spmlkit.data.encoding.CovariateEncoding`; a categorical level the model never
 saw is an error naming the layer and the level, or with ``unseen_levels="nodata"`` the
-cell is left nodata and counted), scores it, and writes the probabilities window by
-window — memory is O(window x (layers + species)) whatever the raster's size (a window
+cell is left nodata and counted), scores it, and writes the model's output (the sigmoid
+of its logit: a relative suitability, :data:`SCALE`) window by window — memory is O(window x (layers + species)) whatever the raster's size (a window
 holds about 65,536 cells unless ``window_rows`` says otherwise).
 
 Outputs: one float32 GeoTIFF with a band per species (band descriptions = species
@@ -18,18 +18,18 @@ temporary names and renamed only when every window is done: an error leaves noth
 half-written.  An existing output is replaced only when spmlkit wrote it (a GeoTIFF
 tagged ``SPMLKIT_MAP``, a PNG whose ``Software`` is spmlkit) or with ``overwrite``.
 
-:func:`map_figure` draws one species' probability (colour bar, the species name) with
-its training records overlaid (the train and validation rows of the model's bundle
-that observe the species).
+:func:`map_figure` draws one species' map (colour bar, the species name; nodata grey) with
+the records overlaid, training and validation records apart and counted in the legend
+(the train and validation rows of the model's bundle that observe the species).
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 from scipy.special import expit
 
 from .. import ownership
@@ -38,6 +38,16 @@ from ..data.rasters import parse_crs, rasterio, same_crs
 from ..errors import ConfigError, DataFormatError
 from ..io import safe_filename
 from ..ownership import replace_file
+
+#: what the maps' values are (stored in every GeoTIFF's tags, on every colour bar): the sigmoid
+#: of the model's logit, trained on presences against background (or other species'
+#: records).  With no absences that is a **relative suitability** — it ranks places, and its
+#: level depends on how many background rows were weighed against the presences; it is
+#: not a probability of presence, which presence-only data cannot give without an assumed
+#: prevalence (Phillips et al. 2017, *Ecography* 40:887–893, on MaxEnt's cloglog output).
+SCALE = "relative suitability (model output; not a probability of presence)"
+#: the colour of cells without data in the PNG maps
+NODATA_COLOUR = "#d9d9d9"
 
 #: the GeoTIFF tag (and its value) that marks a map spmlkit wrote
 TAG = "SPMLKIT_MAP"
@@ -48,33 +58,36 @@ def _safe(name: str) -> str:
     return safe_filename(name.replace(" ", "_"))
 
 
-def _is_our_tif(path: Path) -> bool:
-    rio = rasterio()
-    try:
-        with rio.open(path) as ds:
-            return TAG in ds.tags()
-    except Exception:  # not a raster at all
-        return False
+def _unique_safe_names(species: list[str]) -> dict[str, str]:
+    """Each species' file-safe name, unique by construction: a name that another species'
+    name already reduced to (compared without case, as some file systems do) gets the
+    first 8 hex digits of its own name's SHA-256 appended, so no two species share a map."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for s in species:
+        name = _safe(s)
+        if name.lower() in taken:
+            name = f"{name}-{hashlib.sha256(s.encode('utf-8')).hexdigest()[:8]}"
+        while name.lower() in taken:  # (a species spelled like another's suffixed name)
+            name += "_"
+        taken.add(name.lower())
+        out[s] = name
+    return out
 
 
-def _is_our_png(path: Path) -> bool:
-    try:
-        with Image.open(path) as im:
-            return str(im.info.get("Software", "")).startswith(PNG_SOFTWARE)
-    except Exception:
-        return False
-
-
-def _is_our_map(p: Path) -> bool:
-    return _is_our_tif(p) if p.suffix.lower() in (".tif", ".tiff") else _is_our_png(p)
+def _inputs(stack, rasters, records, model) -> list:
+    """What a map command reads: the raster files, the raster folders or files as given (a
+    map is never written into one), the records and the model."""
+    return [*stack.sources, *(rasters if isinstance(rasters, (list, tuple)) else [rasters]), records,
+            getattr(model, "path", None)]
 
 
 def _check_outputs(paths: list[Path], inputs: list[str], overwrite: bool) -> None:
     """Single map files (:func:`spmlkit.ownership.output_file`): never a folder, a link, an
-    input raster or inside one; an existing file only when it is a map spmlkit wrote, or
+    input raster or inside one; an existing file only when spmlkit's record names it, or
     with ``overwrite``."""
     for p in paths:
-        ownership.output_file(p, inputs=inputs, overwrite=overwrite, is_ours=_is_our_map, option="-o", what="map")
+        ownership.output_file(p, inputs=inputs, overwrite=overwrite, option="-o", what="map")
 
 
 def output_paths(out, species: list[str], *, per_species: bool, maps: list[str]) -> tuple[list[Path], list[Path]]:
@@ -83,13 +96,15 @@ def output_paths(out, species: list[str], *, per_species: bool, maps: list[str])
     beside them (``<out stem>_<species>.png`` or ``<folder>/<species>.png``)."""
     out = Path(out)
     if per_species:
-        tifs = [out / f"{_safe(s)}.tif" for s in species]
-        pngs = [out / f"{_safe(s)}.png" for s in maps]
+        names = _unique_safe_names(species)
+        tifs = [out / f"{names[s]}.tif" for s in species]
+        pngs = [out / f"{names[s]}.png" for s in maps]
     else:
         if out.suffix.lower() not in (".tif", ".tiff"):
             raise ConfigError(f"-o {out}: a multi-band GeoTIFF must end in .tif (or give --per-species and a folder)")
         tifs = [out]
-        pngs = [out.with_name(f"{out.stem}_{_safe(s)}.png") for s in maps]
+        names = _unique_safe_names(species)
+        pngs = [out.with_name(f"{out.stem}_{names[s]}.png") for s in maps]
     return tifs, pngs
 
 
@@ -121,7 +136,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     species = list(model.label_names)
     want = _requested(maps, species)
     tifs, pngs = output_paths(out, species, per_species=per_species, maps=want)
-    inputs = [*stack.sources, getattr(model, "path", None)]
+    inputs = _inputs(stack, rasters, records, model)
     if per_species:  # a folder of maps spmlkit makes (and lists); its own maps are replaced, nothing else
         ownership.register_kind("maps", "a maps folder", layout=("*.tif", "*.png"))
         ownership.claim(out, "maps", inputs=inputs, create=False)
@@ -149,7 +164,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
         dsts = [es.enter_context(rio.open(t, "w", **profile, count=len(species) if not per_species else 1))
                 for t in tmps]
         for d, s in zip(dsts, species if per_species else [None]):
-            d.update_tags(**{TAG: "probability of presence", "model": str(getattr(model, "path", "") or "")})
+            d.update_tags(**{TAG: SCALE, "model": str(getattr(model, "path", "") or "")})
             for b, name in enumerate([s] if per_species else species):
                 d.set_band_description(b + 1, name)
         for r0, vals, valid in stack.windows(window_rows):
@@ -212,9 +227,9 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
 
 
 def _training_records(model, records, species: list[str], stack) -> dict | None:
-    """``{species: (n, 2) x, y}`` of the training records (train and validation rows that
-    observe the species) of ``records`` (a bundle) or of the model's bundle; None when
-    there is none, or it has no places."""
+    """``{species: {"train": (n, 2) x, y, "val": ...}}`` of the records the model saw (the
+    train and validation rows that observe the species) of ``records`` (a bundle) or of the
+    model's bundle; None when there is none, or it has no places."""
     path = records or (model.info or {}).get("bundle")
     if not path or not (Path(path) / "meta.json").exists():
         if records:
@@ -228,7 +243,7 @@ def _training_records(model, records, species: list[str], stack) -> dict | None:
     if crs and stack.crs is not None and not same_crs(parse_crs(crs), stack.crs):
         raise ConfigError(f"the records of {path} are in {crs} but the rasters are in "
                           f"{(b.meta.get('places') or {}).get('crs')!s}; they cannot be drawn on this map")
-    out: dict = {s: [] for s in species}
+    out: dict = {s: {} for s in species}
     for split in ("train", "val"):
         if not b.size(split):
             continue
@@ -237,14 +252,16 @@ def _training_records(model, records, species: list[str], stack) -> dict | None:
             return None
         Z = np.asarray(b.observations(split))
         for j, s in enumerate(species):
-            out[s].append(xy[Z[:, j] == 1])
-    return {s: np.concatenate(v) if v else np.empty((0, 2)) for s, v in out.items()}
+            out[s][split] = xy[Z[:, j] == 1]
+    return out
 
 
 def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: int = 1600) -> Path:
-    """A PNG of band ``band`` of the GeoTIFF ``tif`` (probability 0-1, nodata blank), the
-    species name as title, a colour bar, and ``records`` ``(n, 2)`` drawn as points.
-    Rasters wider or taller than ``max_pixels`` are read decimated."""
+    """A PNG of band ``band`` of the GeoTIFF ``tif`` (the model's output 0-1, :data:`SCALE`;
+    nodata cells grey, apart from low values), the species name as title, a colour bar,
+    and ``records`` drawn as points: an ``(n, 2)`` array ("records"), or ``{split: (n, 2)}``
+    (training and validation records apart, each counted in the legend).  Rasters wider or
+    taller than ``max_pixels`` are read decimated."""
     import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg")
@@ -258,16 +275,23 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
         geographic = ds.crs is not None and ds.crs.is_geographic
     aspect = min(1.6, max(0.5, (b.top - b.bottom) / max(b.right - b.left, 1e-9)))
     fig, ax = plt.subplots(figsize=(6.6, 5.2 * aspect + 0.8), layout="constrained")
-    im = ax.imshow(a, extent=(b.left, b.right, b.bottom, b.top), vmin=0, vmax=1, cmap="viridis",
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=NODATA_COLOUR)  # no data (sea) is not a low value
+    im = ax.imshow(a, extent=(b.left, b.right, b.bottom, b.top), vmin=0, vmax=1, cmap=cmap,
                    interpolation="nearest")
-    if records is not None and len(records):
-        ax.scatter(records[:, 0], records[:, 1], s=7, c="#d62728", edgecolors="white", linewidths=0.4,
-                   label=f"training records ({len(records)})")
+    parts = records if isinstance(records, dict) else {"records": records} if records is not None else {}
+    style = {"train": ("#d62728", "o", "training records"), "val": ("#ff7f0e", "^", "validation records"),
+             "records": ("#d62728", "o", "records")}
+    for split, xy in parts.items():
+        if xy is not None and len(xy):
+            colour, marker, what = style.get(split, style["records"])
+            ax.scatter(xy[:, 0], xy[:, 1], s=8, c=colour, marker=marker, edgecolors="white", linewidths=0.4,
+                       label=f"{what} ({len(xy)})")
+    if any(xy is not None and len(xy) for xy in parts.values()):
         ax.legend(loc="lower left", fontsize=8, framealpha=0.8)
     ax.set_title(species, fontstyle="italic")
     ax.set_xlabel("longitude" if geographic else "x")
     ax.set_ylabel("latitude" if geographic else "y")
-    fig.colorbar(im, ax=ax, shrink=0.9, label="predicted probability")
+    fig.colorbar(im, ax=ax, shrink=0.9, label="relative suitability (model output; grey: no data)")
     out = Path(out)
     with replace_file(out) as tmp:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": f"{PNG_SOFTWARE} map"})

@@ -27,6 +27,10 @@ from .labelsets import label_set_stats_warning, label_sets, label_sets_from_logi
 from ..ownership import atomic_path, write_text
 from ..sparse_labels import as_sparse
 
+#: what a presence-only selection criterion compares (printed beside its value)
+SELECTION_MEANING = {"target_group_auc": "each species' records against the other species' records",
+                     "background_auc": "each species' records against the background rows"}
+
 
 # ------------------------------------------------------------- label-set quality
 def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
@@ -313,7 +317,7 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         L.append(f"- validation {selection} of the averaged model: **{_fmt(result.get('val_score'))}** (observed "
                  + ("labels only: unobserved labels count as negatives, so it is lower than, and not comparable to, "
                     "a full-label validation mAP)" if selection == "observed_map" else
-                    "records only: each species' records against the other species' records)"))
+                    f"records only: {SELECTION_MEANING.get(selection, selection)})"))
     else:
         L.append(f"- best epoch: **{result.get('best_epoch')}** of {result.get('epochs_run')} run "
                  f"(selection `{selection}`"
@@ -423,8 +427,10 @@ def last_epoch_note(record: dict) -> str | None:
             f"train longer to see (--epochs {2 * run})")
 
 
-def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
-    """What ``spml train`` prints about a finished run (from its ``result.json``)."""
+def run_summary_lines(record: dict, run_dir: str | Path, *, presence_only: bool = False) -> list[str]:
+    """What ``spml train`` prints about a finished run (from its ``result.json``).
+    ``presence_only``: the observed-positive mAP and label-set lines are left out (records
+    and background: the per-species table of :mod:`.sdm_report` says what they cannot)."""
     run_dir = Path(run_dir)
     sel = record.get("selection", "")
     lines = []
@@ -438,8 +444,7 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
                          f"{_fmt(m.get(f'val_{sel}'))}, weight {_fmt(m.get('weight', 1 / len(members)))}")
         lines.append(f"averaged model: validation {sel} {_fmt(record.get('val_score'))} (observed labels only: "
                      + ("unobserved labels count as negatives, so it is lower than a full-label mAP and not "
-                        "comparable to one)" if sel == "observed_map" else
-                        "each species' records against the other species' records)"))
+                        "comparable to one)" if sel == "observed_map" else f"{SELECTION_MEANING.get(sel, sel)})"))
     elif sel == "last":
         lines.append(f"run {run_dir}: no validation data, final epoch {record.get('best_epoch')} kept")
     else:
@@ -456,12 +461,12 @@ def run_summary_lines(record: dict, run_dir: str | Path) -> list[str]:
             a = record["test_auc"]
             lines.append(f"test AUC-ROC per label (on its surveyed examples): mean {a['mean']:.3f}, "
                          f"median {a['median']:.3f}")
-    elif record.get("test_observed"):
+    elif record.get("test_observed") and not presence_only:
         lines.append(f"test: {format_scores(record['test_observed'])}")
     if record.get("train_map") is not None:
         lines.append(f"training-set mAP vs full labels (label recovery) {record['train_map']:.2f}")
     q = [r for r in record.get("label_set_quality") or [] if r.get("default")]
-    if q:
+    if q and not presence_only:
         lines.append(f"label sets ({q[0]['rule']}) on test: {format_label_set_quality(q[0])}")
         warn = label_set_row_warning(q[0], record.get("label_sets"))
         if warn is not None:

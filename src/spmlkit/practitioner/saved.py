@@ -375,6 +375,32 @@ def _check_weights(path: Path, w: dict) -> None:
         raise CorruptFileError(f"{path}: the standardisation std has values <= 0; restore the file or retrain")
 
 
+def _finite_numbers(obj) -> bool:
+    """True when no number anywhere in ``obj`` (JSON: dicts, lists, numbers) is NaN or infinite."""
+    if isinstance(obj, dict):
+        return all(_finite_numbers(v) for v in obj.values())
+    if isinstance(obj, list):
+        return all(_finite_numbers(v) for v in obj)
+    return not isinstance(obj, float) or math.isfinite(obj)
+
+
+def _check_members_and_rule(meta_path: Path, meta: dict, state: dict) -> None:
+    """An edited ``model.json`` may not claim members its weights do not hold
+    (``members: 1000000000`` would build that many heads), nor give its label-set rule a
+    NaN or infinite number (a NaN threshold gives every example an empty set)."""
+    m, kinds = meta.get("members", 1), meta.get("member_heads")
+
+    def stacked(key: str) -> int:  # members stacked in this tensor (mixed heads: '<kind>.<param>', one kind's)
+        return kinds.count(key.split(".", 1)[0]) if kinds else m
+
+    if m > 1 and any(t.ndim == 0 or t.shape[0] != stacked(k) for k, t in state.items() if isinstance(t, torch.Tensor)):
+        raise CorruptFileError(f"{meta_path}: members is {m:,} but the weights do not hold that many stacked "
+                               "members; the file was edited — restore it or retrain")
+    if not _finite_numbers(meta.get("label_sets")):
+        raise CorruptFileError(f"{meta_path}: label_sets holds a NaN or infinite number (an edited threshold?); "
+                               "restore the file or retrain")
+
+
 def load_model(path: str | Path) -> SavedModel:
     path = Path(path)
     meta_path = path / "model.json"
@@ -423,6 +449,7 @@ def load_model(path: str | Path) -> SavedModel:
     if not isinstance(w, dict) or not isinstance(w.get("state"), dict):
         raise CorruptFileError(f"{path / 'weights.pt'}: not a spmlkit model's weights")
     _check_weights(path / "weights.pt", w)
+    _check_members_and_rule(meta_path, meta, w["state"])
 
     def array(t):
         return None if t is None else np.asarray(t, dtype=np.float32)

@@ -209,18 +209,23 @@ def feature_statistics(array: np.ndarray, chunk_bytes: int = STAT_CHUNK_BYTES) -
     """Mean and standard deviation per feature, in chunks of ``chunk_bytes`` (float64
     accumulation; the chunking does not depend on any memory option, so in-memory and
     memory-mapped runs standardise identically).  Constant features get std 1 so they
-    map to 0 rather than NaN."""
+    map to 0 rather than NaN.  The sums are of the values shifted by the first row (the
+    shifted-data form of the variance), so a constant feature's variance is exactly 0
+    whatever its value and the chunking; unshifted, a constant 0.1 left ~1e-17 and a std
+    of 6e-9 that blew new rows' standardised values up by 1e8."""
     n, d = array.shape
     rows = max(1, int(chunk_bytes // (8 * max(d, 1))))
+    shift = np.asarray(array[:1], dtype=np.float64).reshape(-1) if n else np.zeros(d)
     s = np.zeros(d)
     ss = np.zeros(d)
     for start in range(0, n, rows):
-        block = np.asarray(array[start:start + rows], dtype=np.float64)
+        block = np.asarray(array[start:start + rows], dtype=np.float64) - shift
         s += block.sum(0)
         ss += np.einsum("ij,ij->j", block, block)
         release_pages(array, start, start + rows)
-    mean = s / n
-    var = np.maximum(ss / n - mean * mean, 0.0)
+    centred = s / n
+    mean = shift + centred
+    var = np.maximum(ss / n - centred * centred, 0.0)
     std = np.sqrt(var)
     std[std < 1e-12] = 1.0
     return mean.astype(np.float32), std.astype(np.float32)

@@ -61,7 +61,7 @@ def recipe_members(bundle, recipe, config: TrainConfig | None = None) -> tuple:
     members on data with background rows, else its members (without the ``:mlp`` ones on a
     backbone's image features, unless the recipe says otherwise)."""
     backbone = config is not None and backbone_features(bundle, config)
-    return recipe.members_for(n_background(bundle) > 0, backbone)
+    return recipe.members_for(n_background(bundle) > 0, backbone, n_labels=getattr(bundle, "n_labels", None))
 
 
 def recipe_selection(bundle, recipe, Z_val: np.ndarray, config: TrainConfig | None = None):
@@ -318,6 +318,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
             scored = streamed_split_scores(view.get("test"), view["train"] if Y_train is not None else None,
                                            Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
                                            empty=config.empty_classes, test_mask=parts.test_mask)[0]
+        if len(kept) == 1 and len(set(kinds)) == 1:  # one member: saved as a plain head (no member axis)
+            head_state = {k: v[0] for k, v in head_state.items()}
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
             val_score=val_score, notes=notes, **scored,

@@ -20,6 +20,20 @@ def test_species_names():
         "Solanum acaule Bitter"
 
 
+def test_hybrids_stay_apart_and_abbreviated_genera_are_warned(tmp_path):
+    assert species_name("Bradypus variegatus × tridactylus") == "Bradypus variegatus × tridactylus"
+    assert species_name("bradypus variegatus x tridactylus Linnaeus") == "Bradypus variegatus × tridactylus"
+    assert species_name("Solanum ×ajanhuiri Juz. & Bukasov") == "Solanum × ajanhuiri"
+    assert species_name("Mentha aquatica × Mentha spicata") == "Mentha aquatica × Mentha spicata"
+    assert species_name("Solanum x") is None and species_name("Xylopia xylopioides") == "Xylopia xylopioides"
+    rec = clean_records(write_records(tmp_path / "r.csv", [
+        ["Bradypus variegatus", "-60", "-5"], ["Bradypus variegatus × tridactylus", "-61", "-5"],
+        ["B. variegatus", "-62", "-5"], ["B. variegatus", "-63", "-5"]]))
+    assert sorted(set(rec.species)) == ["B. variegatus", "Bradypus variegatus", "Bradypus variegatus × tridactylus"]
+    assert ("warning: 'B. variegatus' (2 records) has an abbreviated genus: kept apart from 'Bradypus variegatus'; "
+            "write the genus in full in the input to merge them") in rec.report()
+
+
 def test_a_raw_export_is_cleaned_with_every_drop_counted(tmp_path):
     raw = write_records(tmp_path / "gbif.csv", [
         ["Solanum acaule Bitter", "-65.1", "-22.2"],
@@ -86,6 +100,10 @@ def test_records_on_rasters(tmp_path):
     # soil is uint8 with 3 levels: detected as categorical; temp is float, rain has 11 levels
     assert ds.encoding["categorical"] == {"soil": [1.0, 2.0, 3.0]}
     assert ds.feature_names == ["rain", "soil=1", "soil=2", "soil=3", "temp"]
+    # an integer layer with more levels than the rule takes is read as continuous, with a note
+    assert [n for n in notes if n.startswith("note: layer")] == [
+        "note: layer 'rain' holds whole numbers with 12 values and is read as continuous (ordered); if its values "
+        "are classes (a biome, a land-cover code), declare it: --categorical rain"]
     assert tr.ids[0] == "rec.csv:2" and tr.ids[-1] == "background:39" and tr.xy.shape == (len(tr.Z), 2)
     assert ds.places["crs"] == "EPSG:4326" and ds.places["rasters"]["layers"] == ["rain", "soil", "temp"]
     # the covariates are the rasters' values at the records
@@ -98,9 +116,18 @@ def test_records_on_rasters(tmp_path):
 def test_declared_categorical_blocks_and_one_per_cell(tmp_path):
     rows = located_records(10)
     rows.append(list(rows[0][:1]) + [rows[0][1] + 0.1, rows[0][2]])  # same species, same cell, another place
-    ds, notes = on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3)
+    ds, notes = on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3, min_train_records=1)
     assert ds.encoding["categorical"] == {} and "val" in ds.splits
     assert "dropped, same species in the same cell: " in "\n".join(notes)
+    # records per species and split are said; too few training records is one line naming the species
+    assert any(line.startswith("  Aus alpha: train ") for line in notes)
+    with pytest.raises(ConfigError, match=r"leaves species '\w+ \w+' with \d+ training records of 10"):
+        on_rasters(tmp_path, rows, categorical=[], one_per_cell=True, val_blocks=3)
+    ds, notes = on_rasters(tmp_path, rows, categorical=[], val_blocks=6, folds=3, spatial_test=True,
+                           min_train_records=1)
+    assert set(ds.splits) == {"train", "val", "test"} and "fold 2 tests" in "\n".join(notes)
+    with pytest.raises(ConfigError, match="go with --val-blocks"):
+        on_rasters(tmp_path, rows, spatial_test=True)
     with pytest.raises(ConfigError, match="--categorical 'bio1' is not a raster layer"):
         on_rasters(tmp_path, rows, categorical=["bio1"])
 
@@ -117,3 +144,17 @@ def test_crs_mismatch_names_both(tmp_path):
     with pytest.raises(ConfigError, match=r"the records \(rec.csv, --crs\) are in EPSG:3857 but the rasters "
                                           r"\(rain.tif, ...\) are in EPSG:4326"):
         on_rasters(tmp_path, located_records(3), crs="EPSG:3857")
+
+
+def test_a_coordinate_with_an_underscore_is_not_a_number(tmp_path):
+    """Python's float reads '1_0' as 10; a data file never means that."""
+    raw = write_records(tmp_path / "u.csv", [["Solanum acaule", "1_0", "-22"], ["Solanum acaule", "-65", "2_2"],
+                                             ["Solanum acaule", "-65", "-22"]])
+    c = clean_records(raw)
+    assert c.kept == 1 and c.dropped["coordinates not numbers"] == 2 and c.xy.tolist() == [[-65.0, -22.0]]
+
+
+def test_species_names_are_nfc(tmp_path):
+    raw = write_records(tmp_path / "n.csv", [["Bradypus varie\u0301gatus", "-60", "-5"],
+                                             ["Bradypus vari\u00e9gatus", "-61", "-5"]])
+    assert clean_records(raw).species == ["Bradypus vari\u00e9gatus"] * 2

@@ -584,3 +584,18 @@ def test_spatial_validation_in_the_dataset_uses_the_seed(tmp_path):
         assert len(ds.splits["val"].X) == held.sum() and "test" in ds.splits
         assert np.allclose(ds.splits["val"].X[:, 0], np.concatenate([t.records, t.background])[held, 0])
     assert np.array_equal(to_dataset(t, val_blocks=3).splits["val"].X, to_dataset(t, val_blocks=3, seed=0).splits["val"].X)
+
+
+def test_latin1_records_are_read_with_a_note(tmp_path):
+    """A presence-only table saved by a Latin-1 tool reads as its producer meant (a
+    UnicodeDecodeError traceback before), and the dataset says how it was read."""
+    rec, bg, tests = tiny(tmp_path)
+    text = rec.read_text().replace("1,a,0,0", "1,\u00e9a,0,0")
+    rec.write_bytes(text.encode("latin-1"))
+    pb = tests[0][1]
+    pb.write_bytes(pb.read_text().replace(",a,b", ",\u00e9a,a,b").replace("0,0,1,0", "0,0,1,0,0")
+                   .replace("1,1,0,1", "1,1,0,0,1").encode("utf-8"))
+    tables = read_presence_only(rec, background=bg, tests=tests)
+    assert "\u00e9a" in tables.label_names and tables.latin1 == ("po.csv",)
+    ds = load_presence_only(rec, background=bg, tests=tests)
+    assert any("po.csv not UTF-8; read as Latin-1" in n for n in ds.notes)

@@ -419,3 +419,78 @@ def test_npz_with_sparse_csr_labels(tmp_path):
              Y_shape=np.array([1, 400]))
     with pytest.raises(DataFormatError, match="twice"):
         load_npz(tmp_path / "dup.npz")
+
+
+# ------------------------------------------------------------------ labels mean one thing
+def _table(path, rows, header="f,label"):
+    path.write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_label_names_are_nfc_and_stripped_once(tmp_path):
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    p = _table(tmp_path / "t.csv", [f"1,{nfd}", f"2, {nfc} ", "3,cat", "4,cat "])
+    _, names, _ = read_table(p, label_column="label", observed=True)
+    assert names == [nfc, "cat"]
+    p = _table(tmp_path / "s.csv", [f"1,{nfd};cat ", f"2,{nfc}"], header=f"f, lab{nfd}")
+    split, names, _ = read_table(p, label_set_column=f"lab{nfc}", observed=True)
+    assert names == [nfc, "cat"] and np.asarray(split.Z).sum() == 3
+
+
+@pytest.mark.parametrize("marker", ["NA", "N/A", "NaN", "null"])
+def test_na_is_a_missing_value_not_a_label(tmp_path, marker):
+    p = _table(tmp_path / "s.csv", [f"1,cat;{marker}", f"2,{marker}", "3,dog"])
+    split, names, _ = read_table(p, label_set_column="label", observed=True)
+    assert names == ["cat", "dog"] and np.asarray(split.Z).tolist() == [[1, 0], [0, 0], [0, 1]]
+    p = _table(tmp_path / "one.csv", ["1,cat", f"2,{marker}"])
+    with pytest.raises(DataFormatError, match=rf"line 3: missing \('{marker}'\) label in column 'label'"):
+        read_table(p, label_column="label", observed=True)
+    p = _table(tmp_path / "w.csv", [f"1,1,{marker}", "2,0,1"], header="f,cat,dog")
+    split, names, _ = read_table(p, label_columns=["cat", "dog"], observed=True)
+    assert np.asarray(split.Z).tolist() == [[1, 0], [0, 1]]
+
+
+def test_class_codes_in_a_label_column_are_refused(tmp_path, capsys):
+    p = _table(tmp_path / "c.csv", ["1,-1", "2,0", "3,1", "4,1"])
+    with pytest.raises(DataFormatError) as e:
+        read_table(p, label_column="label", observed=True)
+    assert "holds only the codes -1, 0, 1: class codes, not label names" in str(e.value)
+    err = one_line_error(capsys, "prepare", p, "--label-column", "label", "-o", tmp_path / "b")
+    assert "class codes" in err and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("name,said", [("a;b", "contains ';'"), ("id", "a label is named 'id'"),
+                                       ("x", "a label is named 'x'"), ("labels", "a label is named 'labels'")])
+def test_label_names_that_outputs_would_make_ambiguous_are_refused(tmp_path, name, said):
+    p = tmp_path / "c.csv"
+    with open(p, "w", newline="") as fh:
+        csv.writer(fh).writerows([["f", "label"], ["1", name], ["2", "cat"]])
+    with pytest.raises(DataFormatError) as e:
+        read_table(p, label_column="label", observed=True)
+    assert said in str(e.value) and "\n" not in str(e.value)
+
+
+def test_contradicting_repeated_ids_of_a_label_set_table_are_refused(tmp_path):
+    p = _table(tmp_path / "r.csv", ["a,1,cat", "b,2,dog", "a,1,dog", "c,3,cat", "c,3,cat"], header="id,f,label")
+    with pytest.raises(DataFormatError) as e:
+        read_table(p, label_set_column="label", id_column="id", observed=True)
+    assert "id 'a' (lines 2 and 4) repeated with different labels" in str(e.value)
+    p = _table(tmp_path / "ok.csv", ["a,1,cat", "b,2,dog", "c,3,cat", "c,3,cat"], header="id,f,label")
+    assert len(read_table(p, label_set_column="label", id_column="id", observed=True)[0].ids) == 4
+
+
+def test_observed_data_without_a_positive_is_refused(tmp_path, capsys):
+    p = _table(tmp_path / "n.csv", ["1,-1,0", "2,0,-1", "3,,-1"], header="f,cat,dog")
+    with pytest.raises(DataFormatError, match="no observed positive in the table"):
+        read_table(p, label_columns=["cat", "dog"], observed=True)
+    err = one_line_error(capsys, "prepare", p, "--label-columns", "cat,dog", "--observed", "-o", tmp_path / "b")
+    assert "no observed positive" in err and not (tmp_path / "b").exists()
+
+
+def test_a_tiny_npz_claiming_a_billion_labels_is_refused(tmp_path):
+    p = tmp_path / "big.npz"
+    np.savez(p, X=np.zeros((2, 3), np.float32), Y_indptr=np.array([0, 1, 2]), Y_indices=np.array([0, 5]),
+             Y_shape=np.array([2, 10 ** 9]))
+    assert p.stat().st_size < 2048
+    with pytest.raises(DataFormatError, match=r"\[Y_shape\] declares 1,000,000,000 labels; spmlkit reads at most"):
+        load_npz(p)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DataFormatError
+from ...reading import read_bytes
 from .base import read_xml
 
 
@@ -320,7 +321,7 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
 
 def _read_lines(path: Path) -> list[str]:
     """The file's lines, decoded as UTF-8 (a byte that is not UTF-8 is an error naming its line)."""
-    raw = path.read_bytes()
+    raw = read_bytes(path)  # (the reader rule: a regular file within the read budget)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

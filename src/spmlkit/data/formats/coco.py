@@ -13,12 +13,12 @@ observation regime reads (:mod:`spmlkit.labels`).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import DataFormatError
+from ...reading import read_json
 from ..dataset import MultiLabelDataset, Split
 
 
@@ -30,11 +30,11 @@ def read_coco_instances(json_path: str | Path, image_dir: str | Path | None = No
     (``"dropped"``)."""
     json_path = Path(json_path)
     try:
-        data = json.loads(json_path.read_text(encoding="utf-8"))
+        data = read_json(json_path)  # (the reader rule: a regular file, its size, its depth)
     except FileNotFoundError:
         raise DataFormatError(json_path, "file not found") from None
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(json_path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise DataFormatError(json_path, "expected a JSON object (a COCO instances file)")
     for key in ("images", "annotations", "categories"):
         if key not in data:
             raise DataFormatError(json_path, f"missing key {key!r}; expected a COCO instances file")

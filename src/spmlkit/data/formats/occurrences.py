@@ -20,8 +20,11 @@ is kept or dropped for one counted reason, in this order:
 Names are reduced to the species, ``Genus epithet`` (genus capitalised, epithet lower
 case): authors, subspecies, varieties and forms fall off, so ``Solanum acaule Bitter``,
 ``solanum acaule acaule`` and ``Solanum acaule subsp. aemulans`` are one species,
-``Solanum acaule`` (``rank="as-is"`` keeps each spelling instead).  The spellings merged
-into each name are reported.
+``Solanum acaule`` (``rank="as-is"`` keeps each spelling instead).  A **hybrid** keeps its
+formula and stays apart from its parents (``Bradypus variegatus × tridactylus``, also
+written with a lone ``x``; ``Solanum × ajanhuiri``).  A name with an **abbreviated genus**
+(``B. variegatus``) is kept as written, never merged by guess, with a warning naming the
+full names it may stand for.  The spellings merged into each name are reported.
 
 On rasters (:func:`records_on_rasters`, ``spml prepare records.csv --rasters DIR``)
 ----------------------------------------------------------------------------------
@@ -52,9 +55,12 @@ import numpy as np
 
 from ... import ownership
 from ...errors import ConfigError, DataFormatError
+from ...labels import normalize_label
+from ...reading import parse_number, read_text
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
 from ..encoding import CovariateEncoding
+from ..spatial_splits import spatial_split
 
 MISSING = ("", "NA", "NaN", "nan", "NULL", "null")
 SPECIES_COLUMNS = ("species", "scientificName", "scientific_name", "spid", "name", "taxon")
@@ -66,19 +72,17 @@ REASONS = ("no species name", "not identified to species", "no coordinates", "co
            "coordinates out of range", "coordinates 0, 0", "duplicate")
 RASTER_REASONS = ("outside the rasters", "on a nodata cell", "same species in the same cell")
 RANKS = ("species", "as-is")
+#: the hybrid sign (a lone "x" between names is read as it)
+HYBRID = "×"
 
 
 def read_table_text(path) -> tuple[list[str], list[list[str]], str]:
     """``(header, rows, encoding)`` of a CSV/TSV, decoded as UTF-8, else Latin-1 (every
     byte is a Latin-1 character, so a GBIF export in Latin-1 reads as its producer meant)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataFormatError(path, "file not found")
-    data = path.read_bytes()
-    try:
-        text, encoding = data.decode("utf-8-sig"), "UTF-8"
-    except UnicodeDecodeError:
-        text, encoding = data.decode("latin-1"), "Latin-1"
+    text, encoding = read_text(path)  # (the reader rule: a regular file; UTF-8, else Latin-1)
     delim = "\t" if path.suffix.lower() in (".tsv", ".tab", ".txt") else ","
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delim))
@@ -110,15 +114,46 @@ def species_name(raw: str, rank: str = "species") -> str | None:
     >>> [species_name(n) for n in ("Solanum acaule f. acaule", "solanum acaule acaule", "Solanum sp.")]
     ['Solanum acaule', 'Solanum acaule', None]
     """
-    words = raw.replace("_", " ").split()
+    words = raw.replace("_", " ").replace("×", " × ").split()
     if rank == "as-is":
-        return " ".join(words) or None
+        return " ".join(raw.replace("_", " ").split()) or None
+    words = [HYBRID if w.lower() == "x" and i else w for i, w in enumerate(words)]
     if len(words) < 2 or words[1].lower().rstrip(".") in ("sp", "spp", "cf", "aff", "indet"):
         return None
-    genus, epithet = words[0], words[1]
-    if not genus[:1].isalpha() or not epithet[:1].isalpha():
+    genus, rest = words[0], words[1:]
+    if rest[0] == HYBRID:  # "Genus × epithet": a hybrid species (nothospecies)
+        if len(rest) < 2:
+            return None
+        kept, at = [HYBRID, rest[1].lower()], 2
+    else:
+        kept, at = [rest[0].lower()], 1
+    if at + 1 < len(rest) and rest[at] == HYBRID:  # "Genus epithet × epithet2": a hybrid, not its first parent
+        other = rest[at + 1]
+        full = other[:1].isupper() and at + 2 < len(rest)  # the other parent named in full: "× Genus epithet"
+        kept += [HYBRID, f"{other} {rest[at + 2].lower()}" if full else other.lower()]
+    if not kept or not genus[:1].isalpha() or not kept[-1][:1].isalpha():
         return None
-    return genus[:1].upper() + genus[1:].lower() + " " + epithet.lower()
+    return genus[:1].upper() + genus[1:].lower() + " " + " ".join(kept)
+
+
+def abbreviated_genus_notes(spellings: dict) -> list[str]:
+    """A warning per name whose genus is abbreviated (``B. variegatus``): it is kept as a
+    species of its own, never merged by guess, and the full names it may stand for are named.
+
+    >>> abbreviated_genus_notes({"B. variegatus": {"B. variegatus": 3}, "Bradypus variegatus": {}})
+    ["warning: 'B. variegatus' (3 records) has an abbreviated genus: kept apart from 'Bradypus variegatus'; write the genus in full in the input to merge them"]
+    """
+    out = []
+    for name, spell in sorted(spellings.items()):
+        genus, _, epithet = name.partition(" ")
+        if not (genus.endswith(".") and 2 <= len(genus) <= 3):
+            continue
+        like = [n for n in sorted(spellings) if n != name and n.startswith(genus[:-1])
+                and n.partition(" ")[2] == epithet]
+        out.append(f"warning: {name!r} ({sum(spell.values())} records) has an abbreviated genus: kept apart"
+                   + (f" from {', '.join(repr(n) for n in like)}; write the genus in full in the input to merge them"
+                      if like else " as a species of its own"))
+    return out
 
 
 @dataclass
@@ -183,7 +218,7 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
             out.read += 1
             if len(r) < width:
                 raise DataFormatError(path, f"{len(r)} fields, the header has {len(header)}", line=line)
-            raw = r[si].strip()
+            raw = normalize_label(r[si])
             if raw in MISSING:
                 out.dropped["no species name"] += 1
                 continue
@@ -196,7 +231,7 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
                 out.dropped["no coordinates"] += 1
                 continue
             try:
-                x, y = float(xv), float(yv)
+                x, y = parse_number(xv), parse_number(yv)  # ('1_0' is not 10)
             except ValueError:
                 out.dropped["coordinates not numbers"] += 1
                 continue
@@ -217,6 +252,7 @@ def clean_records(paths, *, species_column: str | None = None, x_column: str | N
             out.ids.append(r[ii].strip() if ii is not None else f"{path.name}:{line}")
     out.xy = np.asarray(xs, dtype=np.float64).reshape(-1, 2)
     out.spellings = spell
+    out.notes += abbreviated_genus_notes(spell)
     if not out.species:
         raise DataFormatError(", ".join(map(str, paths)), "no record left after cleaning ("
                               + ", ".join(f"{r}: {n}" for r, n in out.dropped.items() if n) + ")")
@@ -238,7 +274,7 @@ def write_clean_records(records: CleanRecords, out) -> Path:
     its inputs; called alone, a file of anyone's that is not a records file is refused)."""
     out = Path(out)
     if not ownership.is_checked_file(out):
-        ownership.output_file(out, is_ours=is_clean_records_file, what="cleaned-records file")
+        ownership.output_file(out, what="cleaned-records file")
     with ownership.write_output_file(out) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
@@ -254,6 +290,21 @@ def _detect_categorical(stack, values: np.ndarray, max_levels: int) -> list[str]
         v = values[:, j]
         if np.dtype(layer.dtype).kind in "iu" and len(np.unique(v)) <= max_levels:
             out.append(layer.name)
+    return out
+
+
+def _integer_layer_notes(stack, values: np.ndarray, categorical: list, most: int = 50) -> list[str]:
+    """A note per integer layer read as continuous with few values (at most ``most``, over
+    the records and background): it may be a class map (a biome, a land-cover code)."""
+    out = []
+    for j, layer in enumerate(stack.layers):
+        if layer.name in categorical or np.dtype(layer.dtype).kind not in "iu":
+            continue
+        n = len(np.unique(values[:, j]))
+        if n <= most:
+            out.append(f"note: layer {layer.name!r} holds whole numbers with {n} values and is read as continuous "
+                       f"(ordered); if its values are classes (a biome, a land-cover code), declare it: --categorical "
+                       f"{layer.name}")
     return out
 
 
@@ -276,14 +327,18 @@ def spatial_blocks(xy: np.ndarray, blocks: int, fraction: float = 0.2, seed: int
 
 def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=None, covariates=None,
                        max_levels: int = 6, background: int = 10000, mask=None, bias=None, seed: int = 0,
-                       val_blocks: int | None = None, one_per_cell: bool = False, off_raster: str = "drop",
+                       val_blocks: int | None = None, split: str = "blocks", folds: int = 5,
+                       spatial_test: bool = False, buffer: float = 0.0, min_train_records: int = 10,
+                       one_per_cell: bool = False, off_raster: str = "drop",
                        window_rows: int | None = None, name: str | None = None, label_column: str | None = None,
                        x_column: str | None = None, y_column: str | None = None, rank: str = "species",
                        log=None) -> MultiLabelDataset:
     """The :class:`MultiLabelDataset` of records on a raster stack (module docstring):
     training = the records (one observed positive each) + ``background`` rows drawn from
-    the valid cells; validation by ``val_blocks`` spatial blocks when given.  ``log``
-    hears the counts (records read, kept, dropped per reason)."""
+    the valid cells; validation (and with ``spatial_test`` the test split) by whole blocks of
+    a ``val_blocks`` × ``val_blocks`` grid when given (:func:`spmlkit.data.spatial_splits.spatial_split`:
+    ``split`` blocks or checkerboard, ``folds``, ``buffer``, ``min_train_records``).  ``log``
+    hears the counts (records read, kept, dropped per reason; records per species and split)."""
     from .. import rasters as R  # lazy: torch-free CLI start-up
 
     if off_raster not in ("drop", "error"):
@@ -332,7 +387,9 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
     raw = np.concatenate([values[idx], bg_values])
     if categorical is None:
         categorical = _detect_categorical(stack, raw, max_levels)
+        lines_before = _integer_layer_notes(stack, raw, categorical)
     else:
+        lines_before = []
         unknown = [c for c in categorical if c not in stack.names]
         if unknown:
             raise ConfigError(f"--categorical {unknown[0]!r} is not a raster layer ({', '.join(stack.names)})")
@@ -355,12 +412,16 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
                  + ("; every valid cell taken" if info["all_taken"] else "") + ")")
     if categorical:
         lines.append(f"one-hot encoded categorical layers: {', '.join(categorical)}")
+    lines += lines_before
     splits = {"train": train}
     if val_blocks:
-        held = spatial_blocks(xy, val_blocks, 0.2, seed)
-        splits = {"train": train.subset(np.flatnonzero(~held)), "val": train.subset(np.flatnonzero(held))}
-        lines.append(f"validation: {int(held.sum())} rows in 20% of {val_blocks}x{val_blocks} spatial blocks "
-                     f"(seed {seed})")
+        sp = np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64)
+        parts, split_lines = spatial_split(xy, sp, label_names, kind=split, blocks=val_blocks, folds=folds, seed=seed,
+                                           spatial_test=spatial_test, buffer=buffer, min_records=min_train_records)
+        splits = {name: train.subset(np.flatnonzero(m)) for name, m in parts.items()}
+        lines += split_lines
+    elif spatial_test or buffer or split != "blocks":
+        raise ConfigError("--spatial-test, --buffer and --split go with --val-blocks G (the grid of spatial blocks)")
     if log is not None:
         for line in lines:
             log(line)

@@ -58,12 +58,14 @@ a test pair whose rows do not match.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import ConfigError, DataFormatError
+from ...reading import read_text
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split
 from .occurrences import records_on_rasters
@@ -74,12 +76,19 @@ MISSING = ("", "NA", "NaN", "nan")
 RESERVED = ("siteid", "occ", "x", "y", "group")
 
 
-def _read(path) -> tuple[list[str], list[list[str]]]:
+def _read(path, latin1: list | None = None) -> tuple[list[str], list[list[str]]]:
+    """``(header, rows)`` of a CSV under the reader rule (a regular file; UTF-8, else
+    Latin-1 — a file saved by a Latin-1 tool is listed in ``latin1`` for the note)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataFormatError(path, "file not found")
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.reader(f))
+    text, encoding = read_text(path)
+    if encoding != "UTF-8" and latin1 is not None and path.name not in latin1:
+        latin1.append(path.name)
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise DataFormatError(path, f"not a readable CSV table ({exc})") from None
     if not rows:
         raise DataFormatError(path, "empty file; expected a header line", line=1)
     header = [h.strip() for h in rows[0]]
@@ -154,6 +163,7 @@ class PresenceOnlyTables:
     test_ids: list | None = None  # (T,)
     test_xy: np.ndarray | None = None  # (T, 2)
     passthrough: tuple = ()  # the records' columns that are not covariates
+    latin1: tuple = ()  # the files read as Latin-1 (not UTF-8)
 
     @property
     def encoding(self) -> CovariateEncoding:
@@ -167,7 +177,8 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
                        group_column: str = "group", place_columns=("x", "y"), ignore=("siteid", "occ"),
                        categorical=None, max_levels: int = 6) -> PresenceOnlyTables:
     """Read the tables described in the module docstring (see :func:`load_presence_only`)."""
-    rh, rb = _read(records)
+    latin1: list = []
+    rh, rb = _read(records, latin1)
     li = _column(records, rh, label_column)
     gi = rh.index(group_column) if group_column in rh else None
     pi = [rh.index(c) for c in place_columns] if all(c in rh for c in place_columns) else None
@@ -199,7 +210,7 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
     rids = _ids(rh, rb)
     bids = [] if rids is not None else None
     if background is not None:
-        bh, bb = _read(background)
+        bh, bb = _read(background, latin1)
         B = _numbers(background, bh, bb, covariates)
         if rxy is not None:
             bxy = _numbers(background, bh, bb, list(place_columns)) if all(c in bh for c in place_columns) else None
@@ -219,10 +230,10 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
     L = len(order)
     Xs, Ys, Ms, seen, tids, txy = [], [], [], set(), [], []
     for env, pa in tests:
-        eh, eb = _read(env)
+        eh, eb = _read(env, latin1)
         tids.append(_ids(eh, eb))
         txy.append(_optional_numbers(env, eh, eb, list(place_columns)))
-        ph, pb = _read(pa) if pa != env else (eh, eb)
+        ph, pb = _read(pa, latin1) if pa != env else (eh, eb)
         if len(pb) != len(eb):
             raise DataFormatError(pa, f"{len(pb)} rows, but the covariate table {env} has {len(eb)}")
         if "siteid" in eh and "siteid" in ph and pa != env:
@@ -265,7 +276,7 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
                               record_ids=rids, background_ids=bids,
                               test_ids=None if any(t is None for t in tids) else sum(tids, []),
                               test_xy=None if any(t is None for t in txy) else np.concatenate(txy),
-                              passthrough=tuple(c for c in rh if c not in covariates),
+                              passthrough=tuple(c for c in rh if c not in covariates), latin1=tuple(latin1),
                               sources={"records": str(records), "background": None if background is None else
                                        str(background), "tests": [[str(e), str(p)] for e, p in tests]})
 
@@ -308,6 +319,8 @@ def to_dataset(tables: PresenceOnlyTables, *, view: str = "records", name: str =
     Xt, _ = encode(tables, tables.test)
     notes = [f"presence-only: {len(tables.records)} records -> {len(Xr)} examples ({view} view), "
              f"{len(tables.background)} background rows, {len(Xt)} surveyed test sites"]
+    if tables.latin1:
+        notes.append(f"{', '.join(tables.latin1)} not UTF-8; read as Latin-1")
     if tables.categorical:
         notes.append(f"one-hot encoded categorical covariates: {', '.join(tables.categorical)}")
     all_xy = None if xy is None or tables.background_xy is None else np.concatenate([xy, tables.background_xy])

@@ -55,8 +55,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import DataFormatError
+from ...errors import DataFormatError, did_you_mean
 from ...io import load_numpy, npz_array
+from ...labels import MISSING_LABELS, check_label_names, normalize_label
+from ...reading import open_bytes, open_text
+from .table_checks import CLASS_CODES, columns_listed, refuse_contradicting_ids
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
@@ -108,7 +111,8 @@ def _match_columns(header: list[str], patterns: list[str], path: Path, what: str
                     positions.setdefault(h, []).append(i)
             hits = positions.get(p, [])
         if not hits:
-            raise DataFormatError(path, f"{what} {p!r} matches no column of the header", line=1)
+            raise DataFormatError(path, f"{what} {p!r} matches no column of the header{did_you_mean(p, header)}; "
+                                        f"{columns_listed(header)}", line=1)
         for h in hits:
             if h not in taken:
                 taken.add(h)
@@ -126,7 +130,7 @@ def _iter_records(path: Path, delimiter: str | None):
     if path.exists() and not path.is_file():  # /dev/zero, a pipe: read until memory runs out
         raise DataFormatError(path, "not a regular file (a folder, a device or a pipe); expected a CSV/TSV file")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open_text(path) as fh:  # (the reader rule: a regular file, opened without blocking)
             delim = _delimiter_for(path, delimiter, fh.read(4096))
             fh.seek(0)
             reader = csv.reader(fh, delimiter=delim)
@@ -187,6 +191,10 @@ def _parse_numbers(block: list[list[str]], lines: list[int], names: list[str], p
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: most labels a sparse archive may declare (every label costs a name and per-label state:
+#: a 1 KB archive declaring a billion labels would fill memory); 16.8 million, five times
+#: the largest extreme-classification benchmarks (Amazon-3M)
+MAX_LABELS = 2 ** 24
 #: rows parsed at a time: the text of one block is held, the rest of the table only as
 #: float32 features and label indices (memory O(N·D + nnz), not the whole file's strings)
 BLOCK_ROWS = 20_000
@@ -237,9 +245,15 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     first = next(records, None)
     if first is None:
         raise DataFormatError(path, "empty file; expected a header row")
-    header = [h.strip() for h in first[1]]
+    header = [normalize_label(h) for h in first[1]]  # (NFC, stripped: the names the options are matched to)
     _check_delimiter(header, path)
     check_header(header, path)
+    label_set_column, label_column, path_column, id_column = (
+        None if c is None else normalize_label(c) for c in (label_set_column, label_column, path_column, id_column))
+    if label_columns is not None:
+        label_columns = [normalize_label(c) for c in label_columns]
+    if label_names is not None:
+        label_names = [normalize_label(c) for c in label_names]
     n_layouts = sum(x is not None for x in (label_columns, labels_last, label_set_column, label_column))
     if n_layouts != 1:
         raise DataFormatError(path, "say where the labels are: exactly one of label_columns, labels_last, "
@@ -249,11 +263,13 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     if single:
         label_set_column = label_column
     special = {}
-    for opt, name in (("path_column", path_column), ("id_column", id_column), ("label_set_column", label_set_column)):
+    for opt, name in (("path_column", path_column), ("id_column", id_column),
+                      ("label_column" if single else "label_set_column", label_set_column)):
         if name is not None:
             if name not in header:
-                raise DataFormatError(path, f"{opt} {name!r} is not in the header {header[:8]}...", line=1)
-            special[opt] = header.index(name)
+                raise DataFormatError(path, f"--{opt.replace('_', '-')} {name!r} is not a column of the header"
+                                            f"{did_you_mean(name, header)}; {columns_listed(header)}", line=1)
+            special["label_set_column" if opt == "label_column" else opt] = header.index(name)
     if label_columns is not None:
         lab_idx = _match_columns(header, label_columns, path, "label column")
     elif labels_last is not None:
@@ -276,6 +292,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     labels = _Labels(None if label_set_column is None else label_names)
     if label_set_column is None:
         label_names = [header[i] for i in lab_idx]
+    codes: set = set()  # the single-label cells that are class codes (None: a name that is not)
     wide_allowed = np.array(["1", "0", "-1", ""] if observed else ["1", "0"])
     X_blocks: list[np.ndarray] = []
     ids: list[str] | None = [] if "id_column" in special else None
@@ -295,15 +312,17 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             col = special["label_set_column"]
             rows, cols, vals, where = [], [], [], []
             for k, (line, r) in enumerate(block):
-                cell = r[col].strip()
+                cell = normalize_label(r[col])
                 if single:
-                    if not cell:
-                        raise DataFormatError(path, f"empty label in column {label_set_column!r}; each row needs "
-                                                    "one label (use --label-set-column for rows with none or several)",
-                                              line=line)
+                    if cell in MISSING_LABELS:
+                        raise DataFormatError(path, f"{'empty' if not cell else 'missing (' + repr(cell) + ')'} label "
+                                                    f"in column {label_set_column!r}; each row needs one label (use "
+                                                    "--label-set-column for rows with none or several)", line=line)
                     items = [cell]
+                    codes.add(cell) if cell in CLASS_CODES else codes.add(None)
                 else:
-                    items = [t.strip() for t in cell.split(separator) if t.strip()] if cell else []
+                    items = [t for t in (normalize_label(t) for t in cell.split(separator))
+                             if t not in MISSING_LABELS] if cell else []
                 for t in items:
                     if "\n" in t or "\r" in t:
                         raise DataFormatError(path, f"label {t!r} in column {label_set_column!r} contains a line "
@@ -335,12 +354,16 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             cells = np.char.strip(np.array([[r[c] for c in lab_idx] for _, r in block], dtype=str).reshape(
                 len(block), len(lab_idx)))
             cells = np.where(np.char.endswith(cells, ".0"), np.char.rstrip(np.char.rstrip(cells, "0"), "."), cells)
+            cells = np.where(np.isin(cells, list(MISSING_LABELS)), "", cells)  # 'NA': a missing value, not a label
             ok = np.isin(cells, wide_allowed)
             if not ok.all():
                 r, j = (int(i) for i in np.argwhere(~ok)[0])
                 exp = "1, -1, 0 or empty" if observed else "0 or 1"
+                hint = ("; a column of label names is --label-column (singular: one name per row) or "
+                        "--label-set-column (several names per cell), not --label-columns"
+                        if len(lab_idx) == 1 and label_columns is not None else "")
                 raise DataFormatError(path, f"label column {header[lab_idx[j]]!r} has value "
-                                            f"{block[r][1][lab_idx[j]]!r}; expected {exp}", line=block[r][0])
+                                            f"{block[r][1][lab_idx[j]]!r}; expected {exp}{hint}", line=block[r][0])
             v = np.where(cells == "1", 1, np.where(cells == "-1", -1, 0)).astype(np.int8)
             r, c = np.nonzero(v)
             labels.add(r + n, c, v[r, c], np.asarray(lines)[r])
@@ -379,6 +402,11 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         flush(block)
     if n == 0:
         raise DataFormatError(path, "no data rows after the header")
+    if single and codes and None not in codes:
+        raise DataFormatError(path, f"column {label_set_column!r} holds only the codes {', '.join(sorted(codes))}: "
+                                    "class codes, not label names (-1 would read as an observed negative of label "
+                                    "'1'); for one 0/1 (or +1/-1/0) column per label use --label-columns, else "
+                                    "give the labels their names")
     rows, cols, vals, where = labels.arrays()
     if label_set_column is not None:
         if not labels.fixed:
@@ -391,6 +419,12 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             cols = renumber[cols] if cols.size else cols
         if not label_names:
             raise DataFormatError(path, f"column {label_set_column!r} names no labels")
+    check_label_names(label_names, path)
+    if observed and not bool((vals == 1).any()):
+        raise DataFormatError(path, "no observed positive in the table (every label is unobserved or negative); "
+                                    "single-positive training needs at least one")
+    if ids is not None and not single:
+        refuse_contradicting_ids(path, ids, rows, cols, vals, all_lines)
     L = len(label_names)
     X = None if paths is not None else (np.concatenate(X_blocks) if len(X_blocks) > 1 else X_blocks[0])
     keys = paths if paths is not None else (ids if single and ids is not None else None)
@@ -575,8 +609,6 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
         observed = kwargs.get("label_column") is not None
         if observed:
             notes.append(SINGLE_LABEL_NOTE.format(file=Path(train).name, column=kwargs["label_column"]))
-            if log is not None:
-                log(notes[-1])
     kwargs["observed"] = observed
     tr, labels, feats = read_table(train, **kwargs)
     splits = {"train": tr}
@@ -595,6 +627,8 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
 
             te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
+    if notes and log is not None:  # (said once the tables are read: a refusal comes first, alone)
+        log(notes[-1])
     return MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits,
                              source=str(train), feature_names=feats, notes=notes)
 
@@ -613,7 +647,7 @@ def load_npz(path: str | Path, *, name: str | None = None, observed: bool = Fals
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, "file not found")
-    with open(path, "rb") as fh:
+    with open_bytes(path) as fh:
         magic = fh.read(6)
     if magic == b"\x93NUMPY":
         raise DataFormatError(path, "is a single .npy array, not an .npz archive; expected an archive written by "
@@ -647,6 +681,9 @@ def _npz_dataset(arc, path: Path, *, name, observed, read) -> MultiLabelDataset:
         shape = read(f"{c}_shape")
         if shape.shape != (2,) or shape.dtype.kind not in "iu":
             raise DataFormatError(path, f"[{c}_shape] must hold two whole numbers (rows, labels), got {shape!r}")
+        if not 0 <= int(shape[1]) <= MAX_LABELS:  # (checked before anything of that width is made)
+            raise DataFormatError(path, f"[{c}_shape] declares {int(shape[1]):,} labels; spmlkit reads at most "
+                                        f"{MAX_LABELS:,} (a damaged or hostile file?)")
         data = read(f"{c}_data") if f"{c}_data" in keys else None
         if data is not None and (data.dtype.kind not in "biuf" or (data.size and not np.isin(data, (-1, 1)).all())):
             raise DataFormatError(path, f"[{c}_data] must hold 1 (and -1 for observed negatives) only")

@@ -1,0 +1,60 @@
+"""Twins of the training side's chunked reads: the per-feature statistics accumulated
+chunk by chunk (:func:`spmlkit.training.linear.feature_statistics`) against numpy's mean
+and standard deviation of the whole matrix, and a memory-mapped feature store's row
+chunks against the in-memory tensor; chunks of 1..N rows, constant features, one row."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from spmlkit.training.linear import FeatureStore, feature_statistics
+from tests.twins.strategies import TWIN
+
+_names = itertools.count()
+
+
+@st.composite
+def features(draw):
+    n, d = draw(st.integers(1, 30)), draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    X = (rng.normal(size=(n, d)) * draw(st.sampled_from([1e-3, 1.0, 300.0])) + draw(st.sampled_from([0, 0.1, 1e4])))
+    const = rng.random(d) < 0.4  # constant features: any value, never exactly representable sums
+    X[:, const] = rng.choice([0.1, -7.77, 123.456, 0.0], size=int(const.sum()))
+    return X.astype(np.float32)
+
+
+@TWIN
+@given(X=features(), data=st.data())
+@example(X=np.full((1000, 2), 0.1, np.float32), data=None)  # sums of 0.1 that do not cancel exactly
+def test_feature_statistics_in_chunks_equal_numpy_on_the_whole_matrix(X, data):
+    n, d = X.shape
+    rows = 1 if data is None else data.draw(st.integers(1, n))
+    mean, std = feature_statistics(X, chunk_bytes=8 * d * rows)
+    X64 = X.astype(np.float64)
+    want_std = X64.std(0)
+    const = (X64 == X64[:1]).all(0)
+    assert (np.abs(mean - X64.mean(0)) <= 1e-6 * np.abs(X64).max(0)).all()
+    assert (std[const] == 1).all()  # constant features map to 0, whatever their value
+    np.testing.assert_allclose(std[~const], want_std[~const], rtol=1e-4)
+
+
+@TWIN
+@given(X=features(), data=st.data())
+def test_feature_store_chunks_from_disk_equal_the_in_memory_tensor(tmp_path, X, data):
+    n, d = X.shape
+    path = tmp_path / f"X{next(_names)}.npy"
+    np.save(path, X)
+    mean, std = feature_statistics(X)
+    mem = FeatureStore(X, mean=mean, std=std)
+    disk = FeatureStore(np.load(path, mmap_mode="r"), mean=mean, std=std, max_bytes=0)
+    assert not disk.in_memory
+    rows = data.draw(st.integers(1, n))
+    start = data.draw(st.integers(0, n))
+    stop = data.draw(st.integers(start, n))
+    got = list(disk.chunks(rows, start=start, stop=stop))
+    assert all(len(c) <= rows for c in got)
+    assert torch.equal(torch.cat(got) if got else mem.tensor[:0], mem.tensor[start:stop])
