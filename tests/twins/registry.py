@@ -119,4 +119,6 @@ NOT_FAST_PATHS: dict[str, str] = {
     "training.background:BackgroundSampler.draw": "random-number streams, one per member: not streamed data",
     "data.bundle:Bundle.selection_observations": "a seed stream of its own: not streamed data",
     "reading:read_limit_bytes": "the read budget (a number); computes no result of its own",
+    "data.spatial_splits:block_cells": "spatial cross-validation blocks of a map, not row blocks",
+    "data.spatial_splits:block_folds": "spatial cross-validation blocks of a map, not row blocks",
 }
