@@ -179,6 +179,7 @@ class TrainConfig:
     regime: str | None = None  # explicit override of the method's observation regime
     hide_prob: float | None = None  # 'partial' regime: probability of hiding each label
     threads: int | None = None  # torch intra-op threads during training (None: 1 in the linear setting, torch's default when fine-tuning)
+    val_rows: int | str = "auto"  # validation rows scored each epoch: auto (a subsample above a size), all, or N
     # --- images (spmlkit.training.finetune; docs/images.md) ---------------------------
     setting: str = "linear"  # "linear": a head on cached features; "finetune": backbone + head end to end
     backbone: str = "efficientnet-lite0"
@@ -229,6 +230,9 @@ class TrainConfig:
             raise ConfigError(f"hide_prob must be in [0, 1], got {self.hide_prob}")
         if self.threads is not None and self.threads < 1:
             raise ConfigError(f"threads must be >= 1 or None, got {self.threads}")
+        if not (self.val_rows in ("auto", "all") or (isinstance(self.val_rows, int) and
+                                                     not isinstance(self.val_rows, bool) and self.val_rows >= 1)):
+            raise ConfigError(f"val_rows (--val-rows) must be auto, all or a whole number >= 1, got {self.val_rows!r}")
         # lazy: torch-free CLI start-up
         from .models.heads import HEADS  # the registered heads; "decoder" needs fine-tuning's feature map
 

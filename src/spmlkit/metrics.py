@@ -471,8 +471,12 @@ def presence_target_group_auc(Z, scores) -> float:
 #: score matrices up to this many bytes are ranked whole, by the exact per-column sort
 #: above; larger ones are streamed in row chunks (:func:`stream_rank_counts`)
 DENSE_SCORE_BYTES = 64 * 2 ** 20
-#: entries compared at a time in the counting pass (rows × positives, or rows × labels)
+#: entries compared at a time by the direct counting pass (rows × positives)
 STREAM_BLOCK_ENTRIES = 2 ** 21
+#: the direct counting pass serves while positives ≤ this × labels: its cost, rows ×
+#: positives comparisons, then stays under this many per scored entry (rows × labels),
+#: linear in N × L, and cheaper than a binary search of ~log2(nnz) steps per entry
+COUNTING_POSITIVES_PER_LABEL = 8
 
 
 @dataclass(frozen=True)
@@ -511,11 +515,18 @@ def stream_rank_counts(y_true, chunks, *, mask=None) -> RankCounts:
     ``(b, L)`` or ``(G, b, L)`` scores of rows ``start_row ..``; it is called twice, so it
     recomputes rather than stores).  Memory O(chunk × L + nnz(Y)); never ``N × L``.
 
-    Pass 1 reads every positive's own score; pass 2 counts, per positive, the surveyed
-    rows scoring at least (and more than) it: by direct comparison (rows × positives)
-    when positives are few against the labels, else by one sort of the chunk's
-    (label, score) keys and binary search.  Scores are ranked as float32 (the model's
-    logits); ties count exactly as in :func:`average_precision` / :func:`roc_auc`.
+    Pass 1 reads every positive's own score (its threshold).  Pass 2, when positives are
+    few against the labels (at most :data:`COUNTING_POSITIVES_PER_LABEL` × L), compares
+    every row with every threshold of its label (at most that many comparisons per
+    entry).  Otherwise it sorts each member's thresholds once, by the keys
+    ``label << 32 | order(score)``, and searches every surveyed entry of a chunk
+    **into** them: an entry of label ``l`` scoring ``s`` is
+    ``>=`` exactly the thresholds of ``l`` from the label's first one up to the right
+    insertion point of its key (``>``: up to the left one), a range recorded in a
+    difference array; one cumulative sum at the end gives ``ge``/``gt``.  Time
+    O(N × L × log nnz): linear in the scored entries.  Scores are ranked as float32 (the
+    model's logits); ties count exactly as in :func:`average_precision` /
+    :func:`roc_auc` (the counts are integers).
     """
     Y = as_sparse(y_true, dtype=bool)
     M = None if mask is None else as_sparse(mask, dtype=bool)
@@ -533,13 +544,27 @@ def stream_rank_counts(y_true, chunks, *, mask=None) -> RankCounts:
         n_rows = M.col_counts(1)
     else:
         n_rows = np.full(L, n, dtype=np.int64)
-    nnz = rows_e.size
+    score = _thresholds(rows_e, cols_e, chunks, n, L)
+    G, nnz = score.shape
+    ge = np.zeros((G, nnz), dtype=np.int64)
+    gt = np.zeros((G, nnz), dtype=np.int64)
+    if nnz and nnz <= COUNTING_POSITIVES_PER_LABEL * L:
+        _count_by_comparison(cols_e, score, chunks, M, ge, gt)
+    elif nnz:
+        for g in range(G):
+            ge[g], gt[g] = _count_above(cols_e, score[g], g, chunks, M)
+    return RankCounts(label=cols_e, score=score, ge=ge, gt=gt, n_rows=n_rows.astype(np.int64), n_labels=L)
+
+
+def _thresholds(rows_e, cols_e, chunks, n: int, L: int) -> np.ndarray:
+    """Pass 1 of :func:`stream_rank_counts`: ``(G, nnz)`` float32 scores of the entries
+    ``(rows_e, cols_e)`` (rows ascending), read chunk by chunk."""
     score = None
     seen = 0
     for start, block in chunks():
         a = _as_member_chunk(block)
         if score is None:
-            score = np.zeros((a.shape[0], nnz), dtype=np.float32)
+            score = np.zeros((a.shape[0], rows_e.size), dtype=np.float32)
         if a.shape[2] != L:
             raise DataFormatError(None, f"scores have {a.shape[2]} labels but the labels have {L}")
         lo, hi = np.searchsorted(rows_e, [start, start + a.shape[1]])
@@ -547,43 +572,83 @@ def stream_rank_counts(y_true, chunks, *, mask=None) -> RankCounts:
         seen += a.shape[1]
     if seen != n:
         raise DataFormatError(None, f"scores have {seen} rows but the labels have {n}")
-    G = 1 if score is None else score.shape[0]
-    score = np.zeros((G, 0), dtype=np.float32) if score is None else score
-    ge = np.zeros((G, nnz), dtype=np.int64)
-    gt = np.zeros((G, nnz), dtype=np.int64)
-    if nnz:
-        by_counting = nnz <= 8 * L
-        if not by_counting:  # thresholds sorted per label once: keys label << 32 | order(score)
-            tkeys = (cols_e[None, :] << 32) | _f32_order_keys(score).astype(np.int64)
-        for start, block in chunks():
-            a = _as_member_chunk(block)
-            b = a.shape[1]
-            mb = None if M is None else M.dense(slice(start, start + b))
-            if by_counting:
-                step = max(1, STREAM_BLOCK_ENTRIES // max(nnz, 1))
-                for r0 in range(0, b, step):
-                    r1 = min(r0 + step, b)
-                    for g in range(G):
-                        sub = a[g, r0:r1][:, cols_e]  # (rows, nnz): each positive's label column
-                        ok = None if mb is None else mb[r0:r1][:, cols_e]
-                        hit_ge = sub >= score[g][None, :]
-                        hit_gt = sub > score[g][None, :]
-                        if ok is not None:
-                            hit_ge &= ok
-                            hit_gt &= ok
-                        ge[g] += hit_ge.sum(0)
-                        gt[g] += hit_gt.sum(0)
-            else:
-                col = np.arange(L, dtype=np.int64)[None, :] << 32
-                for g in range(G):
-                    keys = col | _f32_order_keys(a[g]).astype(np.int64)  # (b, L)
-                    if mb is not None:  # unsurveyed: key 0 within the label, below every finite score,
-                        keys = np.where(mb, keys, col)  # so it is never counted as >= or >
-                    keys = np.sort(keys, axis=None)
-                    col_start = np.arange(L, dtype=np.int64)[cols_e] * b
-                    ge[g] += b - (np.searchsorted(keys, tkeys[g], side="left") - col_start)
-                    gt[g] += b - (np.searchsorted(keys, tkeys[g], side="right") - col_start)
-    return RankCounts(label=cols_e, score=score, ge=ge, gt=gt, n_rows=n_rows.astype(np.int64), n_labels=L)
+    return np.zeros((1, 0), dtype=np.float32) if score is None else score
+
+
+def _count_by_comparison(cols_e, score, chunks, M, ge, gt) -> None:
+    """Pass 2 of :func:`stream_rank_counts` when positives are few against the labels:
+    every surveyed row of a chunk compared with every positive's threshold in its label
+    column (blocks of at most :data:`STREAM_BLOCK_ENTRIES` comparisons); adds into
+    ``ge``/``gt`` ``(G, nnz)``."""
+    nnz = cols_e.size
+    step = max(1, STREAM_BLOCK_ENTRIES // nnz)
+    for start, block in chunks():
+        a = _as_member_chunk(block)
+        mb = None if M is None else M.dense(slice(start, start + a.shape[1]))
+        for r0 in range(0, a.shape[1], step):
+            r1 = min(r0 + step, a.shape[1])
+            ok = None if mb is None else mb[r0:r1][:, cols_e]
+            for g in range(a.shape[0]):
+                sub = a[g, r0:r1][:, cols_e]  # (rows, nnz): each positive's label column
+                hit_ge, hit_gt = sub >= score[g][None, :], sub > score[g][None, :]
+                if ok is not None:
+                    hit_ge &= ok
+                    hit_gt &= ok
+                ge[g] += hit_ge.sum(0)
+                gt[g] += hit_gt.sum(0)
+
+
+def _count_above(cols_e, score_g, g: int, chunks, M) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 2 of :func:`stream_rank_counts` for member ``g``: per threshold, the surveyed
+    rows of its label scoring ``>=`` / ``>`` it.  Only the labels with a threshold are
+    read.  Each entry adds 1 on ``[first threshold of its label, insertion point)``: the
+    difference array gets, once, +1 per row at each label's first threshold, and −1 per
+    entry at its insertion point (accumulated over the touched span only).  An
+    unsurveyed entry takes the order key 0, below every finite score: its insertion
+    point is its label's first threshold, so it counts for nothing.  Each chunk is
+    sorted per label (``b`` values each), which orders its keys globally."""
+    nnz = cols_e.size
+    tkeys = (cols_e << 32) | _f32_order_keys(score_g).astype(np.int64)
+    order = np.argsort(tkeys, kind="stable")
+    tsorted = tkeys[order]
+    labels = np.unique(cols_e)
+    first = np.searchsorted(tsorted, labels << 32, side="left")
+    run_end = np.searchsorted(tsorted, tsorted, side="right")  # past each threshold's run of equal keys
+    diff_ge = np.zeros(nnz + 1, dtype=np.int64)
+    diff_gt = np.zeros(nnz + 1, dtype=np.int64)
+    high = (labels << 32)[:, None]
+    n = 0
+    for start, block in chunks():
+        a = _as_member_chunk(block)[g][:, labels]  # (b, labels with a threshold)
+        okeys = _f32_order_keys(a)
+        if M is not None:
+            okeys[~M.dense(slice(start, start + a.shape[0]))[:, labels]] = 0
+        okeys = np.ascontiguousarray(okeys.T)
+        okeys.sort(axis=1)
+        keys = (high | okeys).ravel()  # label-major, sorted within each label: ascending
+        n += a.shape[0]
+        left = np.searchsorted(tsorted, keys, side="left")  # thresholds < the entry: it is > them
+        at = np.minimum(left, nnz - 1)
+        tied = (tsorted[at] == keys) & (left < nnz)  # ... and, when it equals one, >= up to that run's end
+        _subtract_counts(diff_gt, left)
+        _subtract_counts(diff_ge, np.where(tied, run_end[at], left))
+    for diff in (diff_ge, diff_gt):
+        diff[first] += n
+    ge, gt = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
+    ge[order], gt[order] = np.cumsum(diff_ge)[:nnz], np.cumsum(diff_gt)[:nnz]
+    return ge, gt
+
+
+def _subtract_counts(diff: np.ndarray, idx: np.ndarray) -> None:
+    """``diff[i] -= #(idx == i)``, at a cost in ``idx``'s size and span, never ``diff``'s
+    whole length per call (``idx`` ascending)."""
+    if not idx.size:
+        return
+    lo, hi = int(idx[0]), int(idx[-1]) + 1
+    if hi - lo <= 4 * idx.size:
+        diff[lo:hi] -= np.bincount(idx - lo, minlength=hi - lo)
+    else:
+        np.subtract.at(diff, idx, 1)
 
 
 def average_precision_from_counts(rc: RankCounts) -> np.ndarray:

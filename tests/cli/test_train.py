@@ -14,3 +14,19 @@ def test_corrupted_checkpoint_is_detected(tmp_path, capsys, toy_csv):
     (tmp_path / "r" / "result.json").unlink()  # an unfinished run (a finished one is not retrained)
     code, _, err = run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "-o", tmp_path / "r")
     assert code == 2 and "checksum mismatch" in err
+
+
+def test_val_rows_is_said_once_recorded_and_refused_when_malformed(tmp_path, capsys, toy_csv):
+    import json
+
+    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
+    code, out, err = run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "--val-rows", 5,
+                         "-o", tmp_path / "r")
+    assert code == 0 and err.count("fixed subsample of 5 of the") == 1
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert "rows_scored" in json.dumps(result)
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["config"]["val_rows"] == 5
+    code, out, err = run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "-o", tmp_path / "r2")
+    assert code == 0 and "subsample" not in err  # small data: every row, nothing said
+    code, _, err = run(capsys, "train", tmp_path / "b", "--val-rows", "some", "-o", tmp_path / "r3")
+    assert code == 2 and "--val-rows" in err and not (tmp_path / "r3").exists()

@@ -38,6 +38,7 @@ M = "tests/twins/test_metrics_twins.py::"
 LB = "tests/twins/test_labels_twins.py::"
 RD = "tests/twins/test_readers_twins.py::"
 PR = "tests/twins/test_practitioner_twins.py::"
+LS = "tests/practitioner/test_logit_sets.py::"
 TR = "tests/twins/test_training_twins.py::"
 SC = "tests/training/test_scores.py::"
 PREDICT = (PR + "test_streamed_label_sets_equal_the_dense_prediction",
@@ -49,7 +50,8 @@ STREAMED_RUN = (SC + "test_a_streamed_run_equals_the_whole_run",
 TWINS: list[Twin] = [
     Twin("metrics:stream_rank_counts", "metrics.masked_average_precision and metrics.roc_auc of the whole matrix",
          (M + "test_ap_and_auc_from_rank_counts_equal_the_dense_metrics",
-          M + "test_a_tie_run_ends_at_every_label_boundary")),
+          M + "test_a_tie_run_ends_at_every_label_boundary",
+          "tests/test_metrics.py::test_streamed_rank_counts_equal_direct_comparison_and_dense_metrics")),
     Twin("metrics:average_precision_from_counts", "metrics.masked_average_precision of the whole matrix",
          (M + "test_ap_and_auc_from_rank_counts_equal_the_dense_metrics",
           M + "test_a_tie_run_ends_at_every_label_boundary")),
@@ -86,9 +88,18 @@ TWINS: list[Twin] = [
           PR + "test_streamed_label_sets_threshold_probabilities_not_logits",
           PR + "test_streamed_evaluation_applies_a_batch_rule_to_the_whole_split")),
     Twin("practitioner.labelsets:estimate_k_observed_streamed", "labelsets.estimate_k_observed",
-         (PR + "test_k_estimated_from_logit_blocks_equals_the_dense_estimate",)),
+         (PR + "test_k_estimated_from_logit_blocks_equals_the_dense_estimate",
+          LS + "test_the_streamed_k_estimate_on_logits_equals_the_plain_one")),
     Twin("practitioner.report:label_set_quality_streamed", "report.label_set_quality",
-         (PR + "test_label_set_quality_tallied_block_by_block_equals_the_dense_quality",)),
+         (PR + "test_label_set_quality_tallied_block_by_block_equals_the_dense_quality",
+          LS + "test_label_set_quality_on_logits_equals_it_on_probabilities")),
+    Twin("practitioner.labelsets:label_sets_from_logits", "labelsets.label_sets on expit(float64(logits))",
+         (LS + "test_every_rule_on_logits_equals_the_rule_on_float64_probabilities",)),
+    Twin("practitioner.labelsets:top_labels_from_logits", "inference.top_k_indices on float32(expit(float64(logits)))",
+         (LS + "test_every_rule_on_logits_equals_the_rule_on_float64_probabilities",
+          LS + "test_top_k_written_from_logits_equals_top_k_written_from_probabilities")),
+    Twin("training.validation:validation_rows", "a validation split of the subsample's rows alone",
+         ("tests/training/test_validation.py::test_a_subsample_selects_as_a_validation_split_of_those_rows_alone",)),
     Twin("training.linear:feature_statistics", "numpy mean and std of the whole matrix",
          (TR + "test_feature_statistics_in_chunks_equal_numpy_on_the_whole_matrix",)),
     Twin("training.linear:FeatureStore.chunks", "the in-memory tensor",

@@ -22,13 +22,20 @@ from .common import (
 )
 
 
+def _val_rows(text):
+    """``--val-rows``: auto, all, or a whole number >= 1."""
+    low = text.strip().lower()
+    return low if low in ("auto", "all") else _pos_int(text)
+
+
 def _train_config(args):
     base = TrainConfig.from_file(args.config).to_dict() if args.config else {}
     overrides = {"method": args.method, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs,
                  "patience": args.patience, "seed": args.seed, "head": args.head, "hidden": args.hidden,
                  "selection": args.selection, "expected_positives": args.k, "feature_set": args.feature_set,
                  "empty_classes": args.empty_classes, "max_memory_mb": args.max_memory_mb,
-                 "threads": getattr(args, "threads", None), "device": getattr(args, "device", None)}
+                 "threads": getattr(args, "threads", None), "device": getattr(args, "device", None),
+                 "val_rows": getattr(args, "val_rows", None)}
     base.update({k: v for k, v in overrides.items() if v is not None})
     base.update(_image_overrides(args))
     if base.get("setting") == "finetune" and not base.get("linear_init") and args.epochs is not None:
@@ -74,6 +81,7 @@ def run(args) -> int:
     from ..training.callbacks import ProgressBar
     from ..training.prepare import build_run_method
     from ..training.run import progress_plan
+    from ..training.validation import validation_note
 
     config = _train_config(args)
     log_to = _log_to(args)  # a missing tracking library is refused before anything is written
@@ -97,6 +105,7 @@ def run(args) -> int:
             notes.append(f"auto trains its presence-only members with the {po_head} head (SINR's network), not "
                          f"--head {args.head}; for a {args.head} model name the method, e.g. -m full-weighted "
                          f"--head {args.head}, or --param presence_head={args.head}")
+        notes += [n for n in [validation_note(config, bundle)] if n]  # said once: what validation scores
         for note in notes if dctx.is_main else ():
             print(f"note: {note}", file=sys.stderr)
 
@@ -168,6 +177,10 @@ def add_parser(sub) -> None:
                                                                        "evaluation set: exclude (default) or AP 0")
     p.add_argument("--max-memory-mb", type=_nonneg_float, help="keep features memory-mapped when larger than this "
                                                       "(out of core: only batches and bounded chunks are read)")
+    p.add_argument("--val-rows", type=_val_rows, metavar="N|all|auto",
+                   help="validation rows scored every epoch: auto (default: every row up to 2**27 validation "
+                        "rows x labels, above it a seeded fixed subsample, said once and recorded in the run), "
+                        "all, or N (a subsample of N rows drawn with --seed)")
     p.add_argument("--threads", type=_pos_int, help="torch threads while training (default: 1 in the linear setting, "
                                                "fast on quiet and busy CPUs alike; torch's choice when fine-tuning)")
     p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")

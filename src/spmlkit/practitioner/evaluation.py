@@ -21,7 +21,7 @@ from ..errors import SpmlError
 from ..metrics import (average_precision_from_counts, evaluate_scores, label_set_scores, roc_auc_from_counts,
                        stream_rank_counts, streamed_observed_scores)
 from ..training.scores import needs_streaming
-from .labelsets import observed_set_scores
+from .labelsets import apply_rule_to_logits, model_rule_spec, observed_set_scores
 
 OBSERVED_NOTE = "observed labels only (no full labels): not comparable to a full-label mAP"
 
@@ -161,10 +161,11 @@ def _evaluate_streamed(model, X, bundle, split: str, Y, *, empty: str) -> dict:
         Z = bundle.observations(split)
         (ev,) = streamed_observed_scores(Z, chunks)
         tally = SetTally(len(model.label_names), observed=True)
+        spec = model_rule_spec(model)
         # a rule over the whole collection (expected_k per="batch") takes the split in one piece
         set_rows = max(len(X), 1) if model.label_sets.get("per") == "batch" else rows
-        for start, block in model.iter_decision_function(X, batch_rows=set_rows):
-            S = model.label_sets_from_proba(expit(block.astype(np.float64)))
+        for start, block in model.iter_decision_function(X, batch_rows=set_rows):  # the rule on the float32
+            S = apply_rule_to_logits(np.asarray(block, dtype=np.float32), spec)  # logits: no float64 block
             tally.add(S, Z.dense(slice(start, start + len(block))))
         ev["label_sets"] = tally.result()
         ev["split"] = split

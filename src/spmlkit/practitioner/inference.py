@@ -62,7 +62,8 @@ from ..ownership import is_checked_file, write_output_file
 
 from ..features.transforms import IMAGE_SUFFIXES as IMAGE_EXTENSIONS  # noqa: E402  (one list of suffixes)
 from ..progress import progress as progress_bar
-from .labelsets import format_label_sets, label_set_stats_warning, label_set_warning, rule_k_estimate
+from .labelsets import (apply_rule_to_logits, format_label_sets, label_set_stats_warning, label_set_warning,
+                        model_rule_spec, rule_k_estimate, top_labels_from_logits)
 from .report import describe_rule
 PATH_COLUMN = "path"
 
@@ -354,6 +355,17 @@ def iter_probabilities(model, X, *, rows: int | None = None) -> Iterator[tuple[i
         yield s, expit(logits.astype(np.float64))
 
 
+def iter_logits(model, X, *, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, logits)``: the float32 logits behind :func:`iter_probabilities`' chunks
+    (the label-set and top-k outputs work on them: no float64 block).  Image paths (a
+    fine-tuned model) are scored in one piece."""
+    if isinstance(X, (list, tuple)):
+        yield 0, np.asarray(model.decision_function(X), dtype=np.float32)
+        return
+    rows = rows or chunk_rows(len(model.label_names))
+    yield from model.iter_decision_function(X, rows)
+
+
 def top_k_indices(P: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` highest-scoring labels of each row of ``P`` ``(n, L)``, best first
     (ties: the lower label index first, as a stable sort would give), by partial
@@ -477,10 +489,14 @@ def write_label_sets(out: str | Path, ids: list[str], label_names: list[str], S:
 
 
 def write_top_k_chunks(out: str | Path, ids: list[str], label_names: list[str], chunks, k: int, *,
-                       xy: np.ndarray | None = None, separator: str = ";", progress=None) -> Path:
+                       xy: np.ndarray | None = None, separator: str = ";", progress=None,
+                       logits: bool = False) -> Path:
     """The ``k`` highest-scoring labels of each row, best first, and their probabilities
     (:func:`top_k_indices` on float32 scores), as a CSV ``id[,x,y],labels,probabilities``
-    — O(L) per row by partial selection, no full sort."""
+    — O(L) per row by partial selection, no full sort.  ``logits``: the chunks hold float32
+    logits; the same labels and values are found on them
+    (:func:`~spmlkit.practitioner.labelsets.top_labels_from_logits`, then the k
+    probabilities alone), without a float64 block."""
     out = Path(out)
     names = np.asarray(label_names, dtype=object)
     if not is_checked_file(out):  # (spml predict checks it before reading anything)
@@ -489,9 +505,12 @@ def write_top_k_chunks(out: str | Path, ids: list[str], label_names: list[str], 
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             fh.write(",".join([*_lead(xy), "labels", "probabilities"]) + "\n")
             for s, P in chunks:
-                P32 = np.asarray(P, dtype=np.float32)
-                idx = top_k_indices(P32, k)
-                vals = np.take_along_axis(P, idx, 1)
+                if logits:
+                    idx = top_labels_from_logits(P, k)
+                    vals = expit(np.take_along_axis(P, idx, 1).astype(np.float64))
+                else:
+                    idx = top_k_indices(np.asarray(P, dtype=np.float32), k)
+                    vals = np.take_along_axis(P, idx, 1)
                 pre = _prefixes(ids, xy, s, len(P))
                 fmt = separator.join(["%.6g"] * idx.shape[1])
                 fh.write("".join(f"{p},{_csv_field(separator.join(names[i]))},{fmt % tuple(v)}\n"
@@ -522,7 +541,7 @@ def predict_to_file(model, inp: PredictionInput, out: str | Path, *, kind: str =
     used = used_rule(model, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
     if kind == "labels" and used.get("per") == "batch":  # a rule over the whole collection: one piece
         rows = max(N, 1)
-    chunks = iter_probabilities(model, inp.X, rows=rows)
+    chunks = iter_probabilities(model, inp.X, rows=rows) if kind == "proba" else iter_logits(model, inp.X, rows=rows)
     big = N * L >= 10_000_000
     bar = progress_bar(N, f"predict {N} rows x {L} labels", "row", disable=None if big else True)
     try:
@@ -532,15 +551,17 @@ def predict_to_file(model, inp: PredictionInput, out: str | Path, *, kind: str =
                                       "label_names order)" if npy else "")
             return {"message": f"wrote {what} for {N} example(s) x {L} labels to {out}", "warning": None}
         if kind == "top_k":
-            write_top_k_chunks(out, inp.ids, model.label_names, chunks, int(top_k), xy=inp.xy, progress=bar)
+            write_top_k_chunks(out, inp.ids, model.label_names, chunks, int(top_k), xy=inp.xy, progress=bar,
+                               logits=True)
             return {"message": f"wrote the top {min(int(top_k), L)} labels of {N} example(s) to {out}",
                     "warning": None}
         stats = {"size": 0, "empty": 0}
 
-        def sets():
-            for s, P in chunks:
-                S = model.label_sets_from_proba(P, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
-                S = np.asarray(S, dtype=bool)
+        spec = model_rule_spec(model, rule)
+
+        def sets():  # on the logits: the sets of their probabilities, without a float64 block
+            for s, X in chunks:
+                S = apply_rule_to_logits(X, spec, rule=rule, threshold=threshold, k=k, min_labels=min_labels)
                 n = S.sum(axis=1)
                 stats["size"] += int(n.sum())
                 stats["empty"] += int((n == 0).sum())

@@ -55,6 +55,7 @@ from ..labels import expected_positives
 from ..metrics import label_set_scores
 from ..sparse_labels import as_sparse
 from ..training.scores import top_k_rows
+from .logit_sets import logit_cut, proba, top_logit_mask, top_logit_total
 
 RULES = ("threshold", "top_k", "expected_k", "per_label")
 DEFAULT_THRESHOLD = 0.5
@@ -234,21 +235,23 @@ def estimate_k_observed(Z, P) -> float:
 
 
 def estimate_k_observed_streamed(Z, chunks) -> float:
-    """:func:`estimate_k_observed` from logit blocks (``chunks()`` yields ``(start, (b, L))``):
-    each row's top label by ``argmax`` of its probabilities (the first on ties, as the
-    stable sort there), never a sort; ``Z`` dense or sparse.  Memory O(block × L)."""
+    """:func:`estimate_k_observed` from float32 logit blocks (``chunks()`` yields
+    ``(start, (b, L))``): each row's top label, that of highest probability (the first
+    on ties, as the stable sort there), found on the logits (:func:`~spmlkit.practitioner.logit_sets.top_logit_mask`:
+    equal to the argmax of ``expit(float64(logits))``, without that float64 block),
+    never a sort; ``Z`` dense or sparse.  Memory O(block × L)."""
     pos = as_sparse(Z, dtype=np.int8).positives()
     n_pos = pos.count(1)
     if not n_pos:
         raise ConfigError("k cannot be estimated: the observations hold no observed positive")
     hits, L = 0, pos.n_labels
     for start, block in chunks():
-        P = expit(np.asarray(block, dtype=np.float64))
-        if not np.isfinite(P).all():
+        X = np.asarray(block.detach().cpu().numpy() if hasattr(block, "detach") else block)
+        if not np.isfinite(X).all():
             raise DataFormatError(None, "scores contain NaN or inf")
-        top = P.argmax(axis=1)
-        rows = np.arange(start, start + len(P))
-        hits += int(pos.dense(rows)[np.arange(len(P)), top].sum())
+        top = top_logit_mask(X.astype(np.float32, copy=False), np.ones(len(X), dtype=np.int64))
+        rows = np.arange(start, start + len(X))
+        hits += int((pos.dense(rows) & top).sum())
     recall = hits / float(n_pos)
     return float(L) if recall <= 0 else float(min(max(1.0 / recall, 1.0), L))
 
@@ -484,6 +487,82 @@ def apply_rule(P, spec: dict, **overrides) -> np.ndarray:
     opts = {k: v for k, v in spec.items() if k in ("rule", "threshold", "k", "thresholds", "min_labels", "per")}
     opts.update({k: v for k, v in overrides.items() if v is not None})
     return label_sets(P, **opts)
+
+
+def _as_logits(X) -> np.ndarray:
+    """A model's ``(N, L)`` float32 logits, checked as :func:`_as_scores` checks probabilities."""
+    X = np.asarray(X)
+    if X.dtype != np.float32:
+        raise DataFormatError(None, f"logits must be float32 (a model's), got {X.dtype}")
+    if X.ndim != 2:
+        raise DataFormatError(None, f"logits must be a 2-D (examples x labels) array, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise DataFormatError(None, f"logits contain NaN or inf (row {int(np.argwhere(~np.isfinite(X))[0, 0]) + 1})")
+    return X
+
+
+def label_sets_from_logits(X, *, rule: str = "threshold", threshold=DEFAULT_THRESHOLD, k: float | None = None,
+                           thresholds=None, min_labels: int = 0, per: str = "example") -> np.ndarray:
+    """:func:`label_sets` of the probabilities ``expit(float64(X))`` of float32 logits
+    ``X``, computed on the logits (exactly equal; no float64 block)."""
+    X = _as_logits(X)
+    N, L = X.shape
+    if rule in ("threshold", "per_label"):
+        cut = thresholds if rule == "per_label" else threshold
+        if rule == "per_label" and thresholds is None:
+            return label_sets(np.zeros((0, L)), rule=rule, thresholds=None)  # its one-line refusal
+        t = np.asarray(cut, dtype=np.float64)
+        if t.ndim not in (0, 1) or (t.ndim == 1 and t.shape[0] != L):
+            raise ConfigError(f"threshold must be a number or one value per label ({L}), got shape {t.shape}")
+        S = X >= logit_cut(t)
+    elif rule == "top_k":
+        if k is None or int(k) != k or k < 0:
+            return label_sets(np.zeros((0, L)), rule=rule, k=k)  # its one-line refusal
+        S = top_logit_mask(X, np.full(N, int(k)))
+    elif rule == "expected_k":
+        if k is None or per not in ("example", "batch"):
+            return label_sets(np.zeros((0, L)), rule=rule, k=k, per=per)  # its one-line refusal
+        if per == "example":
+            S = top_logit_mask(X, np.full(N, max(round_k(k), 1) if k > 0 else round_k(k)))
+        else:
+            S = top_logit_total(X, min(round_k(k * N), N * L))
+    else:
+        raise UnknownNameError("threshold rule", rule, RULES)
+    if min_labels:
+        S = S | top_logit_mask(X, np.full(N, int(min_labels)))
+    return S
+
+
+def model_rule_spec(model, rule: str | None = None) -> dict:
+    """The stored rule spec a prediction applies, as :meth:`SavedModel.label_sets_from_proba`
+    takes it: the model's, or, when another ``rule`` is asked, only its ``k``,
+    ``thresholds`` and ``min_labels``."""
+    spec = dict(model.label_sets)
+    if rule not in (None, spec.get("rule")):
+        spec = {k: v for k, v in spec.items() if k in ("k", "thresholds", "min_labels")}
+    return spec
+
+
+def apply_rule_to_logits(X, spec: dict, **overrides) -> np.ndarray:
+    """:func:`apply_rule` on float32 logits (:func:`label_sets_from_logits`)."""
+    opts = {k: v for k, v in spec.items() if k in ("rule", "threshold", "k", "thresholds", "min_labels", "per")}
+    opts.update({k: v for k, v in overrides.items() if v is not None})
+    return label_sets_from_logits(X, **opts)
+
+
+def top_labels_from_logits(X, k: int, *, as_float32: bool = True) -> np.ndarray:
+    """The ``k`` labels of highest probability of each row, best first (ties: lower label
+    index), on float32 logits ``X``; the probabilities ranked are ``expit(float64(X))``
+    rounded to float32 when ``as_float32`` (as ``spml predict --top-k`` ranks them)."""
+    X = _as_logits(X)
+    N, L = X.shape
+    k = int(min(max(k, 0), L))
+    prob = (lambda f: proba(f).astype(np.float32)) if as_float32 else proba
+    S = top_logit_mask(X, np.full(N, k), prob)
+    rows, cols = np.nonzero(S)
+    p = prob(X[rows, cols])
+    order = np.lexsort((cols, -p, rows))
+    return cols[order].reshape(N, k).astype(np.int64)
 
 
 def format_label_sets(S, label_names, *, separator: str = ";") -> list[str]:

@@ -23,7 +23,7 @@ from ..device import describe
 from .evaluation import (OBSERVED_NOTE, SetTally as _SetTally, evaluate_label_sets, format_label_set_quality,
                          format_scores)
 from ..io import read_jsonl
-from .labelsets import label_set_stats_warning, label_sets, round_k, rule_k_estimate
+from .labelsets import label_set_stats_warning, label_sets, label_sets_from_logits, round_k, rule_k_estimate
 from ..ownership import atomic_path, write_text
 from ..sparse_labels import as_sparse
 
@@ -41,18 +41,22 @@ def label_set_quality(P, *, Y=None, Z=None, spec: dict) -> list[dict]:
             for i, (rule, opts, desc) in enumerate(_quality_rules(spec))]
 
 
-def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict) -> list[dict]:
+def label_set_quality_streamed(chunks, *, Y=None, Z=None, spec: dict, logits: bool = False) -> list[dict]:
     """:func:`label_set_quality` from probability blocks: ``chunks()`` yields
     ``(start_row, P_block)``; ``Y`` / ``Z`` dense or sparse.  Every rule is applied per
     example, so each block's sets are computed and tallied, then dropped: memory
-    O(block × L) instead of the ``N × L`` sets (and equal numbers, tested)."""
+    O(block × L) instead of the ``N × L`` sets (and equal numbers, tested).  ``logits``:
+    the blocks are float32 logits, and the rules apply to them
+    (:func:`~spmlkit.practitioner.labelsets.label_sets_from_logits`: the same sets, no
+    float64 block)."""
+    apply = label_sets_from_logits if logits else label_sets
     truth = as_sparse(Y if Y is not None else Z, dtype=bool if Y is not None else np.int8)
     rules = _quality_rules(spec)
     tallies = [_SetTally(truth.n_labels, observed=Y is None) for _ in rules]
     for start, P in chunks():
         T = truth.dense(slice(start, start + len(P)))
         for (rule, opts, _), tally in zip(rules, tallies):
-            tally.add(label_sets(P, rule=rule, **opts), T)
+            tally.add(apply(P, rule=rule, **opts), T)
     return [{"rule": desc, "default": i == 0, **{k: v for k, v in t.result().items()}}
             for i, ((_, _, desc), t) in enumerate(zip(rules, tallies))]
 

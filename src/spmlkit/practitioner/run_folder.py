@@ -435,7 +435,7 @@ def _label_sets(bundle: Bundle, result: RunResult, st: dict, *, model=None,
                                         Y=None if Y_test is None else np.asarray(Y_test),
                                         Z=None if Z_test is None else np.asarray(Z_test), spec=rule)
         else:
-            quality = label_set_quality_streamed(
-                lambda: ((s, expit(np.asarray(b, dtype=np.float64))) for s, b in test()), Y=Y_test, Z=Z_test,
-                spec=rule)
+            quality = label_set_quality_streamed(  # on the float32 logits: no float64 block per chunk
+                lambda: ((s, np.asarray(b, dtype=np.float32)) for s, b in test()), Y=Y_test, Z=Z_test, spec=rule,
+                logits=True)
     return rule, quality

@@ -365,12 +365,21 @@ class LinearLearner:
     def step(self) -> None:
         self.optimizer.step()
 
+    def split_store(self, split: str, every_row: bool = False) -> FeatureStore | None:
+        """The feature store a split is scored from: for ``val``, the rows every epoch
+        scores (``val_scored``: a subsample above a size, :mod:`.validation`) unless
+        ``every_row``; None when the data has no such split."""
+        if split == "val" and not every_row and "val_scored" in self.stores:
+            return self.stores["val_scored"]
+        return self.stores.get(split)
+
     @torch.no_grad()
-    def scores(self, split: str, store: FeatureStore | None = None) -> torch.Tensor:
+    def scores(self, split: str, store: FeatureStore | None = None, every_row: bool = False) -> torch.Tensor:
         """``(G, N, L)`` logits of the split, in chunks; in a distributed run each rank
         scores its share of the rows and every rank gets all of them.  A split the data
-        does not have (e.g. no validation) gives ``(G, 0, L)``."""
-        store = store if store is not None else self.stores.get(split)
+        does not have (e.g. no validation) gives ``(G, 0, L)``.  ``val``: the scored
+        validation rows unless ``every_row`` (:meth:`split_store`)."""
+        store = store if store is not None else self.split_store(split, every_row)
         G = self.model.n_members
         if store is None or len(store) == 0:
             return torch.zeros(G, 0, self.n_labels, device=self.device)
@@ -387,15 +396,15 @@ class LinearLearner:
                                                                                        self.ctx.world_size))
         return out
 
-    def score_view(self, split: str):
+    def score_view(self, split: str, every_row: bool = False):
         """The split's ``(G, N, L)`` logits (:meth:`scores`), or, when they would exceed
         :data:`~spmlkit.metrics.DENSE_SCORE_BYTES`, a :class:`~spmlkit.training.scores.ScoreView`
         that computes them in row chunks of at most :data:`STREAM_CHUNK_BYTES` on demand."""
-        store = self.stores.get(split)
+        store = self.split_store(split, every_row)
         G, L = self.model.n_members, self.n_labels
         n = 0 if store is None else len(store)
         if n == 0 or self.ctx.enabled or not needs_streaming(G, n, L):
-            return self.scores(split)
+            return self.scores(split, store)
         rows = max(1, STREAM_CHUNK_BYTES // (4 * G * max(L, 1)))
 
         @torch.no_grad()
@@ -601,11 +610,13 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
         mean, std = feature_statistics(X_train)
     splits = [s for s in ("train", "val", "test") if s == "train" or bundle.size(s) > 0]
     arrays = {s: bundle.features(s, config.feature_set) for s in splits}
+    if parts.validation is not None and parts.validation.subsampled:  # the rows every epoch scores (.validation)
+        arrays["val_scored"] = np.asarray(arrays["val"][parts.validation.rows], dtype=np.float32)
     state = method.state_bytes(parts.context(parts.observed, lrs=lrs, seeds=seeds, epochs=config.epochs))
     on_device = device_feature_plan(arrays, parts.device, max_bytes=max_bytes, state_bytes=state)
     stores = {split: FeatureStore(arrays[split], mean=mean, std=std, max_bytes=max_bytes, device=parts.device,
                                   keep_on_device=on_device[split])
-              for split in splits}
+              for split in arrays}
     learner = LinearLearner(stores, parts.observed, lrs=lrs, seeds=seeds, batch_size=config.batch_size,
                             n_labels=bundle.n_labels, head=config.head, hidden=config.hidden, dist_ctx=dctx,
                             device=parts.device)
@@ -614,6 +625,12 @@ def assemble_linear(bundle: Bundle, config: TrainConfig, *, lrs: list[float], se
     ctx = parts.setup_method(learner.observed, lrs=lrs, seeds=seeds, epochs=config.epochs, run_dir=run_dir,
                              dist_ctx=dctx)
     return LinearRun(parts, learner, ctx, mean, std)
+
+
+def validation_notes(validation) -> dict | None:
+    """A run's ``notes`` about its validation: recorded when a subsample was scored
+    (:mod:`.validation`); None otherwise, as every run recorded before."""
+    return {"validation": validation.record()} if validation is not None and validation.subsampled else None
 
 
 def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep_state, method,
@@ -645,7 +662,7 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
         train_scores = train_view.cpu() if train_view is not None else None
     val_scores = None
     if keep_state and not streamed:
-        val = learner.score_view("val")
+        val = learner.score_view("val", every_row=True)  # the label-set step and recipes read every row
         val_scores = None if is_streamed(val) else val.cpu()
     results = []
     for g, (lr, seed) in enumerate(zip(lrs, seeds)):
@@ -661,7 +678,7 @@ def _train_linear(bundle, config, *, lrs, seeds, run_dir, resume, on_epoch, keep
             method=config.method, params=dict(method.params), lr=lr, batch_size=config.batch_size, seed=seed,
             best_epoch=best_epoch, val_score=m.best_score if m.best_epoch else math.nan, selection=selection,
             epochs_run=len(m.history), val_history=list(m.history), seconds=time.perf_counter() - t_start,
-            expected_positives=k, **scored,
+            expected_positives=k, notes=validation_notes(parts.validation), **scored,
             # val/test logits are kept for the label-set step and recipes when they fit in memory;
             # otherwise None, and the consumer scores in chunks from the head (spmlkit.training.scores)
             state=({"head": states[g], "method": to_cpu((m.snapshot or {}).get("method", {})),

@@ -38,6 +38,7 @@ from ..metrics import (average_precision_from_counts, mean_average_precision, me
                        observed_positive_map, observed_positive_recall_at_k, presence_background_auc,
                        presence_target_group_auc, stream_rank_counts)
 from ..sparse_labels import SparseLabels, as_sparse
+from .validation import ValidationRows, validation_rows
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -189,8 +190,9 @@ class RunParts:
     Z_test: np.ndarray | None  # observed-only test split: the observed-label metrics
     test_mask: np.ndarray | None  # where Y_test is known (labels surveyed on part of the examples); None: everywhere
     selection: str  # the resolved criterion (``auto`` replaced)
-    evaluate: Callable[[torch.Tensor], list]  # (G, N_val, L) logits -> one score per member
+    evaluate: Callable[[torch.Tensor], list]  # (G, N_scored, L) logits of validation.rows -> one score per member
     expected_positives: float | None  # k (Cole §5.3)
+    validation: ValidationRows | None = None  # the validation rows every epoch scores (None: no validation split)
 
     @property
     def patience(self) -> int | None:
@@ -283,9 +285,11 @@ def prepare_run(bundle: Bundle, config: TrainConfig, *, method: Method | None = 
     Y_test = bundle.labels("test") if has_test else None
     Z_test = bundle.observations("test") if Y_test is None and has_test else None
     test_mask = label_mask(bundle, "test") if Y_test is not None else None
-    selection, evaluate = make_evaluator(config.selection, Y_val=Y_val, Z_val=Z_val, empty=config.empty_classes,
-                                         background=n_background(bundle) > 0)
+    val = validation_rows(bundle.size("val"), bundle.n_labels, config) if has_val else None
+    scored = (lambda labels: labels) if val is None else val.take  # the evaluator sees the scored rows only
+    selection, evaluate = make_evaluator(config.selection, Y_val=scored(Y_val), Z_val=scored(Z_val),
+                                         empty=config.empty_classes, background=n_background(bundle) > 0)
     return RunParts(config=config, method=method, device=torch.device(device), regime=regime, observed=Z,
                     Y_train=Y_train, Y_val=Y_val, Z_val=Z_val, Y_test=Y_test, Z_test=Z_test, test_mask=test_mask,
-                    selection=selection,
-                    evaluate=evaluate, expected_positives=run_expected_positives(config, Y_train, Y_val))
+                    selection=selection, evaluate=evaluate,
+                    expected_positives=run_expected_positives(config, Y_train, Y_val), validation=val)
