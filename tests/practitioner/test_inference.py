@@ -184,3 +184,30 @@ def test_chunks_are_bounded_by_labels():
     from spmlkit.practitioner.inference import CHUNK_VALUES, chunk_rows
 
     assert chunk_rows(3) == 8192 and chunk_rows(50_000) * 50_000 <= CHUNK_VALUES and chunk_rows(10**9) == 1
+
+
+def test_a_gz_output_is_gzip_compressed_and_holds_the_plain_outputs_text(tmp_path):
+    """``-o p.csv.gz`` writes gzip (it wrote plain text under a .gz name), the same text as
+    ``-o p.csv``, and the same bytes twice (no time stamp or name in the header)."""
+    import gzip
+
+    import numpy as np
+
+    from spmlkit.practitioner.inference import write_label_sets, write_probabilities, write_top_k_chunks
+
+    ids, names = ["r0", "r1", "r2"], ["cat", "dog", "fox"]
+    P = np.array([[0.9, 0.2, 0.6], [0.1, 0.8, 0.3], [0.5, 0.5, 0.05]], dtype=np.float32)
+    S = P > 0.4
+    for write, arg in ((write_probabilities, P), (write_label_sets, S)):
+        plain, packed, again = tmp_path / f"{write.__name__}.csv", tmp_path / f"{write.__name__}.csv.gz", \
+            tmp_path / f"again-{write.__name__}.csv.gz"
+        write(plain, ids, names, arg)
+        write(packed, ids, names, arg)
+        write(again, ids, names, arg)
+        assert packed.read_bytes()[:2] == b"\x1f\x8b"
+        assert gzip.decompress(packed.read_bytes()).decode("utf-8") == plain.read_text(encoding="utf-8")
+        assert packed.read_bytes() == again.read_bytes()
+    top_plain, top_gz = tmp_path / "top.csv", tmp_path / "top.csv.gz"
+    write_top_k_chunks(top_plain, ids, names, [(0, P)], 2)
+    write_top_k_chunks(top_gz, ids, names, [(0, P)], 2)
+    assert gzip.decompress(top_gz.read_bytes()).decode("utf-8") == top_plain.read_text(encoding="utf-8")

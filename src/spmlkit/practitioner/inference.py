@@ -43,7 +43,10 @@ never when it is the input: :func:`check_prediction_output`.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import gzip
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -412,6 +415,20 @@ def _lead(xy) -> list[str]:
     return ["id"] if xy is None else ["id", "x", "y"]
 
 
+@contextlib.contextmanager
+def _text_output(tmp, out: Path):
+    """The temporary file ``tmp`` of the output ``out``, opened for UTF-8 text: gzip-compressed
+    when ``out``'s name ends in ``.gz`` (no name and no time stamp in the gzip header, so the
+    same predictions give the same bytes), plain otherwise."""
+    if out.suffix.lower() != ".gz":
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        return
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+            io.TextIOWrapper(gz, encoding="utf-8", newline="") as fh:
+        yield fh
+
+
 def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[str], chunks, *,
                              n_rows: int | None = None, xy: np.ndarray | None = None, progress=None) -> Path:
     """Write the probabilities of ``chunks`` (``(start, P)`` pairs, as
@@ -445,7 +462,7 @@ def write_probability_chunks(out: str | Path, ids: list[str], label_names: list[
                     raise ValueError(f"{written} rows predicted, {n_rows} expected")
             return out
         fmt = "%s" + ",%.6g" * L + "\n"
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        with _text_output(tmp, out) as fh:
             fh.write(",".join(_csv_field(h) for h in [*_lead(xy), *label_names]) + "\n")
             for s, P in chunks:
                 pre = _prefixes(ids, xy, s, len(P))
@@ -470,7 +487,7 @@ def write_label_set_chunks(out: str | Path, ids: list[str], label_names: list[st
     if not is_checked_file(out):  # (spml predict checks it before reading anything)
         check_prediction_output(out, label_names=label_names)
     with write_output_file(out) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        with _text_output(tmp, out) as fh:
             fh.write(",".join([*_lead(xy), "labels"]) + "\n")
             for s, S in chunks:
                 pre = _prefixes(ids, xy, s, len(S))
@@ -502,7 +519,7 @@ def write_top_k_chunks(out: str | Path, ids: list[str], label_names: list[str], 
     if not is_checked_file(out):  # (spml predict checks it before reading anything)
         check_prediction_output(out, label_names=label_names)
     with write_output_file(out) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        with _text_output(tmp, out) as fh:
             fh.write(",".join([*_lead(xy), "labels", "probabilities"]) + "\n")
             for s, P in chunks:
                 if logits:
