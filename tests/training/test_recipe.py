@@ -858,14 +858,37 @@ def test_a_named_feature_set_is_what_the_combined_model_scores(toy_bundle, monke
 
 def test_members_whose_validation_logits_alone_were_too_large_are_combined_streamed(toy_bundle, monkeypatch):
     """A member keeps its test logits but not its validation logits when only the
-    validation split is too large to hold: the recipe then streams the combined model
-    (equal weights), the same scores as the run that holds them."""
+    validation split is too large to hold: the recipe then scores the members again on the
+    validation rows to weigh them and streams the combined model, the same scores as the
+    run that holds them."""
     params = {**SMALL, "lrs": "1e-2", "combine": "mean_probability"}
     cfg = TrainConfig(method="auto", params=params, **FAST)
     (whole,) = train(toy_bundle, cfg)
     n_val = toy_bundle.size("val")
     monkeypatch.setattr("spmlkit.training.linear.needs_streaming", lambda G, n, L: n == n_val)
     (streamed,) = train(toy_bundle, cfg)
-    assert streamed.notes["combine"].startswith("mean_probability (equal weights")
+    assert streamed.notes["combine"] == "mean_probability"  # the rule itself, on the rows scored again
+    assert {k: streamed.notes["weighed_on"][k] for k in ("rows", "of", "seed")} == {"rows": n_val, "of": n_val,
+                                                                                      "seed": 0}
     assert streamed.val_score == pytest.approx(whole.val_score, abs=1e-9)
     assert streamed.test_map == pytest.approx(whole.test_map, abs=1e-9)
+
+
+@pytest.mark.parametrize("head", ["linear", "mlp"])
+def test_a_saved_auto_that_keeps_one_member_records_its_feature_width(toy_bundle, tmp_path, head):
+    """``combine=select`` keeps one member: its saved model records the features' width (not
+    the stacked members' count, 1) and predicts what the run scored."""
+    from spmlkit.cli import main
+    from spmlkit.metrics import mean_average_precision
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r", "--param", "lrs=1e-2",
+                 "--param", "combine=select", "--head", head, "--hidden", "8", "--epochs", "2", "-o",
+                 str(out)]) == 0
+    model = load_model(out)
+    X = np.asarray(toy_bundle.features("test"))
+    assert model.members == 1 and model.n_features == X.shape[1]
+    result = json.loads((out / "result.json").read_text())
+    assert mean_average_precision(toy_bundle.labels("test"), model.decision_function(X)).map == \
+        pytest.approx(result["test_map"], abs=1e-3)
