@@ -58,6 +58,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
@@ -486,11 +487,10 @@ def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     else the free pages ``os.sysconf`` reports (``SC_AVPHYS_PAGES``), else None (unknown).
     On a shared machine this is what is left, not what is installed."""
     try:
-        with open(meminfo, encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024  # (the kernel writes kB)
-    except (OSError, ValueError, IndexError):  # not Linux, or an unreadable line: the portable reading
+        for line in Path(meminfo).read_text(encoding="utf-8").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024  # (the kernel writes kB)
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):  # not Linux, or an unreadable line: the portable reading
         pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
