@@ -41,7 +41,7 @@ from ..models.heads import MixedHeads, build_head
 from ..sparse_labels import as_sparse
 from . import distributed
 from .callbacks import EpochFunction, tagged
-from .ensemble import selection_subsample, weigh
+from .ensemble import SELECTION_ENTRIES, observed_map, selection_subsample, weigh
 from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
@@ -215,12 +215,14 @@ def _weigh(bundle, config: TrainConfig, recipe, runs, kinds: list[str], Z_val, c
     observed = criterion is metrics.observed_positive_map
     rows = selection_subsample(Z_val, seed=seed, n_members=len(runs), budget_bytes=state_budget_bytes(device),
                                observed=observed)
-    if held and rows is None:
+    n, L = Z_val.shape
+    if held and rows is None and n * L <= SELECTION_ENTRIES:  # (as every committed table was weighed)
         P = _probabilities(runs, [r.state["val_logits"] for r in runs])
         return weigh(recipe.combine, P, np.asarray(Z_val), criterion, rounds=recipe.rounds, steps=recipe.steps,
                      seed=seed), None
-    n = len(Z_val)
     rows = np.arange(n) if rows is None else rows
+    if observed:  # the observed mAP counted from the positives (ensemble.observed_map: the same quantity, fast)
+        criterion = observed_map
     Z = Z_val.dense(rows)
     labels = np.flatnonzero((Z == 1).any(0)) if observed else np.arange(Z.shape[1])
     P = _probabilities(runs, [x[:, labels] for x in _rows_logits(bundle, config, runs, kinds, rows, mean, std,
