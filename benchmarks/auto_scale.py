@@ -101,7 +101,8 @@ def render(rows: list[dict], argv: list[str], wall: float, codes: dict) -> str:
             ratio = f"{b['seconds'] / a['seconds']:.1f}x" if a.get("rc") == 0 and b.get("rc") == 0 else "-"
             maps = " / ".join(f"{r['test_map']:.2f}" if r.get("test_map") is not None else "-" for r in (a, b))
             w = b.get("weighed_on")
-            on = f"{w['rows']:,} of {w['of']:,} (seed {w['seed']})" if w else "all (kept logits)"
+            on = "-" if b.get("rc") != 0 else f"{w['rows']:,} of {w['of']:,} (seed {w['seed']})" if w else \
+                "all (kept logits)"
             lines.append(f"| {row['N']:,} x {row['L']:,} | {row['epochs']} | {code} | {cell(a)} | {cell(b)} | "
                          f"{ratio} | {maps} | {b.get('combine', '-')} | {on} |")
     lines += ["", "Members' weights (`auto`, per code and size):", ""]
