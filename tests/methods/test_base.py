@@ -273,3 +273,33 @@ def test_the_state_budget_variable_is_parsed_with_one_message(monkeypatch, raw):
         state_budget_bytes()
     monkeypatch.setenv("SPML_STATE_BUDGET_MB", "3")
     assert state_budget_bytes() == 3 * 2 ** 20
+
+
+def test_the_state_budget_is_half_of_the_memory_available_not_installed(monkeypatch, tmp_path):
+    """Without SPML_STATE_BUDGET_MB the budget is half of MemAvailable (what is left on a
+    shared machine), read from /proc/meminfo; the env var still overrides it."""
+    from spmlkit.methods import base
+
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:    9000000 kB\n")
+    assert base.available_memory_bytes(str(info)) == 9000000 * 1024
+    monkeypatch.delenv("SPML_STATE_BUDGET_MB", raising=False)
+    monkeypatch.setattr(base, "available_memory_bytes", lambda: 9000000 * 1024)
+    assert base.state_budget_bytes("cpu") == 9000000 * 1024 // 2  # not half of the 24 GB installed
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", "100")
+    assert base.state_budget_bytes("cpu") == 100 * 2 ** 20
+    monkeypatch.delenv("SPML_STATE_BUDGET_MB")
+    monkeypatch.setattr(base, "available_memory_bytes", lambda: None)  # unknown: a fixed 8 GiB
+    assert base.state_budget_bytes("cpu") == 8 * 2 ** 30
+
+
+def test_available_memory_falls_back_to_the_free_pages_without_meminfo(monkeypatch, tmp_path):
+    import os
+
+    from spmlkit.methods import base
+
+    (tmp_path / "bad").write_text("MemTotal: 5 kB\nMemAvailable: lots kB\n")
+    pages = {"SC_AVPHYS_PAGES": 1000, "SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(os, "sysconf", lambda name: pages[name])
+    assert base.available_memory_bytes(str(tmp_path / "missing")) == 1000 * 4096
+    assert base.available_memory_bytes(str(tmp_path / "bad")) == 1000 * 4096

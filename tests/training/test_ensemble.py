@@ -113,3 +113,87 @@ def test_combine_probabilities_is_the_weighted_mean_of_the_weighted_members():
     np.testing.assert_allclose(E.combine_probabilities(P, [0.25, 0.75, 0]), 0.25 * P[0] + 0.75 * P[1])
     with pytest.raises(ConfigError):
         E.combine_probabilities(P, [0, 0, 0])
+
+
+def _split_winners(n=40, L=4, seed=0):
+    """Two members, each the perfect ranker on its own half of the rows and noise on the
+    other: which wins depends on the rows drawn."""
+    rng = np.random.default_rng(seed)
+    Z = np.zeros((n, L), np.int8)
+    Z[np.arange(n), rng.integers(0, L, n)] = 1
+    A, B = rng.random((n, L)) * 0.5, rng.random((n, L)) * 0.5
+    half = np.arange(n) < n // 2
+    A[half] += Z[half]
+    B[~half] += Z[~half]
+    return np.stack([A, B]), Z
+
+
+def test_bagging_gives_weight_to_members_that_win_different_resamples():
+    """The defining property of bagged ensemble selection (Caruana et al. 2006): each round
+    selects on a bootstrap resample (rows drawn with replacement), so two members that win
+    different resamples both get weight.  Selection on a permutation of the rows (the same
+    set every round) would put every round's weight on one member."""
+    P, Z = _split_winners()
+    w = E.bagged_ensemble_selection(P, Z, rounds=20, steps=1, seed=0)
+    assert w[0] > 0.1 and w[1] > 0.1, w
+    whole = E.ensemble_selection(P, Z, steps=1)  # every row once: one member only
+    assert sorted(whole.tolist()) == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_positive_counted_observed_maps_equal_the_sorted_columns(seed):
+    """The twin: every candidate's observed mAP from its positives equals, bit for bit, the
+    observed mAP read off a sort of every column (ties, empty columns, one row, one label,
+    a column holding every positive)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(150):
+        n, L, C = int(rng.integers(1, 30)), int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        Z = (rng.random((n, L)) < rng.random() * 0.7).astype(np.int8)
+        if rng.random() < 0.2:
+            Z[:] = 0
+            Z[:, int(rng.integers(L))] = 1  # one label holds every positive
+        levels = int(rng.integers(2, 6))
+        P = rng.integers(0, levels, (C, n, L)) / levels if rng.random() < 0.5 else rng.random((C, n, L))
+        ap = E.column_average_precision(np.tile(Z == 1, (1, C)), P.transpose(1, 0, 2).reshape(n, C * L))
+        ap = ap.reshape(C, L)
+        with np.errstate(invalid="ignore"):
+            plain = np.nanmean(np.where(np.isfinite(ap), ap, np.nan), 1) * 100 if np.isfinite(ap).any() else \
+                np.full(C, np.nan)
+        np.testing.assert_array_equal(E._observed_maps(Z, P), np.where(np.isfinite(plain), plain, -np.inf))
+
+
+def test_the_selection_subsample_is_seeded_fixed_and_sized_to_its_bounds():
+    from spmlkit.sparse_labels import SparseLabels
+
+    rng = np.random.default_rng(0)
+    n, L = 500, 40
+    Z = SparseLabels.single(rng.integers(0, L, n), L)
+    assert E.selection_subsample(Z, seed=0, n_members=4, budget_bytes=2 ** 40, max_entries=n * n) is None
+    rows = E.selection_subsample(Z, seed=3, n_members=4, budget_bytes=2 ** 40, max_entries=10_000)
+    assert rows.tolist() == sorted(set(rows.tolist())) and len(rows) == 100  # 100 rows x 100 positives
+    np.testing.assert_array_equal(rows, E.selection_subsample(Z, seed=3, n_members=4, budget_bytes=2 ** 40,
+                                                              max_entries=10_000))
+    assert set(rows.tolist()) != set(E.selection_subsample(Z, seed=4, n_members=4, budget_bytes=2 ** 40,
+                                                           max_entries=10_000).tolist())
+    # the memory bound: 4 float64 copies of members x rows x labels with a positive among them
+    small = E.selection_subsample(Z, seed=3, n_members=4, budget_bytes=4 * 8 * 4 * 50 * L, max_entries=10 ** 9)
+    labels = np.unique(np.asarray(Z)[small].nonzero()[1]).size
+    assert 4 * 8 * 4 * len(small) * labels <= 4 * 8 * 4 * 50 * L and len(small) >= 50
+    # other criteria count every label; at least one row, however small the bounds
+    assert len(E.selection_subsample(Z, seed=0, n_members=4, budget_bytes=2 ** 40, observed=False,
+                                     max_entries=L * 7)) == 7
+    assert len(E.selection_subsample(Z, seed=0, n_members=4, budget_bytes=0, max_entries=0)) == 1
+
+
+def test_selection_on_a_subsample_is_close_to_selection_on_the_whole_set():
+    """A clear winner on the whole set keeps most of the weight on a seeded half of it, and
+    the subsample that is the whole set gives the whole set's weights."""
+    P, Z = _data(2, n=400)
+    whole = E.bagged_ensemble_selection(P, Z, rounds=8, steps=4, seed=3)
+    rows = E.selection_subsample(Z, seed=1, n_members=3, budget_bytes=2 ** 40, max_entries=200 * 200 * 2)
+    assert 100 < len(rows) < 400
+    sub = E.bagged_ensemble_selection(P[:, rows], Z[rows], rounds=8, steps=4, seed=3)
+    assert np.argmax(sub) == np.argmax(whole) == 1 and sub[1] > 0.6
+    every = np.arange(400)
+    np.testing.assert_array_equal(E.bagged_ensemble_selection(P[:, every], Z[every], rounds=8, steps=4, seed=3),
+                                  whole)

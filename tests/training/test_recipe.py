@@ -858,15 +858,18 @@ def test_a_named_feature_set_is_what_the_combined_model_scores(toy_bundle, monke
 
 def test_members_whose_validation_logits_alone_were_too_large_are_combined_streamed(toy_bundle, monkeypatch):
     """A member keeps its test logits but not its validation logits when only the
-    validation split is too large to hold: the recipe then streams the combined model
-    (equal weights), the same scores as the run that holds them."""
+    validation split is too large to hold: the recipe then scores the members again on the
+    validation rows to weigh them and streams the combined model, the same scores as the
+    run that holds them."""
     params = {**SMALL, "lrs": "1e-2", "combine": "mean_probability"}
     cfg = TrainConfig(method="auto", params=params, **FAST)
     (whole,) = train(toy_bundle, cfg)
     n_val = toy_bundle.size("val")
     monkeypatch.setattr("spmlkit.training.linear.needs_streaming", lambda G, n, L: n == n_val)
     (streamed,) = train(toy_bundle, cfg)
-    assert streamed.notes["combine"].startswith("mean_probability (equal weights")
+    assert streamed.notes["combine"] == "mean_probability"  # the rule itself, on the rows scored again
+    assert {k: streamed.notes["weighed_on"][k] for k in ("rows", "of", "seed")} == {"rows": n_val, "of": n_val,
+                                                                                      "seed": 0}
     assert streamed.val_score == pytest.approx(whole.val_score, abs=1e-9)
     assert streamed.test_map == pytest.approx(whole.test_map, abs=1e-9)
 
@@ -893,3 +896,94 @@ def test_auto_on_one_species_trains_its_one_species_members_and_saves_them(tmp_p
     assert model.members == 1 and model.n_features == 4
     p = model.predict_proba(np.array([[3.0, 0, 0, 0], [-3.0, 0, 0, 0]], dtype=np.float32))[:, 0]
     assert p[0] > p[1]
+
+
+@pytest.mark.parametrize("head", ["linear", "mlp"])
+def test_a_saved_auto_that_keeps_one_member_records_its_feature_width(toy_bundle, tmp_path, head):
+    """``combine=select`` keeps one member: its saved model records the features' width (not
+    the stacked members' count, 1) and predicts what the run scored."""
+    from spmlkit.cli import main
+    from spmlkit.metrics import mean_average_precision
+    from spmlkit.practitioner.saved import load_model
+
+    out = tmp_path / "run"
+    assert main(["train", str(toy_bundle.path), "-m", "auto", "--param", "members=an,l1r", "--param", "lrs=1e-2",
+                 "--param", "combine=select", "--head", head, "--hidden", "8", "--epochs", "2", "-o",
+                 str(out)]) == 0
+    model = load_model(out)
+    X = np.asarray(toy_bundle.features("test"))
+    assert model.members == 1 and model.n_features == X.shape[1]
+    result = json.loads((out / "result.json").read_text())
+    assert mean_average_precision(toy_bundle.labels("test"), model.decision_function(X)).map == \
+        pytest.approx(result["test_map"], abs=1e-3)
+
+
+def test_a_runs_patience_of_zero_is_honoured_not_replaced_by_the_recipes(toy_bundle, monkeypatch):
+    """``patience=0`` from the run is a value, not "unset": every member trains with it
+    (``config.patience or recipe.patience`` would give the recipe's 5)."""
+    import spmlkit.training.recipe as recipe
+
+    real, seen = recipe.train_linear, []
+
+    def spy(bundle, cfg, **kw):
+        seen.append(cfg.patience)
+        return real(bundle, cfg, **kw)
+
+    monkeypatch.setattr(recipe, "train_linear", spy)
+    cfg = TrainConfig(method="auto", params={"members": "an,l1r", "lrs": "1e-2", "longer": 1}, epochs=2,
+                      batch_size=16, patience=0)
+    (r,) = train(toy_bundle, cfg)
+    assert seen == [0, 0] and r.notes["patience"] == 0
+
+
+def test_the_state_budget_counts_learning_rates_times_seeds(toy_bundle, monkeypatch):
+    """Each member stacks one run per learning rate and seed: the budget is checked for
+    ``len(lrs) x len(seeds)`` runs (3 x 2 here), not for the runs of one seed."""
+    import spmlkit.training.recipe as recipe
+
+    asked = []
+
+    def spy(candidates, parts, n_members, log=None):
+        asked.append(n_members)
+        raise KeyboardInterrupt  # (stop before training: the count is what is tested)
+
+    monkeypatch.setattr(recipe, "_within_state_budget", spy)
+    cfg = TrainConfig(method="auto", params={"members": "an,em-apl", "lrs": "1e-2,1e-3,1e-4"}, **FAST)
+    with pytest.raises(KeyboardInterrupt):
+        train(toy_bundle, cfg, lrs=[1e-3, 1e-3], seeds=[0, 1])
+    assert asked == [6]
+
+
+def test_a_recipe_weighs_on_a_seeded_subsample_says_it_and_records_it(toy_bundle, monkeypatch):
+    """Over the selection's bound the members are weighed by the same rule on a seeded
+    subsample of the validation rows: said in one line, recorded in the notes, the same
+    rows for the same seed; when the subsample is every row the weights are the whole
+    set's."""
+    import spmlkit.training.ensemble as ensemble
+
+    params = {"members": "an,l1r,wan", "lrs": "1e-2", "longer": 1}
+    cfg = TrainConfig(method="auto", params=params, **FAST)
+    (whole,) = train(toy_bundle, cfg)
+    assert "weighed_on" not in whole.notes and whole.notes["combine"] == "ensemble_selection"
+    n_val = toy_bundle.size("val")
+    real = ensemble.selection_subsample
+    monkeypatch.setattr("spmlkit.training.recipe.selection_subsample",
+                        lambda Z, **kw: real(Z, **{**kw, "max_entries": 10 * 10}))
+    said = []
+    monkeypatch.setattr("warnings.warn", lambda msg, *a, **kw: said.append(msg))
+    (sub,) = train(toy_bundle, cfg)
+    w = sub.notes["weighed_on"]
+    assert w["of"] == n_val and 1 <= w["rows"] < n_val and w["seed"] == 0
+    assert said == [f"auto: members weighed by ensemble_selection on {w['rows']:,} of the {n_val:,} validation "
+                    f"rows (a subsample seeded by 0; {w['labels']:,} labels with an observed positive): the "
+                    "whole split is over the selection's size or memory budget"]
+    assert sub.notes["combine"] == "ensemble_selection"
+    assert sum(m["weight"] for m in sub.notes["members"]) == pytest.approx(1.0)
+    (again,) = train(toy_bundle, cfg)
+    assert again.notes["weighed_on"] == w and [m["weight"] for m in again.notes["members"]] == \
+        [m["weight"] for m in sub.notes["members"]]
+    # every row "subsampled" (the members scored again from their heads): the whole set's weights
+    monkeypatch.setattr("spmlkit.training.recipe.selection_subsample", lambda Z, **kw: np.arange(len(Z)))
+    (every,) = train(toy_bundle, cfg)
+    assert every.notes["weighed_on"]["rows"] == n_val
+    assert [m["weight"] for m in every.notes["members"]] == [m["weight"] for m in whole.notes["members"]]

@@ -83,9 +83,10 @@ def box_cox(log_x: torch.Tensor, q: float) -> torch.Tensor:
 
 
 def gr_unobserved(logits: torch.Tensor, soft_targets: torch.Tensor, weights: torch.Tensor, *, q2: float,
-                  q3: float) -> torch.Tensor:
-    """``v · [k̂·L₂(p) + (1 − k̂)·L₃(p)]`` elementwise (Chen §3)."""
-    l2 = box_cox(F.logsigmoid(logits), q2)
+                  q3: float, log_p: torch.Tensor | None = None) -> torch.Tensor:
+    """``v · [k̂·L₂(p) + (1 − k̂)·L₃(p)]`` elementwise (Chen §3); ``log_p``: ``log σ(logits)``
+    when the caller has it already (the same tensor, computed once)."""
+    l2 = box_cox(F.logsigmoid(logits) if log_p is None else log_p, q2)
     l3 = box_cox(F.logsigmoid(-logits), q3)
     k = soft_targets.to(logits.dtype)
     return weights.to(logits.dtype) * (k * l2 + (1.0 - k) * l3)
@@ -106,11 +107,14 @@ def generalized_robust(logits: torch.Tensor, observed: torch.Tensor, *, soft_tar
     >>> [round(v, 6) for v in out[0].tolist()] == [round(math.log(2), 6), 0.5]
     True
     """
-    pos = observed == 1
+    # one pass per term over the (members x) batch x labels entries: log σ(s) serves L₁ and
+    # L₂, and the observed-negative term is built only when the batch has one (single
+    # positives have none); the values and gradients are those of the term-by-term form
+    log_p = F.logsigmoid(logits)
+    unobs = gr_unobserved(logits, soft_targets.detach(), weights.detach(), q2=q2, q3=q3, log_p=log_p)
+    out = torch.where(observed == 1, -log_p, unobs)
     neg = observed == -1
-    unobs = gr_unobserved(logits, soft_targets.detach(), weights.detach(), q2=q2, q3=q3)
-    out = torch.where(pos, -F.logsigmoid(logits), unobs)
-    return torch.where(neg, F.softplus(logits), out)
+    return torch.where(neg, F.softplus(logits), out) if bool(neg.any()) else out
 
 
 @register_loss("gpr", reference=GPR_REFERENCE, inputs=("soft_targets", "weights", "pseudo_labels"))

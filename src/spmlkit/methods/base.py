@@ -58,6 +58,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
@@ -481,10 +482,29 @@ def resolve_k(method_name: str) -> Callable[[TrainContext, dict], dict]:
     return resolve
 
 
+def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The host memory a new allocation can take without swapping: ``MemAvailable`` of
+    ``meminfo`` (Linux: free memory plus the page cache and slabs the kernel can reclaim),
+    else the free pages ``os.sysconf`` reports (``SC_AVPHYS_PAGES``), else None (unknown).
+    On a shared machine this is what is left, not what is installed."""
+    try:
+        for line in Path(meminfo).read_text(encoding="utf-8").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024  # (the kernel writes kB)
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):  # not Linux, or an unreadable line: the portable reading
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+
+
 def state_budget_bytes(device: torch.device | str = "cpu") -> int:
     """The memory per-entry method state may take: ``SPML_STATE_BUDGET_MB`` when set, else
-    half of the device's free memory (CUDA) or of the machine's physical memory — the
-    other half is left to the features, the model, the evaluation chunks and the system."""
+    half of the device's free memory (CUDA) or of the host memory available now
+    (:func:`available_memory_bytes`, not the installed total: other processes' memory is
+    not this run's) — the other half is left to the features, the model, the evaluation
+    chunks and the system."""
     env = env_megabytes("SPML_STATE_BUDGET_MB")
     if env is not None:
         return env
@@ -493,10 +513,8 @@ def state_budget_bytes(device: torch.device | str = "cpu") -> int:
         free = free_memory_bytes(device)
         if free is not None:
             return free // 2
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 8 * 2 ** 30
+    available = available_memory_bytes()
+    return available // 2 if available is not None else 8 * 2 ** 30
 
 
 def check_state_budget(method: "Method", ctx: TrainContext) -> None:

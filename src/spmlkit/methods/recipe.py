@@ -20,7 +20,7 @@ the measurements):
    mAP is higher (training length chosen by the same label-free criterion).
 3. The members are **chosen and weighed** on the observed validation labels
    (``combine``): by default ``ensemble_selection`` — greedy forward selection with
-   replacement (Caruana et al. 2004), bagged over Bayesian-bootstrap resamples of the
+   replacement (Caruana et al. 2004), bagged over bootstrap resamples (rows drawn with replacement) of the
    validation rows (Caruana et al. 2006) — :mod:`spmlkit.training.ensemble`.  The
    prediction is the weighted mean of the chosen members' probabilities.
 

@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ConfigError
+from ..sparse_labels import as_sparse
 
 Criterion = Callable[[np.ndarray, np.ndarray], float]
 
@@ -79,9 +80,58 @@ def observed_map(Z, P) -> float:
 def _observed_maps(Z, P) -> np.ndarray:
     """:func:`observed_map` of each of the ``C`` score matrices ``P`` (``C × N × L``) at once
     (``-inf`` where it is not finite)."""
-    C, n, L = P.shape
     obs = np.asarray(Z) == 1
-    ap = column_average_precision(np.tile(obs, (1, C)), P.transpose(1, 0, 2).reshape(n, C * L)).reshape(C, L)
+    rows, cols = np.nonzero(obs)
+    labels = np.unique(cols)
+    St = np.ascontiguousarray(np.asarray(P)[:, :, labels].transpose(0, 2, 1))
+    return _observed_maps_at(rows, np.searchsorted(labels, cols), St, labels, obs.shape[1])
+
+
+#: score entries gathered at a time when counting the rows above each positive
+_GATHER_ENTRIES = 2 ** 22
+
+
+def _observed_maps_at(rows, cidx, S, labels, n_labels: int) -> np.ndarray:
+    """:func:`_observed_maps` from the observed positives alone: ``S`` (``C × Lc × N``, one
+    contiguous row per label) are the scores of the ``Lc`` columns ``labels`` that hold a
+    positive, positive ``e`` sits at
+    row ``rows[e]`` of column ``cidx[e]`` (an index into ``labels``).  For each positive,
+    the rows and the positives of its column scoring at least as high give the precision at
+    the end of its tie group — what :func:`column_average_precision` reads off a sort of
+    every column — so a call costs ``C × N × E`` comparisons (``E`` positives) instead of
+    sorting ``C × N × L`` entries.  Bit for bit the same numbers: each column's precisions
+    are summed in the order of the sort (descending score) from zero, and the columns'
+    mean is taken over all ``n_labels`` with the same NaN rule."""
+    C, Lc, n = S.shape
+    E = rows.size
+    if E == 0:
+        return np.full(C, -np.inf)
+    if C * n_labels == 1:  # (one sorted column: numpy sums it pairwise, zeros included, as the sort does)
+        ap = column_average_precision(np.isin(np.arange(n), rows)[:, None], S[0].T)
+        return np.where(np.isfinite(ap), ap * 100, -np.inf)
+    s = S[:, cidx, rows]  # (C, E) each positive's own score
+    n_ge = np.empty((C, E), dtype=np.int64)  # rows of its column scoring >= it
+    step = max(1, _GATHER_ENTRIES // max(C * n, 1))
+    for a in range(0, E, step):
+        b = slice(a, a + step)
+        n_ge[:, b] = (S[:, cidx[b]] >= s[:, b, None]).sum(2)
+    npos = np.bincount(cidx, minlength=Lc)
+    ap = np.full((C, n_labels), np.nan)
+    idx = np.arange(E)
+    for c in range(C):
+        order = np.lexsort((-s[c], cidx))  # by column, then descending score
+        col, sc = cidx[order], s[c][order]
+        start = np.searchsorted(col, col, side="left")  # the first position of each one's column
+        last = np.ones(E, bool)
+        last[:-1] = (col[:-1] != col[1:]) | (sc[:-1] != sc[1:])  # the last of its tie group
+        end = np.minimum.accumulate(np.where(last, idx, E)[::-1])[::-1]
+        prec = (end - start + 1) / (n_ge[c][order] + 0.0)  # positives above / rows above
+        # row k: the k-th positive of each column by score; summed row by row (numpy sums a
+        # reduced axis of two or more columns in order; one column pairwise: a spare column)
+        table = np.zeros((int(npos.max()), Lc + 1))
+        table[idx - start, col] = prec
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ap[c, labels] = table.sum(0)[:Lc] / npos
     with np.errstate(invalid="ignore"):
         out = np.nanmean(np.where(np.isfinite(ap), ap, np.nan), 1) * 100 if np.isfinite(ap).any() else \
             np.full(C, np.nan)
@@ -151,10 +201,15 @@ def ensemble_selection(P, Z, criterion: Criterion = observed_map, rows=None,
     counts = np.zeros(len(P))
     first = int(np.argmax(s))
     counts[first] = 1
+    if criterion is observed_map:  # every candidate in one call, on the labels with a positive (the same numbers)
+        pos_rows, pos_cols = np.nonzero(np.asarray(Zr) == 1)
+        labels = np.unique(pos_cols)
+        pos_cidx = np.searchsorted(labels, pos_cols)
+        Pr = np.ascontiguousarray(Pr[:, :, labels].transpose(0, 2, 1))  # (members, labels, rows)
     total = Pr[first].copy()
     for k in range(1, steps):
-        if criterion is observed_map:  # every candidate in one call (the same numbers, faster)
-            gains = _observed_maps(Zr, (total[None] + Pr[cand]) / (k + 1))
+        if criterion is observed_map:
+            gains = _observed_maps_at(pos_rows, pos_cidx, (total[None] + Pr[cand]) / (k + 1), labels, Zr.shape[1])
         else:
             gains = [_finite(criterion(Zr, (total + Pr[m]) / (k + 1))) for m in cand]
         m = int(cand[int(np.argmax(gains))])
@@ -173,6 +228,44 @@ def bagged_ensemble_selection(P, Z, criterion: Criterion = observed_map, *, roun
     n = P.shape[1]
     return np.mean([ensemble_selection(P, Z, criterion, rng.integers(0, n, n), steps) for _ in range(rounds)],
                    axis=0)
+
+
+#: the most ``rows × positives`` (observed-label criterion; ``rows × labels`` for any
+#: other) that ensemble selection weighs on: every greedy step of every resample compares
+#: each candidate's scores of that many entries (:func:`_observed_maps_at`), so this bounds
+#: its time; a larger validation split is weighed on a seeded subsample of its rows
+SELECTION_ENTRIES = 2 ** 22
+
+
+def selection_subsample(Z, *, seed: int, n_members: int, budget_bytes: int, observed: bool = True,
+                        max_entries: int = SELECTION_ENTRIES) -> np.ndarray | None:
+    """The validation rows the members are weighed on: None (every row) when the whole
+    split is within ``max_entries`` (rows × observed positives, or rows × labels when
+    ``observed`` is False) and its members' float64 scores (four copies of ``n_members`` ×
+    rows × labels with a positive) fit ``budget_bytes``; else the longest prefix of a
+    permutation seeded by ``seed`` that is, sorted — fixed rows, the same for every call
+    with the same seed (at least one row).  ``Z``: the validation observations (sparse)."""
+    Z = as_sparse(Z, dtype=np.int8)
+    n, L = Z.shape
+    perm = np.random.default_rng(seed).permutation(n)
+    k = np.arange(1, n + 1, dtype=np.float64)  # prefix lengths
+    if observed:
+        is_pos = Z.listed_values == 1
+        rank = np.empty(n, dtype=np.int64)
+        rank[perm] = np.arange(n)
+        at = rank[Z.row_of_entries()[is_pos]]  # each positive's place in the permutation
+        positives = np.cumsum(np.bincount(at, minlength=n))
+        first = np.full(L, n)
+        np.minimum.at(first, Z.indices[is_pos], at)
+        labels = np.cumsum(np.bincount(first[first < n], minlength=n))
+        cost, mem = k * positives, 4 * 8 * n_members * k * labels
+    else:
+        cost, mem = k * L, 4 * 8 * n_members * k * L
+    fits = (cost <= max_entries) & (mem <= budget_bytes)
+    if fits[-1]:
+        return None
+    size = max(1, int(np.argmin(fits)))  # (both grow with the prefix: the first that does not fit)
+    return np.sort(perm[:size])
 
 
 def combine_probabilities(P, weights) -> np.ndarray:

@@ -41,7 +41,7 @@ from ..models.heads import MixedHeads, build_head
 from ..sparse_labels import as_sparse
 from . import distributed
 from .callbacks import EpochFunction, tagged
-from .ensemble import weigh
+from .ensemble import SELECTION_ENTRIES, observed_map, selection_subsample, weigh
 from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
@@ -169,6 +169,76 @@ def _split_logits(bundle, split: str, config: TrainConfig, head: dict, kinds: li
         return torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
 
 
+def _stacked_heads(runs, kinds: list[str]) -> dict:
+    """The state of the combined head of ``runs`` (one head kind per run in ``kinds``, each
+    kind's runs together): one stacked head, or :class:`MixedHeads`' per-kind prefixes."""
+    if len(set(kinds)) == 1:
+        return _stack([r.state["head"] for r in runs])
+    return {f"{k}.{key}": v for k in dict.fromkeys(kinds)
+            for key, v in _stack([r.state["head"] for r, kk in zip(runs, kinds) if kk == k]).items()}
+
+
+def _probabilities(runs, logits) -> np.ndarray:
+    """``(M, n, L)`` float64 probabilities of each run's logits (NaN for a run without a
+    valid score: it never gets weight)."""
+    return np.stack([1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64))) if math.isfinite(_score(r))
+                     else np.full(np.shape(x), np.nan) for r, x in zip(runs, logits)])
+
+
+def _rows_logits(bundle, config: TrainConfig, runs, kinds: list[str], rows: np.ndarray, mean, std, device) -> list:
+    """Each run's ``(n, L)`` validation logits on ``rows`` (sorted), from its head."""
+    order = sorted(range(len(runs)), key=lambda j: list(dict.fromkeys(kinds)).index(kinds[j]))
+    X = np.asarray(bundle.features("val", config.feature_set)[rows])
+    store = FeatureStore(X, mean=mean, std=std, device=device, max_bytes=None)
+    mod = _head_module(config, store.dim, bundle.n_labels, _stacked_heads([runs[j] for j in order],
+                                                                        [kinds[j] for j in order]),
+                       [kinds[j] for j in order], device)
+    with torch.no_grad():
+        out = torch.cat([mod(x).cpu() for x in store.chunks()], 1).numpy()
+    back = [0] * len(runs)
+    for pos, j in enumerate(order):
+        back[j] = out[pos]
+    return back
+
+
+def _weigh(bundle, config: TrainConfig, recipe, runs, kinds: list[str], Z_val, criterion, seed: int, held: bool,
+           mean, std, device) -> tuple[np.ndarray, dict | None]:
+    """The members' weights by ``recipe.combine`` on the validation observations, and where
+    they were weighed (None: every row, from the runs' kept logits).  When the whole split
+    is too large for the selection (:func:`~spmlkit.training.ensemble.selection_subsample`:
+    its time bound or the memory budget) or the runs did not keep their logits, the members
+    are scored on a seeded subsample of the validation rows (the labels without an observed
+    positive there left out: they count in no criterion of observed labels), said in one
+    line and recorded: the combination rule itself never changes."""
+    if len(runs) == 1 and math.isfinite(_score(runs[0])):  # (one member: nothing to weigh)
+        return np.ones(1), None
+    observed = criterion is metrics.observed_positive_map
+    rows = selection_subsample(Z_val, seed=seed, n_members=len(runs), budget_bytes=state_budget_bytes(device),
+                               observed=observed)
+    n, L = Z_val.shape
+    if held and rows is None and n * L <= SELECTION_ENTRIES:  # (as every committed table was weighed)
+        P = _probabilities(runs, [r.state["val_logits"] for r in runs])
+        return weigh(recipe.combine, P, np.asarray(Z_val), criterion, rounds=recipe.rounds, steps=recipe.steps,
+                     seed=seed), None
+    rows = np.arange(n) if rows is None else rows
+    if observed:  # the observed mAP counted from the positives (ensemble.observed_map: the same quantity, fast)
+        criterion = observed_map
+    Z = Z_val.dense(rows)
+    labels = np.flatnonzero((Z == 1).any(0)) if observed else np.arange(Z.shape[1])
+    P = _probabilities(runs, [x[:, labels] for x in _rows_logits(bundle, config, runs, kinds, rows, mean, std,
+                                                                  device)])
+    where = {"rows": int(len(rows)), "of": n, "seed": int(seed), "labels": int(len(labels))}
+    msg = (f"auto: members weighed by {recipe.combine} on {len(rows):,} of the {n:,} validation rows "
+           f"(a subsample seeded by {seed}; {len(labels):,} labels{' with an observed positive' if observed else ''})"
+           ": the whole split is over the selection's size or memory budget")
+    if len(rows) == n:
+        msg = f"auto: members weighed by {recipe.combine} on the {n:,} validation rows scored again from their heads"
+    log = getattr(recipe, "log", None)
+    log(msg) if log is not None else warnings.warn(msg, stacklevel=3)
+    return weigh(recipe.combine, P, Z[:, labels], criterion, rounds=recipe.rounds, steps=recipe.steps,
+                 seed=seed), where
+
+
 def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[tuple, list]:
     """The members whose declared per-entry state (:meth:`~spmlkit.methods.base.Method.state_bytes`)
     fits the budget for ``n_members`` stacked runs on this data, and the dropped ones with
@@ -264,40 +334,24 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
     kinds_order = list(dict.fromkeys(h for _, h in members))
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
-    Z_dense = None  # the validation observations as an array, for the weighing (small: logits were kept)
     for s in unique_seeds:
         runs = chosen[s]
         # the members' validation and test logits, unless they were too large to keep
         held = all(r.state["val_logits"] is not None and r.state["test_logits"] is not None for r in runs)
-        if held:
-            if Z_dense is None:
-                Z_dense = np.asarray(Z_val)
-            P = np.stack([1.0 / (1.0 + np.exp(-r.state["val_logits"].astype(np.float64))) if math.isfinite(_score(r))
-                          else np.full(r.state["val_logits"].shape, np.nan) for r in runs])
-            weights = weigh(recipe.combine, P, Z_dense, criterion, rounds=recipe.rounds, steps=recipe.steps, seed=s)
-        else:  # no member's probabilities in memory to weigh: equal weights (one member with "select")
-            scores = np.array([_score(r) for r in runs])
-            if not np.isfinite(scores).any():
-                raise ConfigError("no member of the recipe has finite validation scores (every member failed)")
-            weights = (np.arange(len(runs)) == int(np.argmax(scores))).astype(float) if recipe.combine == "select" \
-                else np.isfinite(scores).astype(float)
-            weights = weights / weights.sum()
+        weights, weighed_on = _weigh(bundle, base, recipe, runs, [h for _, h in members], Z_val, criterion, s,
+                                     held, mean, std, parts.device)
         # the members of positive weight, each head kind's members together (they stack)
         keep = sorted((j for j in range(len(runs)) if weights[j] > 0), key=lambda j: kinds_order.index(members[j][1]))
         kept, w = [runs[j] for j in keep], [float(weights[j]) for j in keep]
         kinds = [members[j][1] for j in keep]
-        if len(set(kinds)) == 1:
-            head_state = _stack([r.state["head"] for r in kept])
-        else:
-            head_state = {f"{k}.{key}": v for k in dict.fromkeys(kinds)
-                          for key, v in _stack([r.state["head"] for r, kk in zip(kept, kinds) if kk == k]).items()}
+        head_state = _stacked_heads(kept, kinds)
         notes = {"members": [{"method": r.method, "label": labels[j], "head": members[j][1], "lr": r.lr,
                               "best_epoch": r.best_epoch, "epochs_run": r.epochs_run, f"val_{selection}": r.val_score,
                               "weight": float(weights[j]), **(getattr(r, "notes", None) or {})}
                              for j, r in enumerate(runs)],  # (a longer try: "longer_from", the first run's epochs)
-                 "patience": patience,
-                 "combine": recipe.combine if held else f"{recipe.combine} (equal weights: the members' scores were "
-                                                         "too large to keep)"}
+                 "patience": patience, "combine": recipe.combine}
+        if weighed_on is not None:
+            notes["weighed_on"] = weighed_on
         if dropped:
             notes["dropped"] = dropped
         if held:
@@ -318,12 +372,12 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
             scored = streamed_split_scores(view.get("test"), view["train"] if Y_train is not None else None,
                                            Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
                                            empty=config.empty_classes, test_mask=parts.test_mask)[0]
-        if len(kept) == 1 and len(set(kinds)) == 1:  # one member: saved as a plain head (no member axis)
-            head_state = {k: v[0] for k, v in head_state.items()}
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
             val_score=val_score, notes=notes, **scored,
-            state={"head": head_state, "members": len(kept), "member_weights": w, "method": {}, "mean": mean,
+            # (one member kept: its own head, unstacked, as a single run's — a saved model reads its width there)
+            state={"head": {k: v[0] for k, v in head_state.items()} if len(kept) == 1 else head_state,
+                   "members": len(kept), "member_weights": w, "method": {}, "mean": mean,
                    "std": std, "val_logits": val_logits, "test_logits": test_logits,
                    **({"member_heads": kinds, "head_kind": "mixed"} if len(set(kinds)) > 1 else {"head_kind": kinds[0]})})
     results = []
