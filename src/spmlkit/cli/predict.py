@@ -7,6 +7,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from .common import (
     _add_device_option,
+    _check_exists,
+    _check_model,
     _device,
     _finite_float,
     _nonneg_int,
@@ -20,6 +22,8 @@ def run(args) -> int:
         return _run_rasters(args)
     if args.input is None:
         raise ConfigError("give the input to predict (a bundle, features or images), or --rasters for maps")
+    _check_model(args.model)  # before torch: a mistake is one line at once
+    _check_exists(args.input)
     # lazy: torch-free CLI start-up
     from ..practitioner.inference import check_prediction_output, predict_to_file, prediction_input
     from ..practitioner.saved import load_model
@@ -44,6 +48,7 @@ def run(args) -> int:
 
 def _run_rasters(args) -> int:
     """``spml predict RUN --rasters ...``: probability maps (GeoTIFF) and PNG maps."""
+    _check_model(args.model)  # before torch: a mistake is one line at once
     from ..practitioner.maps import predict_rasters  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 
