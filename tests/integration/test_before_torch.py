@@ -48,6 +48,9 @@ def world(tmp_path_factory):
     assert main(["prepare", str(d / "own.csv"), "--observed", "--label-column", "label", "-o", str(d / "b")]) == 0
     (d / "notabundle").mkdir()
     (d / "notamodel").mkdir()
+    (d / "model").mkdir()  # a model.json is all the checks before torch read
+    (d / "model" / "model.json").write_text('{"format": 1, "label_names": ["a", "b", "c"], "head": "linear", '
+                                            '"hidden": 8, "n_features": 2}', encoding="utf-8")
     return d
 
 
@@ -65,6 +68,10 @@ CASES = {
     "features: a missing bundle": lambda d: ["features", d / "missing"],
     "bench: a typo in a dataset name": lambda d: ["bench", "--datasets", "yeasst", "-o", d / "bench"],
     "figures: a missing results folder": lambda d: ["figures", d / "missing"],
+    "demo: a typo in a method name": lambda d: ["demo", "--methods", "bce", "auot"],
+    "demo: a wrong device name": lambda d: ["demo", "--device", "gpu"],
+    "predict: a wrong id column": lambda d: ["predict", d / "model", d / "own.csv", "--id-column", "nope", "-o",
+                                             d / "p.csv"],
 }
 
 
