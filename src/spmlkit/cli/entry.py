@@ -99,8 +99,8 @@ class _TorchAnnouncer(importlib.abc.MetaPathFinder):
 @contextlib.contextmanager
 def _announce_torch(command: str):
     """While a command runs: a line on stderr before torch is imported, unless it already is
-    or progress lines are off (``SPML_NO_PROGRESS=1``)."""
-    if "torch" in sys.modules or os.environ.get("SPML_NO_PROGRESS") == "1":
+    or progress lines are off (``SPML_NO_PROGRESS=1``); under torchrun, rank 0 only."""
+    if "torch" in sys.modules or os.environ.get("SPML_NO_PROGRESS") == "1" or os.environ.get("RANK", "0") != "0":
         yield
         return
     finder = _TorchAnnouncer(command)

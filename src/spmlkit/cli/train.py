@@ -10,9 +10,9 @@ from ..config import TrainConfig, parse_params
 from ..data import Bundle
 from .common import (
     _add_device_option,
-    _check_method,
     _add_image_train_options,
     _add_log_to_option,
+    _check_method,
     _image_overrides,
     _log_to,
     _nonneg_float,
