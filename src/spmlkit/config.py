@@ -139,7 +139,6 @@ def _freeze_params(params) -> tuple:
     return tuple(sorted(items))
 
 
-
 #: --precision's choices (spmlkit.device applies them)
 PRECISIONS = ("32", "bf16", "16-mixed")
 _CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
@@ -164,6 +163,7 @@ def _head_names() -> set[str]:
     else :data:`BUILTIN_HEADS` — so that checking a config imports no torch."""
     heads = sys.modules.get("spmlkit.models.heads")
     return set(heads.HEADS) if heads is not None and hasattr(heads, "HEADS") else set(BUILTIN_HEADS)
+
 
 @dataclass(frozen=True)
 class TrainConfig:
