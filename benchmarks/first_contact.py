@@ -13,6 +13,9 @@ Steps (each a fresh process; run any subset, the others' last measurements are k
   weights of the demo's time left.
 * ``tests``: ``python -m pytest -q -p no:cacheprovider`` (the README's test command, in
   this checkout's environment).
+* ``bad-input`` (only when named): how long a mistaken command takes to say so (a typo in
+  a method name, a folder that is not a bundle, a missing model): each is checked before
+  torch is imported, so the one-line error should not wait for torch.
 * ``gpu-dry-run`` (only when named): ``python benchmarks/gpu/first_run.py --dry-run``, the
   GPU machine's first run rehearsed on the CPU (its test checks what it writes; its time,
   which issue 38 wants under 2 minutes, is measured here rather than asserted in a test).
@@ -39,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "first_contact.md"
 RAW = OUT.with_suffix(".json")
 COSTS = REPO / "src" / "spmlkit" / "experiments" / "demo_costs.json"
-STEPS = ("install", "demo", "tests", "gpu-dry-run")
+STEPS = ("install", "demo", "tests", "bad-input", "gpu-dry-run")
 DEFAULT_STEPS = ("install", "demo", "tests")
 
 
@@ -132,6 +135,30 @@ def step_tests(tmp: Path) -> list[dict]:
     return [row]
 
 
+def step_bad_input(tmp: Path) -> list[dict]:
+    """Seconds until each mistaken command's one-line error (exit status 2)."""
+    spml = [sys.executable, "-m", "spmlkit"]
+    bundle = tmp / "yeast-bundle"
+    timed(spml + ["prepare", "yeast", "-o", str(bundle)], cwd=tmp)
+    (tmp / "not-a-bundle").mkdir()
+    rows = []
+    for what, argv in (("spml train BUNDLE -m an-lss (a typo in a method name)", ["train", str(bundle), "-m", "an-lss"]),
+                       ("spml train FOLDER (not a bundle)", ["train", str(tmp / "not-a-bundle")]),
+                       ("spml predict MISSING new.csv (no such model)", ["predict", str(tmp / "missing"), "new.csv",
+                                                                          "-o", str(tmp / "p.csv")])):
+        before = load()
+        t0 = time.perf_counter()
+        p = subprocess.run(spml + argv, cwd=tmp, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "SPML_NO_PROGRESS": "1"})
+        seconds = round(time.perf_counter() - t0, 2)
+        if p.returncode != 2:
+            raise SystemExit(f"{what}: expected exit status 2, got {p.returncode}: {p.stderr[-1000:]}")
+        rows.append({"step": "bad-input", "what": what, "seconds": seconds, "load": [before, load()],
+                     "detail": p.stderr.strip().splitlines()[-1][:160]})
+        print(f"{what}: {seconds} s (load {rows[-1]['load']})", flush=True)
+    return rows
+
+
 def step_gpu_dry_run(tmp: Path) -> list[dict]:
     argv = [sys.executable, str(REPO / "benchmarks" / "gpu" / "first_run.py"), "--dry-run", "--out",
             str(tmp / "gpu-dry-run")]
@@ -144,6 +171,8 @@ def step_gpu_dry_run(tmp: Path) -> list[dict]:
 
 
 def fmt(s: float) -> str:
+    if s < 10:
+        return f"{s:.1f} s"
     s = int(round(s))
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
@@ -185,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = json.loads(RAW.read_text(encoding="utf-8")) if RAW.exists() else {"rows": []}
     with tempfile.TemporaryDirectory(prefix="spml-first-contact-") as tmp:
         for step in args.steps:
-            new = {"install": step_install, "demo": step_demo, "tests": step_tests,
+            new = {"install": step_install, "demo": step_demo, "tests": step_tests, "bad-input": step_bad_input,
                    "gpu-dry-run": step_gpu_dry_run}[step](Path(tmp))
             date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             raw["rows"] = [r for r in raw["rows"] if r["step"] != step] + [{**r, "date": date} for r in new]
