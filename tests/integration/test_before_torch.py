@@ -68,6 +68,8 @@ CASES = {
     "features: a missing bundle": lambda d: ["features", d / "missing"],
     "bench: a typo in a dataset name": lambda d: ["bench", "--datasets", "yeasst", "-o", d / "bench"],
     "figures: a missing results folder": lambda d: ["figures", d / "missing"],
+    "diagnose: a run that is not a model": lambda d: ["diagnose", d / "b", d / "model", d / "notamodel", "-o",
+                                                      d / "diag"],
     "demo: a typo in a method name": lambda d: ["demo", "--methods", "bce", "auot"],
     "demo: a wrong device name": lambda d: ["demo", "--device", "gpu"],
     "predict: a wrong id column": lambda d: ["predict", d / "model", d / "own.csv", "--id-column", "nope", "-o",
