@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +139,32 @@ def _freeze_params(params) -> tuple:
     return tuple(sorted(items))
 
 
+#: --precision's choices (spmlkit.device applies them)
+PRECISIONS = ("32", "bf16", "16-mixed")
+_CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
+
+
+def check_device_syntax(spec, option: str = "--device") -> str:
+    """The normalised text of a device choice (syntax only, no torch; availability is
+    checked by :func:`spmlkit.device.resolve_device`)."""
+    text = str("auto" if spec is None else spec).strip().lower()
+    if text in ("auto", "cpu", "mps") or _CUDA_RE.match(text):
+        return text
+    raise ConfigError(f"{option} {spec!r}: expected one of auto, cpu, cuda, cuda:N, mps")
+
+
+#: the heads spmlkit registers (spmlkit.models.heads.HEADS; tests/integration/test_before_torch.py
+#: keeps them equal): checked without importing torch while the registry is not loaded
+BUILTIN_HEADS = ("linear", "mlp")
+
+
+def _head_names() -> set[str]:
+    """The registered head kinds: the live registry once loaded (with any plug-in's heads),
+    else :data:`BUILTIN_HEADS` — so that checking a config imports no torch."""
+    heads = sys.modules.get("spmlkit.models.heads")
+    return set(heads.HEADS) if heads is not None and hasattr(heads, "HEADS") else set(BUILTIN_HEADS)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines one training run.
@@ -233,11 +261,9 @@ class TrainConfig:
         if not (self.val_rows in ("auto", "all") or (isinstance(self.val_rows, int) and
                                                      not isinstance(self.val_rows, bool) and self.val_rows >= 1)):
             raise ConfigError(f"val_rows (--val-rows) must be auto, all or a whole number >= 1, got {self.val_rows!r}")
-        # lazy: torch-free CLI start-up
-        from .models.heads import HEADS  # the registered heads; "decoder" needs fine-tuning's feature map
-
-        if self.head != "decoder" and self.head not in HEADS:
-            raise ConfigError(f"head must be one of {', '.join(sorted(HEADS))} (or decoder when fine-tuning), "
+        heads = _head_names()  # "decoder" needs fine-tuning's feature map
+        if self.head != "decoder" and self.head not in heads:
+            raise ConfigError(f"head must be one of {', '.join(sorted(heads))} (or decoder when fine-tuning), "
                               f"got {self.head!r}")
         if self.setting not in ("linear", "finetune"):
             raise ConfigError(f"setting must be 'linear' or 'finetune', got {self.setting!r}")
@@ -256,8 +282,6 @@ class TrainConfig:
             raise ConfigError(f"ema_decay must be in [0, 1) or None, got {self.ema_decay}")
         if self.num_workers < 0:
             raise ConfigError(f"num_workers must be >= 0, got {self.num_workers}")
-        from .device import PRECISIONS, check_device_syntax  # lazy: torch-free CLI start-up
-
         object.__setattr__(self, "device", check_device_syntax(self.device, "device"))
         if str(self.precision) not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")

@@ -22,20 +22,17 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import re
 
 import torch
 
+from .config import _CUDA_RE, PRECISIONS, check_device_syntax  # (torch-free: a config is checked without torch)
 from .errors import ConfigError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
-PRECISIONS = ("32", "bf16", "16-mixed")
 #: the linear setting keeps the training features on the device when they take at most
 #: this fraction of the device's free memory (else batches are copied from pinned host
 #: memory, or read from the memory map, one step ahead)
 DEVICE_MEMORY_FRACTION = 0.5
-
-_CUDA_RE = re.compile(r"^cuda(?::(\d+))?$")
 
 
 def cuda_available() -> bool:
@@ -59,15 +56,6 @@ def available_devices() -> list[str]:
 
 def _available_text() -> str:
     return "available: " + ", ".join(available_devices())
-
-
-def check_device_syntax(spec, option: str = "--device") -> str:
-    """The normalised text of a device choice (syntax only; availability is checked by
-    :func:`resolve_device`)."""
-    text = str("auto" if spec is None else spec).strip().lower()
-    if text in ("auto", "cpu", "mps") or _CUDA_RE.match(text):
-        return text
-    raise ConfigError(f"{option} {spec!r}: expected one of auto, cpu, cuda, cuda:N, mps")
 
 
 def _local_rank() -> int | None:

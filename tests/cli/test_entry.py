@@ -3,6 +3,7 @@ names and missing files in one clear line, help for every option, one module per
 import csv
 
 import numpy as np
+import pytest
 
 from tests.helpers.cli import run_cli as run
 
@@ -99,3 +100,14 @@ def test_commands_that_need_no_tensor_do_not_import_torch():
     seen = json.loads(r.stderr.strip().splitlines()[-1])
     assert seen == {" ".join(a): False for a in _LIGHT}, seen
     assert "wan" in r.stdout and "gamma" in r.stdout and "yeast" in r.stdout  # they did run
+
+
+def test_the_command_list_says_what_train_does_by_default(capsys):
+    """`spml --help` called train "train one method" while it trains auto (a recipe of
+    several) unless -m names one."""
+    from spmlkit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("train "))
+    assert "auto" in line and "one method" not in line

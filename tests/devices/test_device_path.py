@@ -53,15 +53,22 @@ def test_cli_train_refuses_before_writing_anything(tmp_path, capsys, monkeypatch
 
 
 @pytest.mark.parametrize("cmd", ["bench", "features", "evaluate", "predict", "demo"])
-def test_every_command_has_the_device_option_and_refuses_cuda(tmp_path, capsys, monkeypatch, cmd):
+def test_every_command_has_the_device_option_and_refuses_cuda(tmp_path, capsys, monkeypatch, toy_bundle, cmd):
     from spmlkit.cli import main
 
     _no_cuda(monkeypatch)
     out = tmp_path / "out"
+    # inputs that pass the checks made before torch (a model.json is all they read), so the
+    # device is what is refused
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.json").write_text('{"format": 1, "label_names": ["a", "b"], "head": "linear", "hidden": 8, '
+                                      '"n_features": 2}', encoding="utf-8")
+    (tmp_path / "x.csv").write_text("f1,f2\n1,2\n", encoding="utf-8")
     args = {"bench": ["bench", "--datasets", "yeast", "-o", str(out)],
-            "features": ["features", str(tmp_path / "nobundle")],
-            "evaluate": ["evaluate", str(tmp_path / "nomodel"), str(tmp_path / "nobundle")],
-            "predict": ["predict", str(tmp_path / "nomodel"), str(tmp_path / "x.csv"), "-o", str(out)],
+            "features": ["features", str(toy_bundle.path)],
+            "evaluate": ["evaluate", str(model), str(toy_bundle.path)],
+            "predict": ["predict", str(model), str(tmp_path / "x.csv"), "-o", str(out)],
             "demo": ["demo", "--quick", "-o", str(out)]}[cmd]
     code = main([*args, "--device", "cuda"])
     err = capsys.readouterr().err.strip()

@@ -96,7 +96,7 @@ def test_the_time_left_is_within_30_percent_from_the_first_estimate(monkeypatch)
 
     methods = list(DEMOS[DEFAULT_DEMO].methods)
     costs = method_costs(DEFAULT_DEMO, methods)
-    assert costs[-1] == max(costs)  # auto: the measurement says it is the big one
+    assert costs[-1] > sorted(costs)[len(costs) // 2]  # auto (several members): above the median method
     for pattern in ((1.1, 0.9), (0.9, 1.1), (1.0,)):
         seconds = [3.0 * c * pattern[i % len(pattern)] for i, c in enumerate(costs)]
         for est, left in _first_estimates(costs, seconds, monkeypatch):
@@ -104,6 +104,33 @@ def test_the_time_left_is_within_30_percent_from_the_first_estimate(monkeypatch)
     seconds = [3.0 * c for c in costs]
     uniform = _first_estimates([1.0] * len(methods), seconds, monkeypatch)
     assert any(abs(est - left) > 0.3 * left + 1.0 for est, left in uniform)
+
+
+def test_the_last_quarter_of_the_measured_demos_is_estimated_within_30_percent(monkeypatch):
+    """The demos' real timelines (seconds per method of the last ``first_contact.py --steps
+    demo``, benchmarks/results/first_contact.json) replayed against the weights the package
+    ships (demo_costs.json): every time left printed in the last quarter of the run is
+    within 30% of the truth.  The weights mixed in another command's timings (auto 5x a
+    plain method instead of 2x) and said "1 min 59 s left" with 52 s to go."""
+    import json
+
+    from spmlkit.experiments.demo import DEMOS, method_costs
+    from tests.helpers import REPO
+
+    raw = json.loads((REPO / "benchmarks" / "results" / "first_contact.json").read_text(encoding="utf-8"))
+    timelines = {("yeast" if "yeast" in r["what"] else "voc2007-lite0"): r["methods"]
+                 for r in raw["rows"] if r["step"] == "demo"}
+    assert set(timelines) == set(DEMOS)
+    for dataset, measured in timelines.items():
+        methods = list(measured)
+        seconds = [measured[m] for m in methods]
+        total, checked = sum(seconds), 0
+        estimates = _first_estimates(method_costs(dataset, methods), seconds, monkeypatch)
+        for est, left in estimates:
+            if left <= 0.25 * total:  # the last quarter
+                checked += 1
+                assert abs(est - left) <= 0.3 * left + 1.0, (dataset, est, left)  # (+1 s: whole seconds shown)
+        assert checked, dataset
 
 
 def test_method_costs_fall_back_for_unmeasured_methods():

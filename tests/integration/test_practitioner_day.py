@@ -500,7 +500,7 @@ def test_readme_own_data_block_runs_as_written(tmp_path):
         w = csv.writer(fh)
         w.writerow(["path"])
         w.writerows([p] for p in ds.splits["test"].paths)
-    cmds = readme_block("Your own single-positive data")
+    cmds = readme_block("# A CSV of image paths")  # (its subsection of "Your own single-positive data")
     assert any("--test-fraction 0" in c for c in cmds) and any("--log-to tensorboard" in c for c in cmds)
     env = {**os.environ, "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}

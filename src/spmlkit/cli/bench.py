@@ -5,6 +5,7 @@ import shlex
 from pathlib import Path
 
 from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS
+from ..data.registry import DATASETS, find_mulan_folder, unknown_dataset_error
 from ..io import json_record_path, read_json
 from .common import (
     _add_device_option,
@@ -22,7 +23,16 @@ from .common import (
 )
 
 
+def _check_datasets(entries, data_root) -> None:
+    """Before torch: each --datasets entry is a path, a dataset name or a Mulan folder under
+    the data root (the methods' names are checked with the registry, after)."""
+    for entry in entries:
+        if not Path(entry).exists() and entry not in DATASETS and find_mulan_folder(entry, data_root) is None:
+            raise unknown_dataset_error(entry, data_root)
+
+
 def run(args) -> int:
+    _check_datasets(args.datasets, args.data_root)
     # lazy: torch-free CLI start-up
     from ..experiments.bench import (BenchSpec, check_device_options, check_engine_options, make_executor, run_bench,
                                      with_method_params)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
-from ..errors import UnknownNameError
+from ..catalogue import method_names
+from ..errors import DataFormatError, UnknownNameError
 from ..labels import get_regime
+from ..practitioner.model_folder import read_model_description
 
 
 # ------------------------------------------------------------ option validation
@@ -71,6 +74,31 @@ def _finite_float(text):
 
 def _unit_float(text):
     return _number(float, text, low=0.0, high=1.0, what="a number from 0 to 1")
+
+
+# ------------------------------------------------- input checks (before torch)
+# Importing torch takes seconds (a minute on a loaded machine): a command checks its
+# arguments and input files with these first, so a mistake is one line at once.
+def _check_model(path) -> None:
+    """A model folder (or a run folder holding model/) with a readable model.json."""
+    read_model_description(path)
+
+
+def _check_method(name: str | None) -> None:
+    """A method name the registry knows (from the catalogue, without importing the methods;
+    from the live registry when it is already loaded, with any plug-in's names)."""
+    if name is None:
+        return
+    live = sys.modules.get("spmlkit.methods")
+    known = set(live.METHODS.names()) if live is not None and hasattr(live, "METHODS") else set(method_names())
+    if name not in known:
+        raise UnknownNameError("method", name, known)
+
+
+def _check_exists(path, what: str = "file or folder") -> None:
+    """An input path that must exist (one line naming it)."""
+    if path is not None and not Path(path).exists():
+        raise DataFormatError(Path(path), f"{what} not found")
 
 
 # ----------------------------------------------------------------------- helpers

@@ -1,13 +1,17 @@
 """``spml demo``: the main job on data embedded in the package (PASCAL VOC 2007 features by default)."""
 from __future__ import annotations
 
-from .common import _add_device_option, _device, _pos_int, _seed
+from ..config import check_device_syntax
+from .common import _add_device_option, _check_method, _device, _pos_int, _seed
 
 #: the demos (spmlkit.experiments.demo.DEMOS), named here so that --help imports no torch
 DATASETS = ("voc2007-lite0", "yeast")
 
 
 def run(args) -> int:
+    for name in args.methods or ():  # before torch: a mistake is one line at once
+        _check_method(name)
+    check_device_syntax(args.device, "--device")
     from ..experiments.demo import run_demo  # lazy: torch-free CLI start-up
 
     device = _device(args)

@@ -1,8 +1,14 @@
 """``spml diagnose``: Zhou et al.'s diagnostics of saved runs."""
 from __future__ import annotations
 
+from ..data import Bundle
+from .common import _check_model
+
 
 def run(args) -> int:
+    Bundle(args.bundle)  # before torch: a mistake is one line at once
+    for run_folder in args.runs:
+        _check_model(run_folder)
     from ..experiments.diagnostics import diagnose, format_summary  # lazy: torch-free CLI start-up
 
     summary = diagnose(args.bundle, args.runs, args.out, reference=args.reference, split=args.split,

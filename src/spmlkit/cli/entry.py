@@ -4,7 +4,9 @@ and exit status 2, Ctrl-C into status 130 and a closed pipe into a quiet exit.""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import importlib.abc
 import os
 import sys
 import warnings
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded by commands that report their command line
 
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _announce_torch(args.command):
             warnings.showwarning = _one_line_warning  # a library's warning is one 'spml: warning:' line
             return int(args.func(args) or 0)
     except SpmlError as exc:
@@ -76,6 +78,38 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+class _TorchAnnouncer(importlib.abc.MetaPathFinder):
+    """Prints one progress line the first time ``torch`` is imported (it takes seconds, a
+    minute on a loaded machine, with nothing else on the screen), then steps aside: it
+    finds nothing itself, so the import goes on as usual."""
+
+    def __init__(self, command: str):
+        self.command, self.done = command, False
+
+    def find_spec(self, name, path=None, target=None):
+        if not self.done and (name == "torch" or name.startswith("torch.")):
+            self.done = True
+            print(f"spml {self.command}: loading torch (a few seconds; longer on a busy machine)...",
+                  file=sys.stderr, flush=True)
+        return None
+
+
+@contextlib.contextmanager
+def _announce_torch(command: str):
+    """While a command runs: a line on stderr before torch is imported, unless it already is
+    or progress lines are off (``SPML_NO_PROGRESS=1``); under torchrun, rank 0 only."""
+    if "torch" in sys.modules or os.environ.get("SPML_NO_PROGRESS") == "1" or os.environ.get("RANK", "0") != "0":
+        yield
+        return
+    finder = _TorchAnnouncer(command)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

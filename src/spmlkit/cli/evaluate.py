@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from ..data import Bundle
 from ..io import dumps_json
-from .common import _add_device_option, _device
+from .common import _add_device_option, _check_model, _device
 
 
 def run(args) -> int:
+    _check_model(args.model)  # before torch: a mistake is one line at once
+    Bundle(args.bundle)
     from ..practitioner.evaluation import evaluate_model  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 

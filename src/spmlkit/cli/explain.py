@@ -6,10 +6,13 @@ from pathlib import Path
 
 from ..data import Bundle
 from ..errors import ConfigError
-from .common import _csv_list, _pos_int, _seed
+from .common import _check_model, _csv_list, _pos_int, _seed
 
 
 def run(args) -> int:
+    _check_model(args.model)  # before torch: a mistake is one line at once
+    if args.bundle:
+        Bundle(args.bundle)
     from ..practitioner.explain import explain  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 

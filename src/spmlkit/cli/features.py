@@ -9,12 +9,12 @@ from .common import _add_device_option, _device, _nonneg_int, _pos_int
 
 
 def run(args) -> int:
+    Bundle(args.bundle)  # a missing or damaged bundle: one line, before torch and any lock file
     from ..device import check_precision  # lazy: torch-free CLI start-up
     from ..features import extract_features
 
     device = _device(args)
     check_precision(args.precision, device)
-    Bundle(args.bundle)  # a missing or damaged bundle: one line, before any lock file is written
     with FolderLock(args.bundle, what="bundle"):  # one features run (or prepare --overwrite) at a time
         name = extract_features(args.bundle, backbone=args.backbone, weights=args.weights,
                                 image_size=args.image_size, batch_size=args.batch_size,

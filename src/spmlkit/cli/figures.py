@@ -1,8 +1,11 @@
 """``spml figures``: the figures of a finished bench."""
 from __future__ import annotations
 
+from .common import _check_exists
+
 
 def run(args) -> int:
+    _check_exists(args.results, "results folder")  # before torch: one line at once
     from ..experiments.figures import make_figures  # lazy: torch-free CLI start-up
 
     written = make_figures(args.results, methods=args.methods)

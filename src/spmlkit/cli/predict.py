@@ -1,12 +1,15 @@
 """``spml predict``: label sets or per-label probabilities for new data."""
 from __future__ import annotations
 
+import csv
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataFormatError
 from .common import (
     _add_device_option,
+    _check_exists,
+    _check_model,
     _device,
     _finite_float,
     _nonneg_int,
@@ -20,6 +23,9 @@ def run(args) -> int:
         return _run_rasters(args)
     if args.input is None:
         raise ConfigError("give the input to predict (a bundle, features or images), or --rasters for maps")
+    _check_model(args.model)  # before torch: a mistake is one line at once
+    _check_exists(args.input)
+    _check_id_column(Path(args.input), args.id_column)
     # lazy: torch-free CLI start-up
     from ..practitioner.inference import check_prediction_output, predict_to_file, prediction_input
     from ..practitioner.saved import load_model
@@ -42,8 +48,22 @@ def run(args) -> int:
     return 0
 
 
+def _check_id_column(source: Path, id_column: str | None) -> None:
+    """Before torch: a CSV/TSV input has the --id-column it is given (the reader's message)."""
+    if id_column is None or not source.is_file() or source.suffix.lower() not in (".csv", ".tsv", ".tab"):
+        return
+    with open(source, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        first = fh.readline()
+    delim = "\t" if source.suffix.lower() in (".tsv", ".tab") else ","
+    header = [h.strip() for h in next(csv.reader([first], delimiter=delim), [])]
+    if id_column not in header:
+        raise DataFormatError(source, f"id column {id_column!r} is not in the header ({', '.join(map(repr, header))})",
+                              line=1)
+
+
 def _run_rasters(args) -> int:
     """``spml predict RUN --rasters ...``: probability maps (GeoTIFF) and PNG maps."""
+    _check_model(args.model)  # before torch: a mistake is one line at once
     from ..practitioner.maps import predict_rasters  # lazy: torch-free CLI start-up
     from ..practitioner.saved import load_model
 

@@ -1,4 +1,4 @@
-"""``spml train``: one method on a bundle (the linear setting or fine-tuning)."""
+"""``spml train``: auto (the default recipe) or one method on a bundle (the linear setting or fine-tuning)."""
 from __future__ import annotations
 
 import contextlib
@@ -12,6 +12,7 @@ from .common import (
     _add_device_option,
     _add_image_train_options,
     _add_log_to_option,
+    _check_method,
     _image_overrides,
     _log_to,
     _nonneg_float,
@@ -73,6 +74,12 @@ def _method_named(args) -> bool:
 
 
 def run(args) -> int:
+    # before torch (seconds to import, a minute on a loaded machine): the options, the method's
+    # name and the bundle, so that a mistake is one line at once
+    config = _train_config(args)
+    _check_method(config.method if _method_named(args) else None)
+    bundle = Bundle(args.bundle)
+    log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     from ..device import validate_config  # lazy: torch-free CLI start-up
     from ..practitioner.report import run_summary_lines
     from ..practitioner.run_folder import (FinishedNote, default_method, default_run_folder, read_run_result,
@@ -83,13 +90,10 @@ def run(args) -> int:
     from ..training.run import progress_plan
     from ..training.validation import validation_note
 
-    config = _train_config(args)
-    log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     device = validate_config(config)  # --device/--precision/--sync-bn: refused before anything is written
     # torchrun sets WORLD_SIZE/RANK; a plain run is one process (NCCL on GPUs, gloo on the CPU)
     dctx = distributed.init_from_env(backend="nccl" if device.type == "cuda" else "gloo")
     try:
-        bundle = Bundle(args.bundle)
         notes = []
         if not _method_named(args):  # the default: auto where it applies (default_method says why not)
             name, why = default_method(config, bundle)
@@ -136,7 +140,7 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     """``spml train``: its options (``spml train --help``)."""
-    p = sub.add_parser("train", help="train one method on a bundle (linear setting)",
+    p = sub.add_parser("train", help="train on a bundle: auto (the recommended recipe) by default, or -m METHOD",
                        description="Train a head on the bundle's features with a method; writes a run folder with "
                                    "the resolved config, per-epoch metrics, a resumable checkpoint and the best "
                                    "model. A killed run resumes when started again with the same options. "

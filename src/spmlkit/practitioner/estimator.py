@@ -465,10 +465,10 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             return enc.transform(raw)
         names = getattr(self, "feature_names_in_", None)
         if names is not None and hasattr(X, "columns") and list(X.columns) != list(names):
-            missing = [n for n in names if n not in set(X.columns)]
+            missing = [str(n) for n in names if n not in set(X.columns)]
             if missing:
-                raise ValueError(f"X has no column {missing[0]!r} (the estimator was fitted with the columns "
-                                 f"{', '.join(map(str, names[:8]))})")
+                raise ValueError(f"X has no column {', '.join(map(repr, missing))} (the estimator was fitted with "
+                                 f"the columns {', '.join(map(str, names))})")
             X = X[list(names)]  # matched by name, whatever their order
         return _validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
 
@@ -538,6 +538,8 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         est.n_features_in_ = model.n_features if enc is None else len(enc.covariates)
         if enc is not None and params.get("categorical") and isinstance(model.info.get("raw_names"), list):
             est.feature_names_in_ = np.asarray(model.info["raw_names"], dtype=object)
+        elif enc is None and (model.input or {}).get("feature_names") is not None:  # fitted on a DataFrame:
+            est.feature_names_in_ = np.asarray(model.input["feature_names"], dtype=object)  # its columns by name
         est.best_epoch_ = model.info.get("best_epoch")
         est.best_score_ = model.info.get("val_score")
         est.selection_ = model.info.get("selection")

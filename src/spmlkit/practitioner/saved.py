@@ -47,7 +47,6 @@ ImageNet weights file.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,7 +57,7 @@ from scipy.special import expit
 from .. import ownership
 from .._version import __version__
 from ..data.encoding import CovariateEncoding
-from ..errors import ConfigError, CorruptFileError, DataFormatError, SpmlError
+from ..errors import CorruptFileError, DataFormatError, SpmlError
 from ..features.transforms import ImageSet, image_loader
 from ..io import read_json
 from ..ownership import write_json
@@ -68,8 +67,8 @@ from ..training.checkpoint import load_checkpoint, save_checkpoint
 from ..training.recipe import mean_probability_logits
 from .inference import image_features
 from .labelsets import apply_rule
+from .model_folder import MODEL_FORMAT, read_model_description
 
-MODEL_FORMAT = 1
 
 
 @dataclass
@@ -331,27 +330,6 @@ def save_model(model: SavedModel, path: str | Path) -> Path:
     return path
 
 
-def _weights_ok(weights, members) -> bool:
-    """``member_weights`` of model.json: absent, or one finite weight >= 0 per member, not all 0."""
-    if weights is None:
-        return True
-    return (isinstance(weights, list) and isinstance(members, int) and len(weights) == members
-            and all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
-                    for w in weights) and sum(weights) > 0)
-
-
-def _kinds_ok(kinds, members) -> bool:
-    """``member_heads`` of model.json: absent, or one registered head kind per member, each
-    kind's members together."""
-    if kinds is None:
-        return True
-    if not (isinstance(kinds, list) and isinstance(members, int) and len(kinds) == members
-            and all(isinstance(k, str) and k in HEADS for k in kinds)):
-        return False
-    order = list(dict.fromkeys(kinds))
-    return kinds == [k for k in order for _ in range(kinds.count(k))]
-
-
 def _check_weights(path: Path, w: dict) -> None:
     """Every weight a floating-point tensor of finite values, the standardisation ``std``
     positive: a model whose weights are NaN or integers would predict NaN (or garbage)
@@ -402,54 +380,15 @@ def _check_members_and_rule(meta_path: Path, meta: dict, state: dict) -> None:
 
 
 def load_model(path: str | Path) -> SavedModel:
-    path = Path(path)
-    meta_path = path / "model.json"
-    if not path.exists():
-        raise SpmlError(f"{path} not found (expected a run folder or its model/ folder)")
-    if not meta_path.exists():
-        if (path / "model").is_dir():
-            return load_model(path / "model")
-        raise SpmlError(f"{path} is not a saved spmlkit model (no model.json); pass a run's model/ folder")
-    meta = read_json(meta_path)
-    if not isinstance(meta, dict) or "format" not in meta:
-        raise SpmlError(f"{meta_path} is not a spmlkit model description (no 'format' key)")
-    if meta.get("format") != MODEL_FORMAT:
-        raise ConfigError(f"{path}: model format {meta.get('format')!r} is not supported by spmlkit {__version__} "
-                          f"(expects format {MODEL_FORMAT}); retrain or use the spmlkit version that wrote it "
-                          f"({meta.get('spmlkit_version', 'unknown')})")
-    bad = [k for k, ok in (("label_names", isinstance(meta.get("label_names"), list) and meta.get("label_names")
-                             and all(isinstance(n, str) for n in meta["label_names"])),
-                            ("head", isinstance(meta.get("head"), str)),
-                            ("hidden", isinstance(meta.get("hidden"), int)),
-                            ("n_features", isinstance(meta.get("n_features"), int)),
-                            ("members", isinstance(meta.get("members", 1), int) and not isinstance(
-                                meta.get("members", 1), bool) and meta.get("members", 1) >= 1),
-                            ("member_weights", _weights_ok(meta.get("member_weights"), meta.get("members", 1))),
-                            ("member_heads", _kinds_ok(meta.get("member_heads"), meta.get("members", 1))))
-           if not ok]
-    if bad:
-        raise CorruptFileError(f"{meta_path}: damaged model description ({', '.join(bad)} missing or of the wrong "
-                               "type)")
-    names = meta["label_names"]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise CorruptFileError(f"{meta_path}: label {dup!r} is listed twice in label_names; the file was edited — "
-                               "restore it or retrain")
-    fnames = (meta.get("input") or {}).get("feature_names") if isinstance(meta.get("input"), dict) else None
-    if fnames is not None and not (isinstance(fnames, list) and all(isinstance(n, str) for n in fnames)
-                                   and len(set(fnames)) == len(fnames)):
-        raise CorruptFileError(f"{meta_path}: input.feature_names is not a list of distinct column names")
-    enc = (meta.get("input") or {}).get("encoding") if isinstance(meta.get("input"), dict) else None
-    if enc is not None:
-        names = CovariateEncoding.from_dict(enc, source=meta_path).feature_names
-        if len(names) != meta["n_features"] or (fnames is not None and names != fnames):
-            raise CorruptFileError(f"{meta_path}: input.encoding does not match the model's {meta['n_features']} "
-                                   "feature columns; the file was edited — restore it or retrain")
+    """The model saved in ``path`` (a model folder or a run folder holding ``model/``):
+    ``model.json`` checked first (:func:`spmlkit.practitioner.model_folder.read_model_description`),
+    then the weights' checksum and values."""
+    path, meta = read_model_description(path, head_kinds=HEADS)
     w = load_checkpoint(path / "weights.pt")
     if not isinstance(w, dict) or not isinstance(w.get("state"), dict):
         raise CorruptFileError(f"{path / 'weights.pt'}: not a spmlkit model's weights")
     _check_weights(path / "weights.pt", w)
-    _check_members_and_rule(meta_path, meta, w["state"])
+    _check_members_and_rule(path / "model.json", meta, w["state"])
 
     def array(t):
         return None if t is None else np.asarray(t, dtype=np.float32)
