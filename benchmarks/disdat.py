@@ -211,6 +211,7 @@ def run_region(region: str, args) -> None:
         linear = linear_methods() if args.methods is None else [m for m in args.methods.split(",") if m]
         plan = [(m, "linear") for m in dict.fromkeys(linear)]
         plan += [(m, "mlp") for m in args.mlp_methods.split(",") if m]
+        plan += [(m, "tree") for m in args.tree_methods.split(",") if m]
         for method, head in plan:
             if (method, head) in have:
                 continue
@@ -510,6 +511,8 @@ def main(argv=None) -> int:
     p.add_argument("--methods", help="linear-head methods (default: every applicable registered method; '' for none)")
     p.add_argument("--mlp-methods", default="an,an-full,an-full-me,an-ssdl,full-weighted",
                    help="methods also trained with the MLP head (--hidden)")
+    p.add_argument("--tree-methods", default="", help="methods trained with the tree head (--head tree; the trees "
+                   "extra): it trains once per seed, whatever --lrs")
     p.add_argument("--lrs", default="1e-3,1e-2")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--epochs", type=int, default=15)

@@ -38,11 +38,13 @@ from ..config import TrainConfig
 from ..errors import ConfigError
 from ..methods.base import TrainContext, build_method, state_budget_bytes
 from ..models.heads import MixedHeads, build_head
+from ..models.trees import stack_member_states
 from ..sparse_labels import as_sparse
 from . import distributed
 from .callbacks import EpochFunction, tagged
 from .ensemble import weigh
 from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
+from .trees import train_trees
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
 from .scores import ScoreView
@@ -101,6 +103,8 @@ def mean_probability_logits(logits: torch.Tensor, weights=None) -> torch.Tensor:
 
 
 def _stack(states: list[dict]) -> dict:
+    if "booster" in states[0]:  # tree members: byte strings of their own lengths (spmlkit.training.trees)
+        return stack_member_states(states)
     return {k: torch.stack([torch.as_tensor(s[k], device="cpu") for s in states]) for k in states[0]}
 
 
@@ -238,8 +242,9 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
 
         member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i,
                                          "member_epochs": cfg.epochs})
-        return train_linear(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
-                            callbacks=member, keep_state=True, device=parts.device)
+        train = train_trees if cfg.head == "tree" else train_linear  # (a tree member: boosting rounds)
+        return train(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
+                     callbacks=member, keep_state=True, device=parts.device)
 
     patience = config.patience if config.patience is not None else recipe.patience  # (the run's own first)
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order
