@@ -1,0 +1,213 @@
+"""The tree head (spmlkit.training.trees, tree_objective, models.trees): gradient and
+curvature against finite differences, the separable fast path against its per-label
+twin, a tiny problem at the single-positive optimum, save/load/predict round trips,
+determinism, refusals, and the tree member of ``auto``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from spmlkit.config import TrainConfig
+from spmlkit.data.memory import ArrayBundle
+from spmlkit.errors import ConfigError
+from spmlkit.methods.base import TrainContext, build_method, describe_methods
+from spmlkit.methods.recipe import build_auto
+
+pytest.importorskip("xgboost")
+
+from spmlkit.models.heads import build_head  # noqa: E402
+from spmlkit.models.trees import stack_member_states  # noqa: E402
+from spmlkit.training import trees  # noqa: E402
+from spmlkit.training.tree_objective import H_MIN, SEPARABLE, TreeObjective, check_tree_method  # noqa: E402
+
+
+def _accepted() -> list[str]:
+    out = []
+    for d in describe_methods():
+        try:
+            m = build_method(d["name"])
+            check_tree_method(m)
+        except (ConfigError, TypeError):
+            continue
+        out.append(d["name"])
+    return out
+
+
+ACCEPTED = _accepted()
+#: components that draw afresh at each loss evaluation (AN-SLDS's random other label):
+#: finite differences need the same draw on both sides
+DRAWS_PER_CALL = {"an-slds", "an-slds-me"}
+
+
+def _problem(name: str, seed: int = 0, n: int = 7, L: int = 3):
+    """A method set up on drawn observations (one positive per labelled row, some
+    background rows for the losses that take them, one label unobserved everywhere)."""
+    rng = np.random.default_rng(seed)
+    Z = np.zeros((n, L), dtype=np.int8)
+    labelled = n - 3
+    Z[np.arange(labelled), rng.integers(0, L - 1, labelled)] = 1
+    m = build_method(name)
+    if m.regime == "full":
+        Z = np.where(Z == 1, 1, -1).astype(np.int8)
+        Z[labelled:] = -1
+    elif m.regime == "single_positive_all_negatives":
+        Z = np.where(Z == 1, 1, -1).astype(np.int8)
+        Z[labelled:] = 0
+    elif m.regime == "single_positive_one_negative":
+        Z[np.arange(labelled), L - 1] = -1
+    ctx = TrainContext(n_train=n, n_labels=L, observed=Z, expected_positives=1.5)
+    m.setup(ctx)
+    torch.manual_seed(0)
+    return TreeObjective(m, ctx, Z, seed=seed), rng.normal(size=(n, L)) * 2
+
+
+def test_the_head_accepts_the_static_losses_and_refuses_the_others():
+    assert {"an", "wan", "full-weighted", "an-full", "zlpr", "em", "bce"} <= set(ACCEPTED)
+    for name in ("role", "em-apl", "ll-r", "gr", "l1r", "epr", "splc", "opml-lc"):
+        assert name not in ACCEPTED
+
+
+@pytest.mark.parametrize("name", [n for n in ACCEPTED if n not in DRAWS_PER_CALL])
+def test_gradient_and_curvature_match_finite_differences(name):
+    obj, z = _problem(name)
+    g, h = obj.grad_hess(z)
+    eps = 1e-5
+
+    def total(x):
+        return obj.total(torch.as_tensor(x, dtype=torch.float64)).item()
+
+    for i in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            e = np.zeros_like(z)
+            e[i, j] = eps
+            fd = (total(z + e) - total(z - e)) / (2 * eps)
+            assert g[i, j] == pytest.approx(fd, rel=1e-4, abs=1e-5), (i, j)
+            step = 1e-4
+            gp, gm = obj.gradient(z + step * (e / eps)), obj.gradient(z - step * (e / eps))
+            fd2 = (gp[i, j] - gm[i, j]) / (2 * step)
+            assert h[i, j] == pytest.approx(max(fd2, H_MIN), rel=2e-3, abs=1e-5), (i, j)
+
+
+@pytest.mark.parametrize("name", [n for n in ACCEPTED if n in SEPARABLE and n not in DRAWS_PER_CALL])
+def test_the_separable_fast_path_equals_the_per_label_path(name):
+    obj, z = _problem(name, seed=1)
+    g1, h1 = obj.grad_hess(z, separable=True)
+    g2, h2 = obj.grad_hess(z, separable=False)
+    np.testing.assert_allclose(g1, g2, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(h1, h2, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", [n for n in ACCEPTED if n not in DRAWS_PER_CALL])
+def test_rows_do_not_interact(name):
+    """Per-row curvature needs rows that do not interact: moving one row's margins leaves
+    the other rows' gradients as they were (background rows are paired, not mixed)."""
+    obj, z = _problem(name, seed=2)
+    g = obj.gradient(z)
+    z2 = z.copy()
+    z2[0] += 1.5
+    g2 = obj.gradient(z2)
+    np.testing.assert_allclose(g[1:], g2[1:], rtol=1e-9, atol=1e-12)
+
+
+def test_the_tree_fits_the_single_positive_optimum():
+    """Assume-negative on two cells of one binary feature: the loss is minimised at the
+    cell's fraction of observed positives per label, which the boosted margins reach."""
+    rng = np.random.default_rng(0)
+    n, L = 400, 2
+    x = (rng.random(n) < 0.5).astype(np.float32)
+    Z = np.zeros((n, L), dtype=np.int8)
+    p = np.where(x[:, None] == 1, [0.8, 0.2], [0.3, 0.6])
+    Z[rng.random((n, L)) < p] = 1
+    m = build_method("an")
+    ctx = TrainContext(n_train=n, n_labels=L, observed=Z)
+    m.setup(ctx)
+    obj = TreeObjective(m, ctx, Z)
+    booster, icept, _, best = trees.train_booster(x[:, None], obj, X_val=None, evaluate=None, seed=0, rounds=150)
+    assert best == 150
+    prob = 1 / (1 + np.exp(-trees.predict_margins(booster, icept, np.array([[0.0], [1.0]], dtype=np.float32))))
+    target = np.array([[Z[x == c, j].mean() for j in range(L)] for c in (0, 1)])
+    np.testing.assert_allclose(prob, target, atol=0.02)
+
+
+def _bundle(seed=0, n=160, L=3, D=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D)).astype(np.float32)
+    Y = (X[:, :L] + 0.5 * rng.normal(size=(n, L)) > 0.2).astype(np.int8)
+    Y[Y.sum(1) == 0, 0] = 1
+    Z = np.zeros_like(Y)
+    for i in range(n):
+        Z[i, rng.choice(np.flatnonzero(Y[i]))] = 1
+    a, b = n // 2, 3 * n // 4
+    return ArrayBundle(X[:a], Z[:a], X_val=X[a:b], Z_val=Z[a:b], X_test=X[b:], Y_test=Y[b:]), X
+
+
+def test_a_run_is_deterministic_under_its_seed_and_stops_by_round():
+    bundle, _ = _bundle()
+    cfg = TrainConfig(method="wan", head="tree")
+    r1, r2 = (trees.train_trees(bundle, cfg, seeds=[3], keep_state=True)[0] for _ in range(2))
+    r3 = trees.train_trees(bundle, cfg, seeds=[4], keep_state=True)[0]
+    assert torch.equal(r1.state["head"]["booster"], r2.state["head"]["booster"])
+    assert r1.val_history == r2.val_history and r1.test_map == r2.test_map
+    assert not torch.equal(r1.state["head"]["booster"], r3.state["head"]["booster"])  # (row draws differ)
+    assert r1.val_score == max(r1.val_history) and r1.val_history.index(r1.val_score) + 1 == r1.best_epoch
+    assert r1.epochs_run <= r1.best_epoch + trees.PATIENCE
+
+
+def test_head_state_round_trip_predicts_the_same():
+    bundle, X = _bundle()
+    res = trees.train_trees(bundle, TrainConfig(method="an", head="tree"), lrs=[1e-3, 1e-3], seeds=[0, 1],
+                            keep_state=True)
+    states = [r.state["head"] for r in res]
+    stacked = stack_member_states(states)
+    assert stacked["booster"].dtype == torch.float32 and stacked["booster"].shape[0] == 2
+    head = build_head("tree", X.shape[1], 3, [torch.Generator()] * 2)
+    head.load_state_dict(stacked)
+    x = torch.from_numpy((X[-40:] - res[0].state["mean"]) / res[0].state["std"])
+    out = head(x)
+    assert out.shape == (2, 40, 3)
+    np.testing.assert_allclose(out[0].numpy(), res[0].state["test_logits"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1].numpy(), res[1].state["test_logits"], rtol=1e-5, atol=1e-5)
+    damaged = dict(stacked, booster=stacked["booster"] * 0 + 7)
+    with pytest.raises(RuntimeError):
+        build_head("tree", X.shape[1], 3, [torch.Generator()] * 2).load_state_dict(damaged)
+
+
+@pytest.mark.parametrize("method,params", [
+    ("wan", None),
+    ("auto", {"members": "wan,wan:tree", "combine": "mean_probability"}),  # linear and tree members side by side
+    ("auto", {"members": "an:tree,wan:tree", "combine": "mean_probability"}),  # tree members stacked
+])
+def test_classifier_saves_loads_and_predicts(tmp_path, method, params):
+    from spmlkit.practitioner.estimator import SPMLClassifier
+
+    _, X = _bundle()
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, len(X))
+    clf = SPMLClassifier(method, head="tree" if method == "wan" else "linear", epochs=2, seed=0,
+                         method_params=params).fit(X, y)
+    P = clf.predict_proba(X[:9])
+    back = SPMLClassifier.load(clf.save(tmp_path / "m"))
+    np.testing.assert_allclose(back.predict_proba(X[:9]), P, rtol=1e-6, atol=1e-7)
+
+
+def test_refusals_name_the_alternative():
+    bundle, _ = _bundle()
+    for name in ("role", "em-apl", "ll-r", "l1r", "epr"):
+        with pytest.raises(ConfigError, match="--head linear or mlp"):
+            trees.train_trees(bundle, TrainConfig(method=name, head="tree"))
+    with pytest.raises(ConfigError, match="for fine-tuning use"):
+        TrainConfig(method="an", head="tree", setting="finetune")
+
+    rng = np.random.default_rng(0)
+    images = ArrayBundle(rng.normal(size=(20, 4)), np.eye(3, dtype=np.int8)[rng.integers(0, 3, 20)])
+    images.kind = "images"  # (a backbone's cached image features)
+    with pytest.raises(ConfigError, match="image features use --head linear or mlp"):
+        trees.train_trees(images, TrainConfig(method="an", head="tree"))
+
+
+def test_auto_has_tree_members_on_tabular_data_only():
+    recipe = build_auto()
+    assert ("wan", "tree") in recipe.members_for(False, backbone_features=False)
+    assert all(h != "tree" for _, h in recipe.members_for(False, backbone_features=True))
+    assert ("full-weighted", "tree") in recipe.members_for(True)
