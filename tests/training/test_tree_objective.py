@@ -98,3 +98,14 @@ def test_rows_do_not_interact(name):
     z2[0] += 1.5
     g2 = obj.gradient(z2)
     np.testing.assert_allclose(g[1:], g2[1:], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", [n for n in ACCEPTED if n not in DRAWS_PER_CALL])
+def test_float32_evaluation_matches_float64(name):
+    """The trainer evaluates the loss in float32: its twin in float64 (the finite differences')."""
+    obj, z = _problem(name, seed=3)
+    g64, h64 = obj.grad_hess(z)
+    obj.dtype = torch.float32
+    g32, h32 = obj.grad_hess(z)
+    np.testing.assert_allclose(g32, g64, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(h32, h64, rtol=2e-2, atol=1e-3)  # (central differences in float32 for ZLPR/OPML)

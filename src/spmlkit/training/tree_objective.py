@@ -4,7 +4,8 @@ margin, as XGBoost's custom objectives take them (Chen & Guestrin 2016, Eq. 2–
 second-order expansion ``Σ g_ij f_j(x_i) + ½ h_ij f_j(x_i)²`` per boosting round).
 
 **Gradient**: autograd of ``Σ_ij loss_ij`` (the method's own unreduced loss matrix, its
-components' inputs included) on the ``(N, L)`` margins, in float64.
+components' inputs included) on the ``(N, L)`` margins (float32 in training; float64 in
+the finite-difference tests, and the two agree there).
 
 **Curvature** (the diagonal of the Hessian), by loss family:
 
@@ -88,10 +89,13 @@ def check_tree_method(method: Method) -> None:
 class TreeObjective:
     """``grad_hess(margins) -> (g, h)``, both ``(N, L)`` float32, for ``method`` (set up on
     ``ctx``) on the training observations ``Z`` ``(N, L)`` int8; ``seed`` fixes the pairing
-    of background rows."""
+    of background rows; ``dtype`` the precision of the loss evaluation (float64 for the
+    finite-difference tests; the trainer uses float32, its twin in the tests)."""
 
-    def __init__(self, method: Method, ctx: TrainContext, Z: np.ndarray, *, seed: int = 0):
+    def __init__(self, method: Method, ctx: TrainContext, Z: np.ndarray, *, seed: int = 0,
+                 dtype: torch.dtype = torch.float64):
         check_tree_method(method)
+        self.dtype = dtype
         self.method, self.ctx = method, ctx
         self.Z = torch.from_numpy(np.asarray(Z, dtype=np.int8))
         self.separable = method.loss.name in SEPARABLE
@@ -127,7 +131,7 @@ class TreeObjective:
     def grad_hess(self, margins: np.ndarray, *, separable: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and clipped curvature diagonal ``(N, L)`` float32 at ``margins``;
         ``separable`` overrides the loss family's path (tests compare the two)."""
-        z = torch.tensor(np.asarray(margins, dtype=np.float64)).requires_grad_(True)
+        z = torch.tensor(np.asarray(margins), dtype=self.dtype).requires_grad_(True)
         (g,) = torch.autograd.grad(self.total(z), z, create_graph=True)
         sep = self.separable if separable is None else separable
         if not g.requires_grad:  # a loss without a second derivative in autograd (a custom Function)

@@ -154,7 +154,7 @@ def train_trees(bundle, config: TrainConfig, *, lrs: list[float] | None = None, 
         ctx = parts.context(torch.from_numpy(Z), lrs=[ETA], seeds=[s], epochs=ROUNDS)
         m.setup(ctx)
         torch.manual_seed(s)  # components that draw from the global generator stay reproducible
-        objective = TreeObjective(m, ctx, Z, seed=s)
+        objective = TreeObjective(m, ctx, Z, seed=s, dtype=torch.float32)
         booster, icept, history, best = train_booster(
             X["train"], objective, X_val=X.get("val"), evaluate=parts.evaluate, seed=s,
             patience=None if parts.selection == "last" else PATIENCE, threads=threads)
