@@ -1,6 +1,13 @@
-"""Choosing the tree head's defaults on the shared data, by validation scores only.
+"""The tree head on the shared data: its defaults chosen by validation scores only, its
+cost against an MLP member, and ``auto`` with its tree members beside the committed rows.
 
     python benchmarks/trees.py choose      # -> benchmarks/results/trees/choose.md
+    python benchmarks/trees.py timing      # -> benchmarks/results/trees/timing.json
+    python benchmarks/trees.py table       # -> benchmarks/results/trees/table.md
+
+``table`` trains nothing: it reads ``auto``'s new runs (with its tree members), made by the
+commands it names, from ``benchmarks/results/auto/trees/`` and the committed rows from
+``benchmarks/results/auto/`` (the same draws, splits and protocol).
 
 **Procedure.**  Every candidate ``(max_depth, eta)`` of ``GRID`` trains the tree head
 (:mod:`spmlkit.training.trees`; its other settings as committed: subsample and column
@@ -102,16 +109,173 @@ def choose(args) -> None:
     print("\n".join(lines))
 
 
+NEW = REPO / "benchmarks" / "results" / "auto" / "trees"
+OLD = REPO / "benchmarks" / "results" / "auto"
+
+
+def timing(args) -> None:
+    """``wan`` with the MLP head (the learning rates of ``auto``, 1e-2 and 1e-3, stacked as
+    ``auto`` trains a member, 25 epochs) and ``wan`` with the tree head (one run), seed 0, in
+    turn twice in one process with one thread, on emotions and yeast (prepare seed 0):
+    the cost of an MLP member and of a tree member of ``auto``."""
+    import json
+
+    import torch
+
+    from spmlkit.config import TrainConfig
+    from spmlkit.data import load_any, prepare_bundle
+    from spmlkit.training.run import train
+
+    torch.set_num_threads(1)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.sets.split(","):
+            b = prepare_bundle(load_any(name, data_root=args.data_root), Path(tmp) / name, seed=0, log=lambda m: None)
+            for head in ("mlp", "tree", "mlp", "tree"):
+                cfg = TrainConfig(method="wan", head=head, epochs=25, batch_size=8, seed=0, threads=1,
+                                  selection="observed_map", patience=5)
+                t = time.perf_counter()
+                train(b, cfg, lrs=[1e-2, 1e-3], seeds=[0, 0])
+                rows.append({"dataset": name, "head": head, "seconds": time.perf_counter() - t})
+                print(rows[-1], flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "timing.json").write_text(json.dumps({"command": " ".join(shlex.quote(a) for a in sys.argv),
+                                                 "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                                                 "load": os.getloadavg(), "rows": rows}, indent=1))
+
+
+def _bench_runs(folder: Path) -> list:
+    import gzip
+    import json
+
+    with gzip.open(folder / "runs.json.gz", "rt") as f:
+        return json.load(f)
+
+
+def _committed_rows(table: Path) -> dict:
+    """From the committed ``table.md``: per set, AN (re-run) and ``auto``'s test mAP; and the
+    'Test mAP − AN' rows by name (per set)."""
+    out: dict = {"an": {}, "auto": {}, "delta": {}}
+    header = None
+    for line in table.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| set | BCE | AN"):
+            header = "sets"
+            continue
+        if line.startswith("| method | mean |"):
+            header = cells
+            continue
+        if not line.startswith("|") or set(line) <= set("|-: "):
+            if not line.startswith("|"):
+                header = None if header == "sets" else header
+            continue
+        if header == "sets":
+            out["an"][cells[0]] = float(cells[2].split()[0])
+            out["auto"][cells[0]] = float(cells[3].split()[0])
+        elif isinstance(header, list):
+            out["delta"][cells[0]] = {h: c for h, c in zip(header, cells)}
+    return out
+
+
+def _disdat_cells(folder: Path) -> dict:
+    import disdat
+
+    cells = {}
+    for R in REGIONS:
+        data = disdat.read_region(folder, R)
+        auto = [r for r in data["runs"] if r["method"] == "auto"]
+        cells[R] = disdat.choose(auto) if auto else None
+    return cells
+
+
+def table(args) -> None:
+    from spmlkit.experiments.machine import machine_info
+
+    lines = ["# `auto` with its tree members, beside the committed rows", "",
+             "- command: `python benchmarks/trees.py table` (trains nothing; the runs' own commands below)",
+             f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+             f"- machine: {machine_info(threads=1, setting='linear')}",
+             f"- load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores shared with 8 other "
+             "agents' jobs: wall times are upper bounds)",
+             "- `auto` (new) = the committed `auto` plus `wan:tree` (tabular) / `full-weighted:tree` (presence-only), "
+             "tree defaults from [choose.md](choose.md); every choice on observed labels only", ""]
+    # disdat
+    lines += ["## disdat (4 regions, 142 species; target-group AUC chooses, no test label)", ""]
+    new, old = _disdat_cells(NEW / "disdat"), _disdat_cells(OLD / "disdat")
+    import disdat
+    cmds = [c["command"] for R in REGIONS for c in disdat.read_region(NEW / "disdat", R).get("commands", [])]
+    lines += [f"- new runs: `{cmds[0] if cmds else '?'}` (and the other regions alike)", "",
+              "| row | " + " | ".join(REGIONS) + " | all 142 | s/run |", "|---|" + "---:|" * (len(REGIONS) + 2)]
+    for label, cells in (("auto with tree members (new)", new), ("auto, committed (MLP members)", old)):
+        if any(c is None for c in cells.values()):
+            lines.append(f"| {label} | " + " | ".join("—" if cells[R] is None else f"{cells[R]['auc']:.3f}"
+                                                       for R in REGIONS) + " | — | — |")
+            continue
+        allv = float(np.nanmean(np.concatenate([cells[R]["per_label"] for R in REGIONS])))
+        secs = sum(cells[R]["seconds"] for R in REGIONS) / sum(cells[R]["n"] for R in REGIONS)
+        lines.append(f"| {label} | " + " | ".join(f"{cells[R]['auc']:.3f}" for R in REGIONS)
+                     + f" | {allv:.3f} | {secs:.1f} |")
+    lines += ["| published: RF down-sampled, target-group background | | | | | 0.746 | |",
+              "| published: ensemble of 5 SDMs, target-group background | | | | | 0.755 | |", ""]
+    # Mulan
+    committed = _committed_rows(OLD / "table.md")
+    lines += ["## Mulan sets (uniform single positives, 3 draws; test mAP − AN)", ""]
+    if (NEW / "tabular" / "runs.json.gz").exists():
+        d = _bench_runs(NEW / "tabular")
+        sets = list(dict.fromkeys(r["dataset"] for r in d["runs"] if r["method"] == "auto"))
+        lines += [f"- new runs: `{d['command']}`; AN and every other row from the committed "
+                  "[table](../auto/table.md) (same draws)", "",
+                  "| row | " + " | ".join(sets) + " | mean |", "|---|" + "---:|" * (len(sets) + 1)]
+        new_auto = {s: float(np.mean([r["test_map"] for r in d["runs"] if r["method"] == "auto"
+                                      and r["dataset"] == s])) for s in sets}
+        vals = [new_auto[s] - committed["an"][s] for s in sets]
+        lines.append("| **auto with tree members (new)** | " + " | ".join(f"{v:+.1f}" for v in vals)
+                     + f" | {np.mean(vals):+.2f} |")
+        for name in ("**auto** (no full label)", "wan:mlp", "em-apl:mlp", "_per-set choice by full-label validation mAP_"):
+            row = committed["delta"].get(name)
+            if row:
+                v = [float(row[s]) for s in sets]
+                lines.append(f"| {name.replace('**auto** (no full label)', 'auto, committed')} | "
+                             + " | ".join(f"{x:+.1f}" for x in v) + f" | {np.mean(v):+.2f} |")
+        tree_dir = NEW / "tabular-tree"
+        if (tree_dir / "runs.json.gz").exists():
+            t = _bench_runs(tree_dir)
+            for m in dict.fromkeys(r["method"] for r in t["runs"]):
+                v = [float(np.mean([r["test_map"] for r in t["runs"] if r["method"] == m and r["dataset"] == s]))
+                     - committed["an"][s] for s in sets]
+                lines.append(f"| {m}:tree (full-label choice of round) | " + " | ".join(f"{x:+.1f}" for x in v)
+                             + f" | {np.mean(v):+.2f} |")
+            lines += ["", f"- tree rows: `{t['command']}`"]
+        lines.append("")
+    tpath = OUT / "timing.json"
+    if tpath.exists():
+        import json
+
+        t = json.loads(tpath.read_text())
+        lines += ["## Cost: a tree member against an MLP member", "",
+                  f"`{t['command']}` ({t['date']}, load {', '.join(f'{x:.1f}' for x in t['load'])}): `wan` with the "
+                  "MLP head (lrs 1e-2 and 1e-3 stacked, 25 epochs, patience 5) and with the tree head, in turn twice "
+                  "in one process, one thread; median seconds:", "", "| set | MLP member s | tree member s | tree / MLP |",
+                  "|---|---:|---:|---:|"]
+        for name in dict.fromkeys(r["dataset"] for r in t["rows"]):
+            a = float(np.median([r["seconds"] for r in t["rows"] if r["dataset"] == name and r["head"] == "mlp"]))
+            b = float(np.median([r["seconds"] for r in t["rows"] if r["dataset"] == name and r["head"] == "tree"]))
+            lines.append(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f}× |")
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=["choose"])
+    p.add_argument("part", choices=["choose", "timing", "table"])
     p.add_argument("--regions", default="NZ", help="disdat regions to choose on (default NZ: CPU time; the others "
                    "are left for the final table)")
     p.add_argument("--sets", default="yeast", help="Mulan sets to choose on (default yeast: CPU time; the table "
                    "runs on others too)")
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     args = p.parse_args(argv)
-    choose(args)
+    {"choose": choose, "timing": timing, "table": table}[args.part](args)
     return 0
 
 
