@@ -4,6 +4,7 @@ cost against an MLP member, and ``auto`` with its tree members beside the commit
     python benchmarks/trees.py choose      # -> benchmarks/results/trees/choose.md
     python benchmarks/trees.py timing      # -> benchmarks/results/trees/timing.json
     python benchmarks/trees.py table       # -> benchmarks/results/trees/table.md
+    python benchmarks/trees.py bins        # -> benchmarks/results/trees/bins.md
 
 ``table`` trains nothing: it reads ``auto``'s new runs (with its tree members), made by the
 commands it names, from ``benchmarks/results/auto/trees/`` and the committed rows from
@@ -266,16 +267,54 @@ def table(args) -> None:
     print("\n".join(lines))
 
 
+def bins(args) -> None:
+    """Seconds per boosting round of XGBoost alone (fixed drawn gradients, emotions' shape:
+    400 rows, 72 features, 6 labels; depth 4, subsample 0.8), by tree strategy and
+    ``max_bin``: the histogram's width dominates a multi-output tree's cost."""
+    import xgboost as xgb
+
+    from spmlkit.experiments.machine import machine_info
+
+    t0, date = time.perf_counter(), dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 72)).astype(np.float32)
+    L = 6
+    g, h = rng.normal(size=(400, L)).astype(np.float32), np.full((400, L), 0.25, np.float32)
+    rows = []
+    for strategy in ("multi_output_tree", "one_output_per_tree"):
+        for max_bin in (256, 64):
+            d = xgb.DMatrix(X, nthread=1)
+            b = xgb.Booster({"tree_method": "hist", "multi_strategy": strategy, "max_depth": 4, "nthread": 1,
+                             "num_target": L, "max_bin": max_bin, "base_score": 0.0, "subsample": 0.8,
+                             "colsample_bytree": 0.8, "min_child_weight": 1e-3, "disable_default_eval_metric": 1},
+                            [d])
+            t = time.perf_counter()
+            for r in range(10):
+                b.update(d, r, fobj=lambda p, _: (g, h))
+            rows.append((strategy, max_bin, (time.perf_counter() - t) / 10))
+    lines = ["# Seconds per boosting round of XGBoost by tree strategy and max_bin", "",
+             f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`", f"- date: {date}",
+             f"- machine: {machine_info(threads=1, setting='linear')}",
+             f"- load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 shared cores)",
+             f"- wall time: {time.perf_counter() - t0:.1f} s", "",
+             "400 rows x 72 features x 6 labels (emotions' shape), drawn gradients, depth 4, one thread, 10 rounds.", "",
+             "| strategy | max_bin | s/round |", "|---|---:|---:|"]
+    lines += [f"| {s_} | {m} | {v:.4f} |" for s_, m, v in rows]
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bins.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=["choose", "timing", "table"])
+    p.add_argument("part", choices=["choose", "timing", "table", "bins"])
     p.add_argument("--regions", default="NZ", help="disdat regions to choose on (default NZ: CPU time; the others "
                    "are left for the final table)")
     p.add_argument("--sets", default="yeast", help="Mulan sets to choose on (default yeast: CPU time; the table "
                    "runs on others too)")
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     args = p.parse_args(argv)
-    {"choose": choose, "timing": timing, "table": table}[args.part](args)
+    {"choose": choose, "timing": timing, "table": table, "bins": bins}[args.part](args)
     return 0
 
 
