@@ -178,14 +178,17 @@ def _committed_rows(table: Path) -> dict:
     return out
 
 
-def _disdat_cells(folder: Path, regions: list[str]) -> dict:
+def _disdat_cells(folder: Path, regions: list[str], method: str = "auto", head: str = "mlp") -> dict | None:
+    """Per region, the (method, head) runs chosen as disdat.py chooses; None when a region lacks them."""
     import disdat
 
     cells = {}
     for R in regions:
         data = disdat.read_region(folder, R)
-        auto = [r for r in data["runs"] if r["method"] == "auto"]
-        cells[R] = disdat.choose(auto) if auto else None
+        runs = [r for r in data["runs"] if r["method"] == method and r["head"] == head]
+        if not runs:
+            return None
+        cells[R] = disdat.choose(runs)
     return cells
 
 
@@ -211,7 +214,10 @@ def table(args) -> None:
               + ("" if len(done) == len(REGIONS) else f"; not run in the time: "
                  f"{', '.join(R for R in REGIONS if R not in done)}") + ")", "",
               "| row | " + " | ".join(done) + f" | all {n_species} | s/run (wall) |", "|---|" + "---:|" * (len(done) + 2)]
-    for label, cells in (("auto with tree members (new)", new), ("auto, committed (MLP members)", old)):
+    alone = _disdat_cells(NEW / "disdat", done, "full-weighted", "tree")
+    rows = [("auto with tree members (new)", new), ("auto, committed (MLP members)", old)]
+    rows += [("full-weighted:tree alone (its round by the same criterion)", alone)] if alone else []
+    for label, cells in rows:
         allv = float(np.nanmean(np.concatenate([cells[R]["per_label"] for R in done])))
         secs = sum(cells[R]["seconds"] for R in done) / sum(cells[R]["n"] for R in done)
         lines.append(f"| {label} | " + " | ".join(f"{cells[R]['auc']:.3f}" for R in done)
