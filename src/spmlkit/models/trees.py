@@ -80,10 +80,11 @@ class TreeHead(nn.Module):
         self.in_features, self.out_features = int(in_features), int(out_features)
         self._n = int(n_members)
         self.boosters: list = []
-        self.register_buffer("booster", torch.zeros((self._n, 0), dtype=torch.float32))
-        self.register_buffer("length", torch.zeros((self._n,), dtype=torch.float32))
-        self.register_buffer("intercept", torch.zeros((self._n, self.out_features), dtype=torch.float32))
-        self.register_buffer("n_features", torch.full((self._n,), float(self.in_features)))
+        # (on the CPU: XGBoost predicts there; the outputs move to the inputs' device)
+        self.register_buffer("booster", torch.zeros((self._n, 0), dtype=torch.float32, device="cpu"))
+        self.register_buffer("length", torch.zeros((self._n,), dtype=torch.float32, device="cpu"))
+        self.register_buffer("intercept", torch.zeros((self._n, self.out_features), dtype=torch.float32, device="cpu"))
+        self.register_buffer("n_features", torch.full((self._n,), float(self.in_features), device="cpu"))
 
     @property
     def n_members(self) -> int:

@@ -108,14 +108,14 @@ class TreeObjective:
                                   "label) and labelled rows; this data lacks one of them")
             gen = torch.Generator(device="cpu").manual_seed(1_000_003 + int(seed))
             calls = math.ceil(len(background) / len(labelled))
-            order = background[torch.randperm(len(background), generator=gen)]
+            order = background[torch.randperm(len(background), generator=gen, device="cpu")]
             order = order.repeat(math.ceil(calls * len(labelled) / len(order)))[: calls * len(labelled)]
             self.pairs = (labelled, order.view(calls, len(labelled)))
 
     def total(self, z: torch.Tensor) -> torch.Tensor:
         """``Σ loss`` over the training set at margins ``z`` ``(N, L)`` (see the module docstring)."""
         if self.pairs is None:
-            batch = Batch(inputs=None, index=torch.arange(len(z))[None], observed=self.Z[None], distinct=True)
+            batch = Batch(inputs=None, index=torch.arange(len(z), device=z.device)[None], observed=self.Z[None], distinct=True)
             return self.method.loss_matrix(z[None], batch).sum()
         labelled, order = self.pairs
         batch = Batch(inputs=None, index=labelled[None], observed=self.Z[labelled][None], distinct=True)
@@ -124,14 +124,14 @@ class TreeObjective:
 
     def gradient(self, margins: np.ndarray) -> np.ndarray:
         """``∂ Σ loss / ∂ z`` ``(N, L)``."""
-        z = torch.tensor(np.asarray(margins, dtype=np.float64)).requires_grad_(True)
+        z = torch.tensor(np.asarray(margins), dtype=self.dtype, device="cpu").requires_grad_(True)
         (g,) = torch.autograd.grad(self.total(z), z)
         return g.numpy()
 
     def grad_hess(self, margins: np.ndarray, *, separable: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and clipped curvature diagonal ``(N, L)`` float32 at ``margins``;
         ``separable`` overrides the loss family's path (tests compare the two)."""
-        z = torch.tensor(np.asarray(margins), dtype=self.dtype).requires_grad_(True)
+        z = torch.tensor(np.asarray(margins), dtype=self.dtype, device="cpu").requires_grad_(True)
         (g,) = torch.autograd.grad(self.total(z), z, create_graph=True)
         sep = self.separable if separable is None else separable
         if not g.requires_grad:  # a loss without a second derivative in autograd (a custom Function)

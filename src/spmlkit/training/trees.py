@@ -184,8 +184,8 @@ def _result_fields(booster, icept, history, best, X, parts, config, method) -> d
     scored = split_scores(test, train, Y_test=parts.Y_test, Z_test=parts.Z_test, Y_train=parts.Y_train,
                           empty=config.empty_classes, test_mask=parts.test_mask)
     raw = booster_to_tensor(booster)
-    head = {"booster": raw, "length": torch.tensor(float(len(raw))), "intercept": torch.from_numpy(icept),
-            "n_features": torch.tensor(float(X["train"].shape[1]))}
+    head = {"booster": raw, "length": torch.tensor(float(len(raw)), device="cpu"), "intercept": torch.from_numpy(icept),
+            "n_features": torch.tensor(float(X["train"].shape[1]), device="cpu")}
     return dict(best_epoch=best, val_score=history[best - 1] if history else math.nan, epochs_run=len(history) or best,
                 val_history=list(history), **scored,
                 state={"head": head, "method": {}, "head_spec": {"head": "tree", "hidden": config.hidden},
