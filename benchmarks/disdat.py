@@ -138,8 +138,8 @@ def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
     lrs = [float(x) for x in args.lrs.split(",")]
     from spmlkit.methods.recipe import is_recipe
 
-    if is_recipe(build_method(method)):  # a recipe (auto) searches its own learning rates
-        lrs = lrs[:1]
+    if is_recipe(build_method(method)) or head == "tree":  # a recipe (auto) searches its own learning rates;
+        lrs = lrs[:1]                                          # the tree head trains once per seed
     seeds = [int(s) for s in args.seeds.split(",")]
     cfg = TrainConfig(method=method, epochs=args.mlp_epochs if head == "mlp" else args.epochs, batch_size=args.batch_size, head=head, hidden=args.hidden,
                       selection=args.selection, patience=None, threads=1)
@@ -150,7 +150,7 @@ def run_spmlkit(bundle, method: str, head: str, args) -> list[dict]:
     secs = time.perf_counter() - t0
     # the seeds' ensemble at each lr: mean of their test logits (a choice needing no test label)
     ens = {}
-    for lr in lrs:
+    for lr in dict.fromkeys(r.lr for r in res):  # (a tree run records its own learning rate)
         mean_logits = np.mean([r.state["test_logits"] for r in res if r.lr == lr], axis=0)
         a = mean_auc(bundle.labels("test"), mean_logits, bundle.label_mask("test"))
         ens[lr] = {"ens_test_auc": a.mean, "ens_test_auc_per_label": [None if v != v else float(v) for v in a.auc]}
@@ -211,6 +211,7 @@ def run_region(region: str, args) -> None:
         linear = linear_methods() if args.methods is None else [m for m in args.methods.split(",") if m]
         plan = [(m, "linear") for m in dict.fromkeys(linear)]
         plan += [(m, "mlp") for m in args.mlp_methods.split(",") if m]
+        plan += [(m, "tree") for m in args.tree_methods.split(",") if m]
         for method, head in plan:
             if (method, head) in have:
                 continue
@@ -510,6 +511,8 @@ def main(argv=None) -> int:
     p.add_argument("--methods", help="linear-head methods (default: every applicable registered method; '' for none)")
     p.add_argument("--mlp-methods", default="an,an-full,an-full-me,an-ssdl,full-weighted",
                    help="methods also trained with the MLP head (--hidden)")
+    p.add_argument("--tree-methods", default="", help="methods trained with the tree head (--head tree; the trees "
+                   "extra): it trains once per seed, whatever --lrs")
     p.add_argument("--lrs", default="1e-3,1e-2")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--epochs", type=int, default=15)

@@ -267,6 +267,9 @@ class TrainConfig:
                               f"got {self.head!r}")
         if self.setting not in ("linear", "finetune"):
             raise ConfigError(f"setting must be 'linear' or 'finetune', got {self.setting!r}")
+        if self.head == "tree" and self.setting == "finetune":
+            raise ConfigError("the tree head trains on cached tabular features, not end to end: for fine-tuning "
+                              "use --head linear, mlp or decoder")
         if self.head == "decoder" and self.setting != "finetune":
             raise ConfigError("the 'decoder' head (label-wise attention) needs the spatial feature map: "
                               "use it with setting 'finetune'")

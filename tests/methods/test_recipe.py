@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spmlkit.methods.base import build_method, describe_methods, get_method_spec
+from spmlkit.methods.recipe import TREES_INSTALLED
 
 
 
@@ -59,4 +60,5 @@ def test_mlp_members_train_on_tabular_features_only():
     assert build_method("auto", members="an,wan:mlp", mlp="always").members_for(False, True) == (
         ("an", None), ("wan", "mlp"))
     assert build_method("auto", members="an,wan:mlp", mlp="never").members_for(False, False) == (("an", None),)
-    assert m.members_for(True) == (("full-weighted", "mlp"), ("an-full", "mlp"))
+    trees = (("full-weighted", "tree"),) if TREES_INSTALLED else ()  # (with the trees extra)
+    assert m.members_for(True) == (("full-weighted", "mlp"), ("an-full", "mlp"), *trees)

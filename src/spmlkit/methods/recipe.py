@@ -36,14 +36,16 @@ target-group AUC (Phillips et al. 2009; ``target_group_auc``).
 """
 from __future__ import annotations
 
+import importlib.util
+
 from ..errors import ConfigError
 from ..models.heads import HEADS
 from .base import get_method_spec, register_method
 
 #: member methods of ``auto`` (``name`` or ``name:head``; none needs k or full labels)
-DEFAULT_MEMBERS = "em-apl,gr,wan,l1r,em-apl:mlp,wan:mlp"
+DEFAULT_MEMBERS = "em-apl,gr,wan,l1r,em-apl:mlp,wan:mlp,wan:tree"
 #: member methods of ``auto`` on presence-only data (bundles with background rows)
-PRESENCE_MEMBERS = "full-weighted,an-full"
+PRESENCE_MEMBERS = "full-weighted,an-full,full-weighted:tree"
 #: ... and on presence-only data with **one** species: SINR's AN-full weighs a presence
 #: λ = 2048 times a background row, a balance set for thousands of species (Cole et al. 2023
 #: §5: each presence is drowned by every other species' pseudo-absences); with one species
@@ -57,6 +59,9 @@ PRESENCE_HEAD = "mlp"
 #: design pool's members chose (1e-4 won rarely, and leaving it out lost nothing there,
 #: benchmarks/results/recipe_strategies.md); a third of the cost saved
 DEFAULT_LRS = "1e-2,1e-3"
+#: the tree members (``:tree``, gradient-boosted trees) need the trees extra (XGBoost); without it
+#: ``auto`` trains its other members
+TREES_INSTALLED = importlib.util.find_spec("xgboost") is not None
 COMBINE = ("ensemble_selection", "mean_probability", "select")
 #: when the members marked ``:mlp`` train: on tabular features only (``tabular``: not on a
 #: backbone's cached image features, where the papers' setting is the linear probe and an
@@ -115,9 +120,11 @@ class Recipe:
         a backbone's cached features unless ``mlp="always"`` (and never with ``mlp="never"``)."""
         if presence_only and self.presence_members:
             chosen = self.presence_single if n_labels == 1 and self.presence_single else self.presence_members
-            return tuple((m, h or self.presence_head) for m, h in chosen)
+            return tuple((m, h or self.presence_head) for m, h in chosen if not (h == "tree" and not TREES_INSTALLED))
         skip = self.mlp == "never" or (self.mlp == "tabular" and backbone_features)
-        kept = tuple((m, h) for m, h in self.members if not (skip and h == "mlp"))
+        # tree members: tabular features only, and only with the trees extra installed
+        no_trees = backbone_features or not TREES_INSTALLED
+        kept = tuple((m, h) for m, h in self.members if not (skip and h == "mlp") and not (no_trees and h == "tree"))
         return kept or self.members
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..registry import Registry
+from .trees import build_tree_head
 
 
 def _uniform(shape, bound: float, generators: list[torch.Generator], dtype=torch.float32) -> torch.Tensor:
@@ -100,6 +101,10 @@ def _linear_head(in_features: int, out_features: int, generators, *, hidden: int
 @register_head("mlp", description="a hidden ReLU layer of width --hidden, then a linear layer, per member")
 def _mlp_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
     return StackedMLP(in_features, out_features, generators, hidden=hidden)
+
+
+register_head("tree", description="gradient-boosted trees (XGBoost, the trees extra) trained with the method's loss; "
+              "tabular and presence-only features only")(build_tree_head)
 
 
 def select_members(module: nn.Module, keep) -> None:

@@ -112,8 +112,10 @@ class SavedModel:
         members = int(state.get("members", 1))
         kinds = state.get("member_heads")
         if kinds:  # mixed kinds: every group is stacked (G_k, D, ...)
-            first = next(k for k in head if k.endswith(("linear.weight", "hidden.weight")))
-            n_features = int(head[first].shape[1])
+            first = next(k for k in head if k.endswith(("linear.weight", "hidden.weight", "n_features")))
+            n_features = int(head[first].flatten()[0] if first.endswith("n_features") else head[first].shape[1])
+        elif "n_features" in head:  # a tree head (no weight matrix): it records its input width
+            n_features = int(head["n_features"].flatten()[0])
         else:
             axis = 0 if members == 1 else 1  # stacked members: (G, D, ...)
             n_features = int(head["weight"].shape[axis] if "weight" in head else head["hidden.weight"].shape[axis])

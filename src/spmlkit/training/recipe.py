@@ -38,11 +38,13 @@ from ..config import TrainConfig
 from ..errors import ConfigError
 from ..methods.base import TrainContext, build_method, state_budget_bytes
 from ..models.heads import MixedHeads, build_head
+from ..models.trees import stack_member_states
 from ..sparse_labels import as_sparse
 from . import distributed
 from .callbacks import EpochFunction, tagged
 from .ensemble import SELECTION_ENTRIES, observed_map, selection_subsample, weigh
 from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
+from .trees import train_trees, working_bytes
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
 from .scores import ScoreView
@@ -101,6 +103,8 @@ def mean_probability_logits(logits: torch.Tensor, weights=None) -> torch.Tensor:
 
 
 def _stack(states: list[dict]) -> dict:
+    if "booster" in states[0]:  # tree members: byte strings of their own lengths (spmlkit.training.trees)
+        return stack_member_states(states)
     return {k: torch.stack([torch.as_tensor(s[k], device="cpu") for s in states]) for k in states[0]}
 
 
@@ -265,6 +269,25 @@ def _within_state_budget(candidates, parts, n_members: int, log=None) -> tuple[t
     return tuple(kept), dropped
 
 
+def _trees_within_budget(members, parts, n_runs: int, log=None) -> tuple[tuple, list]:
+    """``members`` without the tree-head ones whose dense working arrays
+    (:func:`~spmlkit.training.trees.working_bytes`, one per seed) do not fit the state
+    budget, and those dropped with the reason (said, and written to the notes as the
+    per-entry state's drops are): at 100,000 x 10,000 a tree member would need 37 GiB."""
+    budget = state_budget_bytes(parts.device)
+    n, L = len(parts.observed), parts.observed.shape[1]
+    need = working_bytes(n, L, n_runs)
+    if need <= budget or not any(h == "tree" for _, h in members):
+        return tuple(members), []
+    reason = (f"a tree head holds dense gradients of {need / 2 ** 30:.1f} GiB for {n_runs} run(s) x {n:,} examples x "
+              f"{L:,} labels, over the {budget / 2 ** 30:.1f} GiB budget (SPML_STATE_BUDGET_MB)")
+    dropped = [{"method": f"{name}:tree", "reason": reason} for name, h in members if h == "tree"]
+    for d in dropped:
+        msg = f"auto: member {d['method']!r} dropped: {reason}"
+        log(msg) if log is not None else warnings.warn(msg, stacklevel=3)
+    return tuple((name, h) for name, h in members if h != "tree"), dropped
+
+
 def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
                  run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
                  keep_state: bool = False, device=None, callbacks=()) -> list:
@@ -299,6 +322,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     fits, dropped = _within_state_budget(list(dict.fromkeys(name for name, _ in members)), parts, len(m_lrs),
                                          log=getattr(recipe, "log", None))
     members = tuple((name, h) for name, h in members if name in fits)
+    members, tree_dropped = _trees_within_budget(members, parts, len(unique_seeds), log=getattr(recipe, "log", None))
+    dropped = [*dropped, *tree_dropped]
     callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
         ownership.folder(run_dir, "run")
@@ -308,8 +333,9 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
 
         member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i,
                                          "member_epochs": cfg.epochs})
-        return train_linear(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
-                            callbacks=member, keep_state=True, device=parts.device)
+        train = train_trees if cfg.head == "tree" else train_linear  # (a tree member: boosting rounds)
+        return train(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
+                     callbacks=member, keep_state=True, device=parts.device)
 
     patience = config.patience if config.patience is not None else recipe.patience  # (the run's own first)
     chosen: dict = {s: [] for s in unique_seeds}  # seed -> the chosen run of every member, in member order

@@ -8,6 +8,8 @@
   (:func:`spmlkit.training.recipe.train_recipe`);
 * ``finetune``: ``config.setting == "finetune"``, backbone and head end to end on images
   (:func:`spmlkit.training.finetune.train_finetune`);
+* ``trees``: ``config.head == "tree"``, gradient-boosted trees on tabular features
+  (:func:`spmlkit.training.trees.train_trees`);
 * ``linear``: otherwise, a head on cached features
   (:func:`spmlkit.training.linear.train_linear`).
 
@@ -26,7 +28,7 @@ from typing import Callable, NamedTuple
 from ..config import TrainConfig
 from ..methods.base import Method
 from ..methods.recipe import Recipe, is_recipe
-from . import finetune, linear, recipe  # (called through the modules: a test may replace a trainer)
+from . import finetune, linear, recipe, trees  # (called through the modules: a test may replace a trainer)
 from .prepare import build_run_method
 
 SETTINGS = ("linear", "finetune")
@@ -66,6 +68,10 @@ def _run_linear(bundle, config, method, *, log, **kw):
     return linear.train_linear(bundle, config, method=method, **kw)
 
 
+def _run_trees(bundle, config, method, *, log, **kw):
+    return trees.train_trees(bundle, config, method=method, **kw)
+
+
 def _plan_finetune(config: TrainConfig, method: Method, n_train: int) -> ProgressPlan:
     per_member = int(finetune.resolve_recipe(config, method)["epochs"])
     steps = max(1, math.ceil(n_train / config.batch_size))
@@ -77,6 +83,7 @@ TRAINERS = {
                       lambda c, m, n: ProgressPlan(c.epochs, 1, c.epochs * max(1, len(m.members)), "epoch")),
     "finetune": Trainer("finetune", _run_finetune, _plan_finetune),
     "linear": Trainer("linear", _run_linear, lambda c, m, n: ProgressPlan(c.epochs, 1, c.epochs, "epoch")),
+    "trees": Trainer("trees", _run_trees, lambda c, m, n: ProgressPlan(c.epochs, 1, c.epochs, "epoch")),
 }
 
 
@@ -85,6 +92,8 @@ def trainer_for(config: TrainConfig, method: Method | Recipe) -> Trainer:
     is not a method)."""
     if is_recipe(method):
         return TRAINERS["recipe"]
+    if config.head == "tree":
+        return TRAINERS["trees"]
     return TRAINERS["finetune" if config.setting == "finetune" else "linear"]
 
 
