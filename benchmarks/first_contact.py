@@ -11,7 +11,7 @@ Steps (each a fresh process; run any subset, the others' last measurements are k
 * ``demo``: ``spml demo`` (VOC 2007 features) and ``spml demo --dataset yeast``; their
   per-method seconds also become ``src/spmlkit/experiments/demo_costs.json``, the
   weights of the demo's time left.
-* ``tests``: ``python -m pytest -q -p no:cacheprovider`` (the README's test command, in
+* ``tests``: ``python -m pytest -q -n auto --dist worksteal -p no:cacheprovider`` (the README's test command, in
   this checkout's environment).
 * ``bad-input`` (only when named): how long a mistaken command takes to say so (a typo in
   a method name, a folder that is not a bundle, a missing model): each is checked before
@@ -127,9 +127,11 @@ def step_demo(tmp: Path) -> list[dict]:
 
 
 def step_tests(tmp: Path) -> list[dict]:
-    r = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=REPO, timeout=4 * 3600)
+    r = timed([sys.executable, "-m", "pytest", "-q", "-n", "auto", "--dist", "worksteal", "-p", "no:cacheprovider"],
+              cwd=REPO, timeout=4 * 3600)
     summary = [ln for ln in r["stdout"].splitlines() if " passed" in ln or " failed" in ln][-1:]
-    row = {"step": "tests", "what": "python -m pytest -q", "seconds": r["seconds"], "load": r["load"],
+    row = {"step": "tests", "what": "python -m pytest -q -n auto --dist worksteal", "seconds": r["seconds"],
+           "load": r["load"],
            "detail": summary[0].strip("= ") if summary else ""}
     print(f"tests: {r['seconds']} s (load {r['load']}): {row['detail']}", flush=True)
     return [row]
