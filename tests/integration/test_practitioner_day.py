@@ -474,7 +474,7 @@ def readme_block(section: str) -> list[str]:
     import re
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    body = text.split(f"## {section}", 1)[1]
+    body = text.split(f"\n{section}\n", 1)[1]
     block = re.search(r"```bash\n(.*?)```", body, re.S).group(1)
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith("spml ")]
 
@@ -500,7 +500,7 @@ def test_readme_own_data_block_runs_as_written(tmp_path):
         w = csv.writer(fh)
         w.writerow(["path"])
         w.writerows([p] for p in ds.splits["test"].paths)
-    cmds = readme_block("# A CSV of image paths")  # (its subsection of "Your own single-positive data")
+    cmds = readme_block("### A CSV of image paths")  # (its subsection of "Your own single-positive data")
     assert any("--test-fraction 0" in c for c in cmds) and any("--log-to tensorboard" in c for c in cmds)
     env = {**os.environ, "SPML_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}

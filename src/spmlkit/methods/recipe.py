@@ -61,7 +61,16 @@ PRESENCE_HEAD = "mlp"
 DEFAULT_LRS = "1e-2,1e-3"
 #: the tree members (``:tree``, gradient-boosted trees) need the trees extra (XGBoost); without it
 #: ``auto`` trains its other members
-TREES_INSTALLED = importlib.util.find_spec("xgboost") is not None
+def _installed(name: str) -> bool:
+    """Whether ``name`` can be imported, asked without importing it (an import hook that
+    refuses the name, as a machine without it would, counts as not installed)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+TREES_INSTALLED = _installed("xgboost")
 COMBINE = ("ensemble_selection", "mean_probability", "select")
 #: when the members marked ``:mlp`` train: on tabular features only (``tabular``: not on a
 #: backbone's cached image features, where the papers' setting is the linear probe and an
