@@ -70,7 +70,7 @@ TWINS: list[Twin] = [
     Twin("data.formats.tabular:read_table", "the dense label matrix the table was written from",
          (RD + "test_wide_and_set_columns_read_block_by_block_equal_the_dense_labels",
           RD + "test_a_long_table_reads_as_the_dense_labels")),
-    Twin("data.formats.tabular:load_npz", "the dense labels of the same archive",
+    Twin("data.formats.npz:load_npz", "the dense labels of the same archive",
          (RD + "test_npz_csr_labels_equal_the_dense_labels_of_the_same_archive",)),
     Twin("reading:gunzip", "gzip.decompress of the whole stream",
          (RD + "test_gunzip_in_pieces_equals_gzip_decompress_and_refuses_past_its_limit",)),
