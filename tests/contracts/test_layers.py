@@ -15,7 +15,7 @@ from tests.helpers import REPO
 
 SRC = REPO / "src" / "spmlkit"
 
-CORE = ("data", "features", "models", "losses", "methods", "training", "metrics", "labels", "io", "reading", "ownership", "errors",
+CORE = ("data", "features", "models", "losses", "methods", "training", "metrics", "rank_counts", "labels", "io", "reading", "ownership", "errors",
         "config", "registry", "_version", "device", "progress", "params")
 #: the user-facing layer (run folders, saved models, label sets, reports, the estimator)
 PRACTITIONER = ("practitioner",)
@@ -110,6 +110,7 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("losses", ("training", "data"), "nothing in losses/ imports training/ or data/ (a loss is a pure function)"),
     ("data", ("training",), "data/ never imports training/"),
     ("metrics", ("training",), "metrics never imports training/"),
+    ("rank_counts", ("training",), "metrics never imports training/ (rank_counts: the streamed metrics)"),
     ("practitioner", ("cli", "__main__"), "nothing below the CLI imports it"),
     ("experiments", ("cli", "__main__"), "nothing below the CLI imports it"),
     ("practitioner", ("experiments",), "the experiments use the user-facing layer, not the other way"),
@@ -120,6 +121,7 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("features", ("models", "losses", "methods", "training", "metrics"), FLOW),
     ("losses", ("models", "methods", "features", "metrics"), FLOW),
     ("metrics", ("data", "features", "models", "losses", "methods", "labels"), FLOW),
+    ("rank_counts", ("data", "features", "models", "losses", "methods", "labels"), FLOW),
 ]
 
 

@@ -87,6 +87,6 @@ def test_the_rule_finds_the_known_fast_paths():
     """The rule is not vacuous: it finds the streamed metrics, the device blocks and
     the chunked writers, and leaves an ordinary function alone."""
     found = fast_path_candidates()
-    assert {"metrics:stream_rank_counts", "sparse_labels:DeviceLabels.block", "labels:observe",
+    assert {"rank_counts:stream_rank_counts", "sparse_labels:DeviceLabels.block", "labels:observe",
             "practitioner.inference:write_top_k_chunks", "practitioner.inference:predict_to_file"} <= found
     assert "metrics:average_precision" not in found

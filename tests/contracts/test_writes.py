@@ -33,13 +33,13 @@ ALLOWED = [
     ("practitioner/maps.py", "fig.savefig(tmp"),  # ownership.replace_file's temporary file
     ("practitioner/maps.py", "rio.open(t, \"w\""),
     ("data/formats/occurrences.py", "open(tmp, \"w\""),  # ownership.write_output_file's temporary file
-    ("data/formats/tabular.py", "``np.savez(f, X=X"),  # (docstring)
+    ("data/formats/npz.py", "``np.savez(f, X=X"),  # (docstring)
     ("catalogue.py", "tmp.write_text(text"),  # ownership.write_output_file's temporary file
     ("cli/entry.py", "os.open(os.devnull"),  # stdout of a closed pipe goes to /dev/null
     ("experiments/bench/executors.py", "tempfile.TemporaryFile()"),  # a nameless sink for a C++ client's stderr
     ("experiments/bench/executors.py", ">>> tmp = tempfile.TemporaryDirectory()"),  # run_bench's docstring example
-    ("data/formats/tabular.py", "np.savez with keys"),  # (text of a message)
-    ("data/formats/tabular.py", "written by np.savez"),
+    ("data/formats/npz.py", "np.savez with keys"),  # (text of a message)
+    ("data/formats/npz.py", "written by np.savez"),
     ("features/extract.py", "``np.lib.format.open_memmap``"),  # (docstring)
     ("reading.py", "fd = os.open(path, os.O_RDONLY"),  # the reader rule's read-only, non-blocking open
     ("reading.py", '"np.savez") from None'),  # (text of a message)

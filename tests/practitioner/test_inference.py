@@ -211,3 +211,18 @@ def test_a_gz_output_is_gzip_compressed_and_holds_the_plain_outputs_text(tmp_pat
     write_top_k_chunks(top_plain, ids, names, [(0, P)], 2)
     write_top_k_chunks(top_gz, ids, names, [(0, P)], 2)
     assert gzip.decompress(top_gz.read_bytes()).decode("utf-8") == top_plain.read_text(encoding="utf-8")
+
+
+def test_a_pipe_given_as_the_input_table_is_refused_not_waited_on(tmp_path):
+    """The input's header is read under the reader rule: a FIFO is one line, never a hang."""
+    import os
+
+    import pytest
+
+    from spmlkit.errors import DataFormatError
+    from spmlkit.practitioner.inference import _csv_header
+
+    fifo = tmp_path / "input.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(DataFormatError, match="not a regular file"):
+        _csv_header(fifo)

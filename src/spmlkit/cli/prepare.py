@@ -126,6 +126,20 @@ def add_parser(sub) -> None:
                         + ", ".join(sorted(REGIMES)) + "; short names: "
                         + ", ".join(f"{a}={n}" for a, n in REGIME_ALIASES.items() if a in ("1p-frequent", "1p-rare",
                                                                                           "1p-largest")))
+    _split_arguments(p)
+    _table_arguments(p)
+    _presence_only_arguments(p)
+    geo = p.add_argument_group("records on covariate rasters (needs the [geo] extra: pip install "
+                               "'spmlkit[geo]'; docs/presence_only.md)")
+    _raster_arguments(geo)
+    p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
+    p.set_defaults(func=run)
+
+
+def _split_arguments(p) -> None:
+    """``spml prepare``: the seed, the shares held out for validation and test, and the 'partial' regime's
+    hiding probability."""
     p.add_argument("--seed", type=_seed, default=0, help="seed of the splits and the observations (default 0)")
     p.add_argument("--val-fraction", type=_unit_float, default=0.2,
                    help="share of the training rows held out for validation (default 0.2; it chooses the best "
@@ -135,6 +149,10 @@ def add_parser(sub) -> None:
                         "test split, every row trains or validates: the model to deploy, after evaluating with "
                         "a hold-out)")
     p.add_argument("--hide-prob", type=_unit_float, default=0.5, help="hiding probability of the 'partial' regime")
+
+
+def _table_arguments(p) -> None:
+    """``spml prepare``: the input format and how a table's labels, paths and identifiers are read."""
     p.add_argument("--format", help="input format: arff, csv, tsv, npz, mulan, voc, coco, nuswide, cub or another "
                                     "registered one (default: from the extension / folder layout)")
     p.add_argument("--test", help="separate test file in the same format (official split)")
@@ -171,6 +189,11 @@ def add_parser(sub) -> None:
                                       "--separator); used for validation instead of holding out training data")
     p.add_argument("--no-check-files", action="store_true",
                    help="CSV/TSV with --path-column: do not check that every image file exists")
+
+
+def _presence_only_arguments(p) -> None:
+    """``spml prepare``: the bundle's ``--name`` and the presence-only options (region, background, view,
+    categorical covariates, spatial validation blocks), in the help's order."""
     p.add_argument("--name", help="dataset name stored in the bundle")
     p.add_argument("--region", help="presence-only folder (<R>train_po.csv, <R>train_bg.csv, <R>test_env*.csv, "
                    "<R>test_pa*.csv): the region R to prepare, e.g. NZ (docs/presence_only.md)")
@@ -182,8 +205,10 @@ def add_parser(sub) -> None:
     p.add_argument("--val-blocks", type=_pos_int, metavar="G",
                    help="presence-only: validate on 20%% of a G x G grid of spatial blocks (records and background "
                         "there) instead of a random 20%% of the rows")
-    geo = p.add_argument_group("records on covariate rasters (needs the [geo] extra: pip install "
-                               "'spmlkit[geo]'; docs/presence_only.md)")
+
+
+def _raster_arguments(geo) -> None:
+    """``spml prepare``: the options of records on covariate rasters (the ``[geo]`` argument group)."""
     geo.add_argument("--rasters", nargs="+", metavar="DIR_OR_FILE",
                      help="covariate rasters (a folder or files GDAL reads; band/file names = covariate names): the "
                           "records' covariates are read at their x, y, and background rows drawn from the valid cells")
@@ -223,6 +248,3 @@ def add_parser(sub) -> None:
     geo.add_argument("--window-rows", type=_pos_int,
                      help="--rasters: raster rows read at a time (default: about 65,536 cells' worth; memory stays "
                           "bounded whatever the raster's size)")
-    p.add_argument("--data-root", help="folder holding standard datasets (or set SPMLKIT_DATA)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing bundle")
-    p.set_defaults(func=run)

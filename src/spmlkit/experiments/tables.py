@@ -347,7 +347,12 @@ def grid_invocations(invocations: list[dict], grid: str) -> list[dict]:
 
 def write_outputs(runner, groups, ctx: dict) -> dict:
     """(Re)build every table of ``runner``'s bench from its finished groups (the figures
-    are drawn by the caller, :mod:`.figures`, from what this writes)."""
+    are drawn by the caller, :mod:`.figures`, from what this writes).
+
+    The steps: gather the finished runs and select each cell's configuration, build the
+    tables' header (:func:`_tables_header`), write the record (:func:`_write_record`),
+    then the tables of the bench's mode (:func:`_write_main_tables` or
+    :func:`_write_partial_table`)."""
     ownership.folder(runner.out, "bench")  # (a bench's folder: claimed by run(), checked here for library callers)
     spec = runner.spec
     out = runner.out
@@ -360,13 +365,31 @@ def write_outputs(runner, groups, ctx: dict) -> dict:
     datasets = [d.label for d in ctx["datasets"]]
     methods = list(spec.methods)
     regimes = {g.method: g.regime for g in groups}
+    prefix = "partial-" if spec.mode == "partial" else ""
+    hdr, invocations, done = _tables_header(runner, groups, ctx, prefix)
+    written = {}
+    runs_public = _write_record(out, prefix, spec, hdr, invocations, datasets, methods, regimes, runs)
+    written["runs"] = out / f"{prefix}runs.json.gz"
+    if spec.mode == "main":
+        written.update(_write_main_tables(out, spec, sel, datasets, methods, regimes, runs, hdr, ctx))
+    else:
+        written.update(_write_partial_table(out, spec, sel, datasets, methods, hdr))
+    return {"selection": sel, "written": written, "runs": runs_public, "groups_done": done,
+            "groups_total": len(groups)}
+
+
+def _tables_header(runner, groups, ctx: dict, prefix: str):
+    """The header every table carries (date, wall and training time, command, machine,
+    protocol, regime, datasets) and this bench's invocations.  Returns ``(header,
+    invocations, groups done)``."""
+    spec = runner.spec
+    out = runner.out
     total_train = sum(runner.records[g.hash].get("seconds", 0.0) for g in groups if g.hash in runner.records)
     done = sum(1 for g in groups if g.hash in runner.records)
     if "machine" not in ctx:
         ctx["machine"] = machine_info(getattr(runner, "jobs", 1), getattr(runner, "threads", None),
                                       device=(getattr(getattr(runner, "spec", None), "config", None) or {}).get("device"),
                                       setting=getattr(getattr(runner, "spec", None), "setting", "linear"))
-    prefix = "partial-" if spec.mode == "partial" else ""
     grid = grid_key(groups)
     invocations = _invocations(out / f"{prefix}runs.json", ctx, getattr(runner, "n_trained", 1), grid)
     mine = grid_invocations(invocations, grid)
@@ -394,7 +417,12 @@ def write_outputs(runner, groups, ctx: dict) -> dict:
             + f" (train {d.bundle.size('train')} / val {d.bundle.size('val')} / "
             f"test {d.bundle.size('test')}, {d.bundle.n_labels} labels)" for d in ctx["datasets"]),
     }
-    written = {}
+    return hdr, invocations, done
+
+
+def _write_record(out: Path, prefix: str, spec, hdr: dict, invocations, datasets, methods, regimes, runs) -> list:
+    """Write the bench's record: ``runs.csv`` and the compressed ``runs.json.gz`` (removing
+    a superseded plain ``runs.json`` that spmlkit wrote).  Returns the runs as recorded."""
     runs_public = [{k: v for k, v in r.items() if k != "hist_unobserved_positives"} for r in runs]
     manifest = {"format": 1, "mode": spec.mode, "command": hdr["command"].strip("`"),
                 "invocations": [{k: v for k, v in i.items() if k != "current"} for i in invocations],
@@ -407,64 +435,74 @@ def write_outputs(runner, groups, ctx: dict) -> dict:
     old = out / f"{prefix}runs.json"  # this bench's record as written before records were compressed: superseded
     if old.is_file() and not old.is_symlink():
         ownership.remove(old)  # (only when spmlkit's: a runs.json of yours stays)
-    written["runs"] = out / f"{prefix}runs.json.gz"
+    return runs_public
 
-    if spec.mode == "main":
-        text = header_block(f"Test mAP ({spec.setting} setting) — spml bench", hdr)
-        text += render_main_table(sel, datasets, methods, regimes, decimals=spec.decimals)
-        spread = ("mean ± std over draws (seed s = prepare seed s: single positives, validation split and "
-                  "initialisation all vary)" if getattr(spec, "vary_draw", False) else "mean ± std over seeds")
-        text += (f"\nTest mAP (× 100) at each run's best-validation epoch, {spread}. **Bold**: best "
-                 "single-positive (1 P. & 0 N.) method per column, <u>underlined</u>: second (every row competes "
-                 "when there is no single-positive row).\n\n## Selected configuration\n\n")
-        text += render_selected(sel, datasets, methods, regimes)
-        text += "\n## Method hyper-parameters\n\n" + _params_lines(runs, methods)
-        write_text(out / "table.md", text)
-        written["table"] = out / "table.md"
-        rec_methods = [m for m in methods if regimes[m] != "full"]
-        text = header_block(f"Label recovery: training-set mAP vs full labels ({spec.setting} setting) — spml bench", hdr)
-        if rec_methods:
-            text += render_main_table(sel, datasets, rec_methods, regimes, decimals=spec.decimals, value="train",
-                                      contest=False)
-        else:
-            text += "(no method trains on partial labels, so there is nothing to recover)\n"
-        text += ("\nCole et al. Table 2: mAP of the model's predictions on the TRAINING set against the full "
-                 "training labels, for the configuration and epoch selected on validation (as in table.md).\n")
-        write_text(out / "recovery.md", text)
-        written["recovery"] = out / "recovery.md"
-        if len(spec.train_fractions) > 1:
-            text = header_block(f"Test mAP vs fraction of training data ({spec.setting} setting) — spml bench", hdr)
-            for d in ctx["datasets"]:
-                n = d.bundle.size("train")
-                heads = [f"{f:.0%} ({max(1, int(round(f * n)))})" for f in spec.train_fractions]
-                text += f"## {d.label}\n\n" + render_sweep(sel, d.label, methods, list(spec.train_fractions),
-                                                           axis="fraction", decimals=spec.decimals, headers=heads)
-                text += "\n"
-            text += ("Columns: fraction of the training set kept (number of training examples); a seeded subsample "
-                     f"(seed {spec.subsample_seed}), nested across fractions. Hyper-parameters selected per cell.\n")
-            write_text(out / "fractions.md", text)
-            written["fractions"] = out / "fractions.md"
+
+def _write_main_tables(out: Path, spec, sel, datasets, methods, regimes, runs, hdr: dict, ctx: dict) -> dict:
+    """A main bench's tables: ``table.md`` (test mAP, the selected configurations, the
+    hyper-parameters), ``recovery.md`` (label recovery) and, over several training
+    fractions, ``fractions.md``.  Returns ``{name: path}`` of what was written."""
+    written = {}
+    text = header_block(f"Test mAP ({spec.setting} setting) — spml bench", hdr)
+    text += render_main_table(sel, datasets, methods, regimes, decimals=spec.decimals)
+    spread = ("mean ± std over draws (seed s = prepare seed s: single positives, validation split and "
+              "initialisation all vary)" if getattr(spec, "vary_draw", False) else "mean ± std over seeds")
+    text += (f"\nTest mAP (× 100) at each run's best-validation epoch, {spread}. **Bold**: best "
+             "single-positive (1 P. & 0 N.) method per column, <u>underlined</u>: second (every row competes "
+             "when there is no single-positive row).\n\n## Selected configuration\n\n")
+    text += render_selected(sel, datasets, methods, regimes)
+    text += "\n## Method hyper-parameters\n\n" + _params_lines(runs, methods)
+    write_text(out / "table.md", text)
+    written["table"] = out / "table.md"
+    rec_methods = [m for m in methods if regimes[m] != "full"]
+    text = header_block(f"Label recovery: training-set mAP vs full labels ({spec.setting} setting) — spml bench", hdr)
+    if rec_methods:
+        text += render_main_table(sel, datasets, rec_methods, regimes, decimals=spec.decimals, value="train",
+                                  contest=False)
     else:
-        text = header_block(f"Partial labels: test mAP vs fraction of hidden labels ({spec.setting} setting) — "
-                            "spml bench", hdr)
-        for d in datasets:
-            text += f"## {d}\n\n" + render_sweep(sel, d, methods, list(spec.hide_fractions), axis="hide",
-                                                 decimals=spec.decimals,
-                                                 headers=[f"hide {p:g}" for p in spec.hide_fractions]) + "\n"
-        text += ("Each training label hidden independently with the column's probability (the `partial` regime; "
-                 "nested draws across columns); methods trained on the remaining positives and negatives "
-                 "(Zhou et al. 2022, Fig. 5c). Hyper-parameters selected per cell on validation.\n\n"
-                 "## Selected configuration\n\n")
-        for d in datasets:
-            for p in spec.hide_fractions:
-                for m in methods:
-                    s = sel.get((d, m, 1.0, p))
-                    if s is not None:
-                        text += f"- {d}, hide {p:g}, {m}: lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}\n"
-        write_text(out / "partial.md", text)
-        written["partial"] = out / "partial.md"
-    return {"selection": sel, "written": written, "runs": runs_public, "groups_done": done,
-            "groups_total": len(groups)}
+        text += "(no method trains on partial labels, so there is nothing to recover)\n"
+    text += ("\nCole et al. Table 2: mAP of the model's predictions on the TRAINING set against the full "
+             "training labels, for the configuration and epoch selected on validation (as in table.md).\n")
+    write_text(out / "recovery.md", text)
+    written["recovery"] = out / "recovery.md"
+    if len(spec.train_fractions) > 1:
+        text = header_block(f"Test mAP vs fraction of training data ({spec.setting} setting) — spml bench", hdr)
+        for d in ctx["datasets"]:
+            n = d.bundle.size("train")
+            heads = [f"{f:.0%} ({max(1, int(round(f * n)))})" for f in spec.train_fractions]
+            text += f"## {d.label}\n\n" + render_sweep(sel, d.label, methods, list(spec.train_fractions),
+                                                       axis="fraction", decimals=spec.decimals, headers=heads)
+            text += "\n"
+        text += ("Columns: fraction of the training set kept (number of training examples); a seeded subsample "
+                 f"(seed {spec.subsample_seed}), nested across fractions. Hyper-parameters selected per cell.\n")
+        write_text(out / "fractions.md", text)
+        written["fractions"] = out / "fractions.md"
+    return written
+
+
+def _write_partial_table(out: Path, spec, sel, datasets, methods, hdr: dict) -> dict:
+    """A partial-labels bench's ``partial.md``: test mAP per fraction of hidden labels and
+    the configuration selected per cell.  Returns ``{name: path}``."""
+    written = {}
+    text = header_block(f"Partial labels: test mAP vs fraction of hidden labels ({spec.setting} setting) — "
+                        "spml bench", hdr)
+    for d in datasets:
+        text += f"## {d}\n\n" + render_sweep(sel, d, methods, list(spec.hide_fractions), axis="hide",
+                                             decimals=spec.decimals,
+                                             headers=[f"hide {p:g}" for p in spec.hide_fractions]) + "\n"
+    text += ("Each training label hidden independently with the column's probability (the `partial` regime; "
+             "nested draws across columns); methods trained on the remaining positives and negatives "
+             "(Zhou et al. 2022, Fig. 5c). Hyper-parameters selected per cell on validation.\n\n"
+             "## Selected configuration\n\n")
+    for d in datasets:
+        for p in spec.hide_fractions:
+            for m in methods:
+                s = sel.get((d, m, 1.0, p))
+                if s is not None:
+                    text += f"- {d}, hide {p:g}, {m}: lr {fmt_lr(s.lr)}, batch {s.batch_size}, {_n_seeds(s.n_seeds)}\n"
+    write_text(out / "partial.md", text)
+    written["partial"] = out / "partial.md"
+    return written
 
 
 def _params_lines(runs: list[dict], methods: list[str]) -> str:

@@ -61,6 +61,7 @@ from ..data.encoding import is_raw_layout, read_covariate_table
 from ..data.formats.tabular import read_feature_table
 from ..errors import ConfigError, DataFormatError, SpmlError
 from ..io import load_numpy, npz_array
+from ..reading import open_text
 from ..ownership import is_checked_file, write_output_file
 
 from ..features.transforms import IMAGE_SUFFIXES as IMAGE_EXTENSIONS  # noqa: E402  (one list of suffixes)
@@ -193,7 +194,7 @@ def read_features(path: str | Path, *, columns: list[str] | None = None,
 
 
 def _csv_header(path: Path) -> list[str]:
-    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+    with open_text(path, errors="replace") as fh:  # a regular file only (a FIFO is refused, not waited on)
         first = fh.readline()
     delim = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     return [h.strip() for h in next(csv.reader([first], delimiter=delim), [])]

@@ -125,7 +125,12 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
                     window_rows: int | None = None, overwrite: bool = False, unseen_levels: str = "error",
                     log=None) -> dict:
     """Write ``model``'s probability of each species on the grid of ``rasters`` (module
-    docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``."""
+    docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``.
+
+    The steps: open the rasters and check the outputs, open each map under a temporary
+    name (:func:`_map_profile`, :func:`_open_maps`), then window by window read the cells'
+    values (:func:`_window_values`), predict (:func:`_probabilities`) and write
+    (:func:`_write_window`); last the figures and the message."""
     enc = model.encoding
     if enc is None:
         raise ConfigError("this model records no covariate encoding (it was trained on ready-made features, not on "
@@ -148,12 +153,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     nodata = stack.nodata
     out_nodata = np.float32(np.nan) if nodata is None else np.float32(nodata)
     rio = R.rasterio()
-    profile = {"driver": "GTiff", "dtype": "float32", "nodata": float(out_nodata), "crs": stack.crs,
-               "transform": stack.transform, "width": stack.width, "height": stack.height, "compress": "deflate",
-               "tiled": True, "blockxsize": 256, "blockysize": 256, "BIGTIFF": "IF_SAFER"}
-    if stack.width < 256 or stack.height < 256:
-        profile.update(tiled=False, blockxsize=None, blockysize=None)
-        profile = {k: v for k, v in profile.items() if v is not None}
+    profile = _map_profile(stack, out_nodata)
     t0 = time.perf_counter()
     cells = unseen = 0
     levels = {c: np.asarray(v) for c, v in enc.levels.items()}
@@ -161,54 +161,14 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     with contextlib.ExitStack() as es:
         tmps = [es.enter_context(ownership.replace_file(t)) for t in tifs]
         es.enter_context(rio.Env(GDAL_CACHEMAX=R.GDAL_CACHE_MB))
-        dsts = [es.enter_context(rio.open(t, "w", **profile, count=len(species) if not per_species else 1))
-                for t in tmps]
-        for d, s in zip(dsts, species if per_species else [None]):
-            d.update_tags(**{TAG: SCALE, "model": str(getattr(model, "path", "") or "")})
-            for b, name in enumerate([s] if per_species else species):
-                d.set_band_description(b + 1, name)
+        dsts = _open_maps(es, rio, tmps, profile, species, per_species, model)
         for r0, vals, valid in stack.windows(window_rows):
             n = vals.shape[1]
-            raw = vals.reshape(len(stack.layers), -1)[:, valid.ravel()].T
-            bad = np.zeros(len(raw), dtype=bool)
-            for j, c in enumerate(enc.covariates):
-                if c in levels:
-                    b = ~np.isin(raw[:, j], levels[c])
-                    if b.any() and unseen_levels == "error":
-                        k = int(np.flatnonzero(b)[0])
-                        where = np.flatnonzero(valid.ravel())[k]
-                        x, y = stack.cell_centres([r0 + where // stack.width], [where % stack.width])[0]
-                        layer = stack.layers[j]
-                        raise DataFormatError(layer.path, f"layer {c!r} has level {raw[k, j]:g} (first at x "
-                                              f"{x:g}, y {y:g}; {int(b.sum())} cell(s) in rows {r0}-{r0 + n - 1}) "
-                                              "that the model never saw in training (its levels: "
-                                              f"{', '.join(f'{v:g}' for v in levels[c])}); pass --unseen-levels "
-                                              "nodata to leave such cells empty")
-                    bad |= b
-            if bad.any():
-                unseen += int(bad.sum())
-                keep_flat = np.flatnonzero(valid.ravel())[~bad]
-                valid = np.zeros(valid.size, dtype=bool)
-                valid[keep_flat] = True
-                valid = valid.reshape(n, stack.width)
-                raw = raw[~bad]
-            P = np.empty((len(raw), len(species)), dtype=np.float32)
-            if len(raw):
-                X = enc.transform(raw, unseen="ignore")
-                for s, logits in model.iter_decision_function(X, 16384):
-                    P[s:s + len(logits)] = expit(logits)
+            raw, valid, n_unseen = _window_values(stack, enc, levels, r0, vals, valid, unseen_levels)
+            unseen += n_unseen
+            P = _probabilities(model, enc, raw, len(species))
             cells += len(raw)
-            block = np.full((len(species), n * stack.width), out_nodata, dtype=np.float32)
-            block[:, valid.ravel()] = P.T
-            block = block.reshape(len(species), n, stack.width)
-            from rasterio.windows import Window  # lazy: optional dependency
-
-            win = Window(0, r0, stack.width, n)
-            if per_species:
-                for d, b in zip(dsts, block):
-                    d.write(b, 1, window=win)
-            else:
-                dsts[0].write(block, window=win)
+            _write_window(dsts, P, valid, r0, n, stack, out_nodata, len(species), per_species)
     seconds = time.perf_counter() - t0
     window_rows = min(stack.window_rows(window_rows), stack.height)
     written = [str(t) for t in tifs]
@@ -224,6 +184,90 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     if log is not None and want and overlay is None:
         log("note: no training records to overlay (the model's bundle is gone; name one with --records)")
     return {"written": written, "message": msg, "cells": cells, "seconds": seconds, "unseen": unseen}
+
+
+def _map_profile(stack, out_nodata) -> dict:
+    """The GeoTIFF profile of a map on ``stack``'s grid: float32, deflate, tiled 256 x 256
+    (untiled when the grid is smaller), BigTIFF when needed."""
+    profile = {"driver": "GTiff", "dtype": "float32", "nodata": float(out_nodata), "crs": stack.crs,
+               "transform": stack.transform, "width": stack.width, "height": stack.height, "compress": "deflate",
+               "tiled": True, "blockxsize": 256, "blockysize": 256, "BIGTIFF": "IF_SAFER"}
+    if stack.width < 256 or stack.height < 256:
+        profile.update(tiled=False, blockxsize=None, blockysize=None)
+        profile = {k: v for k, v in profile.items() if v is not None}
+    return profile
+
+
+def _open_maps(es, rio, tmps: list, profile: dict, species: list, per_species: bool, model) -> list:
+    """Open each map (under its temporary name) for writing in the exit stack ``es``, tagged
+    with the scale and the model, each band named by its species."""
+    dsts = [es.enter_context(rio.open(t, "w", **profile, count=len(species) if not per_species else 1))
+            for t in tmps]
+    for d, s in zip(dsts, species if per_species else [None]):
+        d.update_tags(**{TAG: SCALE, "model": str(getattr(model, "path", "") or "")})
+        for b, name in enumerate([s] if per_species else species):
+            d.set_band_description(b + 1, name)
+    return dsts
+
+
+def _window_values(stack, enc, levels: dict, r0: int, vals, valid, unseen_levels: str):
+    """A window's covariate values on its valid cells; a categorical level the model never
+    saw is an error naming the cell (``unseen_levels='error'``) or leaves the cell nodata.
+    Returns ``(values, valid mask, cells left nodata for an unseen level)``."""
+    n = vals.shape[1]
+    unseen = 0
+    raw = vals.reshape(len(stack.layers), -1)[:, valid.ravel()].T
+    bad = np.zeros(len(raw), dtype=bool)
+    for j, c in enumerate(enc.covariates):
+        if c in levels:
+            b = ~np.isin(raw[:, j], levels[c])
+            if b.any() and unseen_levels == "error":
+                k = int(np.flatnonzero(b)[0])
+                where = np.flatnonzero(valid.ravel())[k]
+                x, y = stack.cell_centres([r0 + where // stack.width], [where % stack.width])[0]
+                layer = stack.layers[j]
+                raise DataFormatError(layer.path, f"layer {c!r} has level {raw[k, j]:g} (first at x "
+                                      f"{x:g}, y {y:g}; {int(b.sum())} cell(s) in rows {r0}-{r0 + n - 1}) "
+                                      "that the model never saw in training (its levels: "
+                                      f"{', '.join(f'{v:g}' for v in levels[c])}); pass --unseen-levels "
+                                      "nodata to leave such cells empty")
+            bad |= b
+    if bad.any():
+        unseen += int(bad.sum())
+        keep_flat = np.flatnonzero(valid.ravel())[~bad]
+        valid = np.zeros(valid.size, dtype=bool)
+        valid[keep_flat] = True
+        valid = valid.reshape(n, stack.width)
+        raw = raw[~bad]
+    return raw, valid, unseen
+
+
+def _probabilities(model, enc, raw: np.ndarray, n_species: int) -> np.ndarray:
+    """The model's probability of each species on the cells' covariate values ``raw``
+    (encoded; predicted 16,384 cells at a time)."""
+    P = np.empty((len(raw), n_species), dtype=np.float32)
+    if len(raw):
+        X = enc.transform(raw, unseen="ignore")
+        for s, logits in model.iter_decision_function(X, 16384):
+            P[s:s + len(logits)] = expit(logits)
+    return P
+
+
+def _write_window(dsts: list, P: np.ndarray, valid, r0: int, n: int, stack, out_nodata, n_species: int,
+                  per_species: bool) -> None:
+    """Write a window's probabilities ``P`` (its valid cells; the others nodata) into the
+    maps: one band per species, or one map per species."""
+    block = np.full((n_species, n * stack.width), out_nodata, dtype=np.float32)
+    block[:, valid.ravel()] = P.T
+    block = block.reshape(n_species, n, stack.width)
+    from rasterio.windows import Window  # lazy: optional dependency
+
+    win = Window(0, r0, stack.width, n)
+    if per_species:
+        for d, b in zip(dsts, block):
+            d.write(b, 1, window=win)
+    else:
+        dsts[0].write(block, window=win)
 
 
 def _training_records(model, records, species: list[str], stack) -> dict | None:

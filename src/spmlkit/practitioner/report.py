@@ -227,6 +227,25 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     elif series:
         write_member_curves(series, run_dir / "curves.png", selection=selection,
                             best={m.get("label", m["method"]): m.get("best_epoch") for m in members})
+    L = _report_heading(run_dir, config, bundle_meta, observed, test_full)
+    L += _configuration_section(config, result, members)
+    L += _members_section(config, members, series, selection)
+    L += _curves_section(rows, series, result, selection)
+    L += _final_metrics_section(result, members, selection, test_full)
+    L.append("## Label sets")
+    L.append("")
+    L += _label_rule_lines(label_rule)
+    L += _label_set_lines(label_set_rows, label_rule)
+    L.append("Predict label sets for new data with `spml predict MODEL INPUT --labels -o sets.csv` "
+             "(`--threshold-rule` to choose another rule).")
+    L.append("")
+    path = run_dir / "report.md"
+    write_text(path, "\n".join(L))
+    return path
+
+
+def _report_heading(run_dir: Path, config: dict, bundle_meta: dict, observed: bool, test_full: bool) -> list[str]:
+    """The report's title, its data and bundle lines, and the observed-labels-only warning."""
     L = []
     bundle_dir = Path(str(bundle_meta.get("path", "?"))).name
     source = bundle_meta.get("source")
@@ -249,6 +268,13 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
                  + ". Numbers marked *observed* count unobserved labels as negatives: they are lower than, and "
                    "not comparable to, a full-label mAP.")
         L.append("")
+    return L
+
+
+def _configuration_section(config: dict, result: dict, members: list) -> list[str]:
+    """The run's options as a table (fine-tuning options hidden for a linear run) with the resolved
+    hyper-parameters, ``k`` and the device it trained on."""
+    L = []
     L.append("## Configuration")
     L.append("")
     L.append("| option | value |")
@@ -269,6 +295,12 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     if isinstance(result.get("device"), dict):  # where it trained (spmlkit.device.device_info)
         L.append(f"| trained on | {describe(result['device'])} |")
     L.append("")
+    return L
+
+
+def _members_section(config: dict, members: list, series: dict, selection: str) -> list[str]:
+    """For a recipe (``auto``): each member's kept learning rate, best epoch, validation score and weight."""
+    L = []
     if members:
         L.append("## Members")
         L.append("")
@@ -285,6 +317,13 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
                      f"{m.get('epochs_run') or len(series.get(name, [])) or '?'}"
                      f" | {_fmt(m.get(f'val_{selection}'))} | {_fmt(m.get('weight', 1 / len(members)))} |")
         L.append("")
+    return L
+
+
+def _curves_section(rows: list, series: dict, result: dict, selection: str) -> list[str]:
+    """The training curves: the figure and the per-epoch table (one pair of columns per member for a
+    recipe)."""
+    L = []
     L.append("## Training curves")
     L.append("")
     if series and not rows:
@@ -309,6 +348,12 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     else:
         L.append("(no per-epoch metrics recorded)")
     L.append("")
+    return L
+
+
+def _final_metrics_section(result: dict, members: list, selection: str, test_full: bool) -> list[str]:
+    """The final metrics: best epoch(s), validation and test scores, label recovery and time."""
+    L = []
     L.append("## Final metrics")
     L.append("")
     if members:
@@ -343,8 +388,13 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
         L.append(f"- training-set mAP against full labels (label recovery, Cole Table 2): {result['train_map']:.2f}")
     L.append(f"- time: {result.get('seconds', float('nan')):.1f} s")
     L.append("")
-    L.append("## Label sets")
-    L.append("")
+    return L
+
+
+def _label_rule_lines(label_rule: dict | None) -> list[str]:
+    """The default label-set rule stored with the model: how it was chosen (``k``, the validation
+    candidates) and the per-label thresholds."""
+    L = []
     if label_rule is not None:
         L.append(f"Default rule stored with the model: **{describe_rule(label_rule['rule'], label_rule)}**.")
         L.append("")
@@ -371,6 +421,13 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
                      f"a validation positive get a threshold just above their highest validation score (at least "
                      f"{t.get('fallback', 0.5):g}).")
             L.append("")
+    return L
+
+
+def _label_set_lines(label_set_rows: list[dict] | None, label_rule: dict | None) -> list[str]:
+    """The label sets' quality on the test split (full or observed labels) with the default rule's
+    warning, or why there is none."""
+    L = []
     if label_set_rows:
         kind = label_set_rows[0]["labels"]
         if kind == "full":
@@ -402,12 +459,7 @@ def write_run_report(run_dir: str | Path, *, result: dict, config: dict, bundle_
     else:
         L.append("(no test split to evaluate label sets on)")
     L.append("")
-    L.append("Predict label sets for new data with `spml predict MODEL INPUT --labels -o sets.csv` "
-             "(`--threshold-rule` to choose another rule).")
-    L.append("")
-    path = run_dir / "report.md"
-    write_text(path, "\n".join(L))
-    return path
+    return L
 
 
 def last_epoch_note(record: dict) -> str | None:

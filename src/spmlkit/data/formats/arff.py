@@ -112,6 +112,19 @@ def _meka_label_count(relation: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@dataclass
+class _FeatureColumns:
+    """How the non-label attributes become feature columns: ``kind`` maps an attribute's
+    index to ``("num", None)`` or ``("onehot", category -> offset)``, ``offset`` to its first
+    column; ``numbers`` holds the declared values of nominal attributes read as numbers."""
+    kind: dict
+    offset: dict
+    numbers: dict
+    names: list[str]
+    dropped: list[str]
+    width: int
+
+
 def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_names: list[str] | None = None,
               max_categories: int = 64) -> ArffData:
     """Read a multi-label ARFF file.
@@ -122,18 +135,48 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
     labels_xml : Mulan label XML; if omitted, ``label_names`` or the MEKA ``-C n`` header is used.
     label_names : explicit label attribute names (alternative to the XML).
     max_categories : nominal feature attributes with more values are dropped as identifiers.
+
+    The steps: read the lines (:func:`_read_lines`), parse the header
+    (:func:`_read_header`), find the label attributes (:func:`_label_attributes`) and the
+    feature columns (:func:`_feature_columns`), parse each data row (:func:`_parse_row`)
+    and check the features fit float32 (:func:`_features_float32`).  The labels are dense:
+    ARFF files are small enough to read whole (the reader rule's read budget).
     """
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "file not found")
     if labels_xml is not None:
         label_names = read_label_xml(labels_xml)
+    lines = _read_lines(path)
+    attrs, relation, data_start = _read_header(path, lines)
+    label_idx, label_names = _label_attributes(path, attrs, relation, label_names, labels_xml)
+    feats = _feature_columns(path, attrs, set(label_idx), max_categories)
+    label_pos = {a: j for j, a in enumerate(label_idx)}
+    X_rows: list[np.ndarray] = []
+    Y_rows: list[np.ndarray] = []
+    row_lines: list[int] = []
+    for ln in range(data_start + 1, len(lines) + 1):
+        s = lines[ln - 1].strip()
+        if not s or s.startswith("%"):
+            continue
+        x, y = _parse_row(path, s, ln, attrs, feats, label_pos, len(label_idx))
+        X_rows.append(x)
+        Y_rows.append(y)
+        row_lines.append(ln)
+    if not X_rows:
+        raise DataFormatError(path, "no data rows after @data")
+    X = _features_float32(path, X_rows, feats.names, row_lines)
+    return ArffData(X=X, Y=np.asarray(Y_rows, dtype=bool), feature_names=feats.names,
+                    label_names=list(label_names), relation=relation, dropped_attributes=feats.dropped)
 
+
+def _read_header(path: Path, lines: list[str]) -> tuple[list[_Attribute], str, int]:
+    """Parse the header up to ``@data``: the attributes (each name once, a supported type),
+    the relation name and the line of ``@data``.  Returns ``(attributes, relation, data_line)``."""
     attrs: list[_Attribute] = []
     declared: dict[str, int] = {}  # attribute name -> line of its declaration
     relation = ""
     data_start = None
-    lines = _read_lines(path)
     for ln, raw in enumerate(lines, start=1):
         s = raw.strip()
         if not s or s.startswith("%"):
@@ -147,19 +190,7 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
                 raise DataFormatError(path, f"attribute {name!r} is declared twice (first on line {declared[name]}); "
                                             "expected unique attribute names", line=ln)
             declared[name] = ln
-            rl = rest.lower()
-            if rest.startswith("{"):
-                if not rest.endswith("}"):
-                    raise DataFormatError(path, f"nominal attribute {name!r}: missing closing '}}'", line=ln)
-                attrs.append(_Attribute(name, "nominal", _split_values(rest[1:-1]), ln))
-            elif rl in ("numeric", "real", "integer") or rl.startswith(("numeric", "real", "integer")):
-                attrs.append(_Attribute(name, "numeric", line=ln))
-            elif rl.startswith("string"):
-                attrs.append(_Attribute(name, "string", line=ln))
-            elif rl.startswith("date"):
-                attrs.append(_Attribute(name, "date", line=ln))
-            else:
-                raise DataFormatError(path, f"attribute {name!r}: unsupported type {rest!r}", line=ln)
+            attrs.append(_attribute(path, name, rest, ln))
         elif low.startswith("@data"):
             data_start = ln
             break
@@ -171,8 +202,29 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
         raise DataFormatError(path, "no @data section")
     if not attrs:
         raise DataFormatError(path, "no @attribute declarations")
+    return attrs, relation, data_start
 
-    # ---- which attributes are labels
+
+def _attribute(path: Path, name: str, rest: str, ln: int) -> _Attribute:
+    """One ``@attribute`` declaration's type (``rest``): nominal ``{...}``, numeric, string or date."""
+    rl = rest.lower()
+    if rest.startswith("{"):
+        if not rest.endswith("}"):
+            raise DataFormatError(path, f"nominal attribute {name!r}: missing closing '}}'", line=ln)
+        return _Attribute(name, "nominal", _split_values(rest[1:-1]), ln)
+    if rl in ("numeric", "real", "integer") or rl.startswith(("numeric", "real", "integer")):
+        return _Attribute(name, "numeric", line=ln)
+    if rl.startswith("string"):
+        return _Attribute(name, "string", line=ln)
+    if rl.startswith("date"):
+        return _Attribute(name, "date", line=ln)
+    raise DataFormatError(path, f"attribute {name!r}: unsupported type {rest!r}", line=ln)
+
+
+def _label_attributes(path: Path, attrs: list[_Attribute], relation: str, label_names, labels_xml):
+    """Which attributes are labels: the names given (the XML's, kept in the ARFF's
+    declaration order) or MEKA's ``-C n``; each must be a 0/1 attribute.  Returns
+    ``(label attribute indices, label names)``."""
     names = [a.name for a in attrs]
     if label_names is not None:
         index = {n: i for i, n in enumerate(names)}
@@ -194,7 +246,6 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
             raise DataFormatError(path, f"MEKA header -C {c} is not compatible with {len(attrs)} attributes")
         label_idx = list(range(c)) if c > 0 else list(range(len(attrs) + c, len(attrs)))
         label_names = [names[i] for i in label_idx]
-    label_set = set(label_idx)
     for i in label_idx:
         a = attrs[i]
         if a.kind == "nominal" and not set(a.values) <= {"0", "1"}:
@@ -202,8 +253,13 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
                                   line=a.line)
         if a.kind not in ("nominal", "numeric"):
             raise DataFormatError(path, f"label attribute {a.name!r} has type {a.kind}; expected {{0,1}}", line=a.line)
+    return label_idx, label_names
 
-    # ---- feature columns
+
+def _feature_columns(path: Path, attrs: list[_Attribute], label_set: set, max_categories: int) -> _FeatureColumns:
+    """The feature columns of the attributes that are not labels: numeric ones and nominal
+    ones of numbers as numbers, other nominal ones one-hot; identifier-like nominal ones
+    (more than ``max_categories`` values), strings and dates dropped.  No feature left is an error."""
     dropped: list[str] = []
     feature_cols: list[tuple[int, str, dict[str, int] | None]] = []  # (attr index, kind, category->offset)
     allowed_numbers: dict[int, set[float]] = {}  # nominal attributes read as numbers: their declared values
@@ -226,87 +282,90 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
                 feature_names.extend(f"{a.name}={v}" for v in a.values)
         else:
             dropped.append(a.name)
-
     col_offset = {}
     off = 0
     for i, kind, cats in feature_cols:
         col_offset[i] = off
         off += 1 if kind == "num" else len(cats)
-    D, L = off, len(label_idx)
-    if D == 0:
+    if off == 0:
         raise DataFormatError(path, "no feature attributes: every attribute is a label"
                                     + (f" or was dropped ({', '.join(dropped[:5])})" if dropped else "")
                                     + "; expected at least one numeric or nominal feature")
-    label_pos = {a: j for j, a in enumerate(label_idx)}
-    feat_kind = {i: (kind, cats) for i, kind, cats in feature_cols}
+    return _FeatureColumns({i: (kind, cats) for i, kind, cats in feature_cols}, col_offset, allowed_numbers,
+                           feature_names, dropped, off)
 
-    X_rows: list[np.ndarray] = []
-    Y_rows: list[np.ndarray] = []
-    row_lines: list[int] = []
+
+def _row_items(path: Path, s: str, ln: int, feats: _FeatureColumns, x: np.ndarray, n_attr: int):
+    """A data row's ``(attribute index, value)`` items: every value of a dense row, the
+    entries of a sparse ``{index value, ...}`` row (whose absent one-hot features with a
+    ``'0'`` category are set in ``x``)."""
+    if s.startswith("{"):
+        if not s.endswith("}"):
+            raise DataFormatError(path, "sparse row without closing '}'", line=ln)
+        body = s[1:-1].strip()
+        pairs = []
+        if body:
+            for item in _split_values(body):
+                parts = item.split(None, 1)
+                if len(parts) != 2 or not parts[0].isdigit():
+                    raise DataFormatError(path, f"sparse entry {item!r}; expected '<index> <value>'", line=ln)
+                pairs.append((int(parts[0]), parts[1].strip().strip("'\"")))
+        # absent sparse entries are 0: one-hot nominal features with a '0' category need it set
+        present = {k for k, _ in pairs}
+        for i, (kind, cats) in feats.kind.items():
+            if kind == "onehot" and i not in present and "0" in cats:
+                x[feats.offset[i] + cats["0"]] = 1.0
+        return pairs
+    vals = _split_values(s)
+    if len(vals) != n_attr:
+        raise DataFormatError(path, f"row has {len(vals)} values; expected {n_attr} (one per @attribute)", line=ln)
+    return list(enumerate(vals))
+
+
+def _parse_row(path: Path, s: str, ln: int, attrs: list[_Attribute], feats: _FeatureColumns, label_pos: dict,
+               n_labels: int):
+    """One data row (dense or sparse) as ``(features float64, labels bool)``; a label not
+    0/1, a missing or undeclared feature value and a non-finite one are errors naming the line."""
     n_attr = len(attrs)
-    for ln in range(data_start + 1, len(lines) + 1):
-        s = lines[ln - 1].strip()
-        if not s or s.startswith("%"):
-            continue
-        x = np.zeros(D, dtype=np.float64)
-        y = np.zeros(L, dtype=bool)
-        if s.startswith("{"):
-            if not s.endswith("}"):
-                raise DataFormatError(path, "sparse row without closing '}'", line=ln)
-            body = s[1:-1].strip()
-            pairs = []
-            if body:
-                for item in _split_values(body):
-                    parts = item.split(None, 1)
-                    if len(parts) != 2 or not parts[0].isdigit():
-                        raise DataFormatError(path, f"sparse entry {item!r}; expected '<index> <value>'", line=ln)
-                    pairs.append((int(parts[0]), parts[1].strip().strip("'\"")))
-            # absent sparse entries are 0: one-hot nominal features with a '0' category need it set
-            present = {k for k, _ in pairs}
-            for i, (kind, cats) in feat_kind.items():
-                if kind == "onehot" and i not in present and "0" in cats:
-                    x[col_offset[i] + cats["0"]] = 1.0
-            items = pairs
-        else:
-            vals = _split_values(s)
-            if len(vals) != n_attr:
-                raise DataFormatError(path, f"row has {len(vals)} values; expected {n_attr} (one per @attribute)", line=ln)
-            items = list(enumerate(vals))
-        for k, v in items:
-            if k >= n_attr:
-                raise DataFormatError(path, f"attribute index {k} out of range (0..{n_attr - 1})", line=ln)
-            if k in label_pos:
-                if v not in ("0", "1", "0.0", "1.0"):
-                    raise DataFormatError(path, f"label {attrs[k].name!r} has value {v!r}; expected 0 or 1", line=ln)
-                y[label_pos[k]] = v.startswith("1")
-            elif k in feat_kind:
-                kind, cats = feat_kind[k]
-                if v == "?":
-                    raise DataFormatError(path, f"missing value '?' for feature {attrs[k].name!r}; "
-                                                "impute it before training", line=ln)
-                if kind == "num":
-                    try:
-                        x[col_offset[k]] = float(v)
-                    except ValueError:
-                        raise DataFormatError(path, f"feature {attrs[k].name!r} has value {v!r}; expected a number",
-                                              line=ln) from None
-                    if k in allowed_numbers and x[col_offset[k]] not in allowed_numbers[k]:
-                        raise DataFormatError(path, f"nominal feature {attrs[k].name!r} has value {v!r}; expected one "
-                                                    f"of its declared values {{{','.join(attrs[k].values)}}}", line=ln)
-                else:
-                    if v not in cats:
-                        raise DataFormatError(path, f"feature {attrs[k].name!r} has value {v!r}; expected one of "
-                                                    f"{{{','.join(cats)}}}", line=ln)
-                    if "0" in cats:
-                        x[col_offset[k] + cats["0"]] = 0.0
-                    x[col_offset[k] + cats[v]] = 1.0
-        if not np.isfinite(x).all():
-            raise DataFormatError(path, "non-finite feature value (NaN or inf)", line=ln)
-        X_rows.append(x)
-        Y_rows.append(y)
-        row_lines.append(ln)
-    if not X_rows:
-        raise DataFormatError(path, "no data rows after @data")
+    x = np.zeros(feats.width, dtype=np.float64)
+    y = np.zeros(n_labels, dtype=bool)
+    for k, v in _row_items(path, s, ln, feats, x, n_attr):
+        if k >= n_attr:
+            raise DataFormatError(path, f"attribute index {k} out of range (0..{n_attr - 1})", line=ln)
+        if k in label_pos:
+            if v not in ("0", "1", "0.0", "1.0"):
+                raise DataFormatError(path, f"label {attrs[k].name!r} has value {v!r}; expected 0 or 1", line=ln)
+            y[label_pos[k]] = v.startswith("1")
+        elif k in feats.kind:
+            kind, cats = feats.kind[k]
+            if v == "?":
+                raise DataFormatError(path, f"missing value '?' for feature {attrs[k].name!r}; "
+                                            "impute it before training", line=ln)
+            col = feats.offset[k]
+            if kind == "num":
+                try:
+                    x[col] = float(v)
+                except ValueError:
+                    raise DataFormatError(path, f"feature {attrs[k].name!r} has value {v!r}; expected a number",
+                                          line=ln) from None
+                if k in feats.numbers and x[col] not in feats.numbers[k]:
+                    raise DataFormatError(path, f"nominal feature {attrs[k].name!r} has value {v!r}; expected one "
+                                                f"of its declared values {{{','.join(attrs[k].values)}}}", line=ln)
+            else:
+                if v not in cats:
+                    raise DataFormatError(path, f"feature {attrs[k].name!r} has value {v!r}; expected one of "
+                                                f"{{{','.join(cats)}}}", line=ln)
+                if "0" in cats:
+                    x[col + cats["0"]] = 0.0
+                x[col + cats[v]] = 1.0
+    if not np.isfinite(x).all():
+        raise DataFormatError(path, "non-finite feature value (NaN or inf)", line=ln)
+    return x, y
+
+
+def _features_float32(path: Path, X_rows: list[np.ndarray], feature_names: list[str], row_lines: list[int]):
+    """The rows' features as one float32 matrix; a value beyond float32's range is an error
+    naming its feature and line (without a RuntimeWarning first)."""
     X64 = np.asarray(X_rows, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, without a RuntimeWarning
         X = X64.astype(np.float32)
@@ -315,8 +374,7 @@ def read_arff(path: str | Path, *, labels_xml: str | Path | None = None, label_n
         raise DataFormatError(path, f"feature {feature_names[c]!r} has value {float(X64[r, c])!r}, which overflows "
                                     f"float32 (largest magnitude {float(np.finfo(np.float32).max):.4g}); rescale it",
                               line=row_lines[r])
-    return ArffData(X=X, Y=np.asarray(Y_rows, dtype=bool), feature_names=feature_names,
-                    label_names=list(label_names), relation=relation, dropped_attributes=dropped)
+    return X
 
 
 def _read_lines(path: Path) -> list[str]:

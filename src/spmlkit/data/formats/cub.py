@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DataFormatError
+from ...reading import read_text
 from ..dataset import MultiLabelDataset, Split
 
 
@@ -27,7 +28,7 @@ def _find(root: Path) -> Path:
 def load_cub(root: str | Path, *, name: str = "cub") -> MultiLabelDataset:
     base = _find(Path(root))
     images = {}
-    for ln, line in enumerate((base / "images.txt").read_text().splitlines(), start=1):
+    for ln, line in enumerate(read_text(base / "images.txt")[0].splitlines(), start=1):
         if line.strip():
             parts = line.split(None, 1)
             if len(parts) != 2 or not parts[0].isdigit():
@@ -35,7 +36,7 @@ def load_cub(root: str | Path, *, name: str = "cub") -> MultiLabelDataset:
             images[int(parts[0])] = parts[1].strip()
     split_file = base / "train_test_split.txt"
     is_train = {}
-    for ln, line in enumerate(split_file.read_text().splitlines(), start=1):
+    for ln, line in enumerate(read_text(split_file)[0].splitlines(), start=1):
         if line.strip():
             parts = line.split()
             if len(parts) != 2 or parts[1] not in ("0", "1"):
@@ -50,7 +51,7 @@ def load_cub(root: str | Path, *, name: str = "cub") -> MultiLabelDataset:
     row = {i: r for r, i in enumerate(ids)}
     entries = []
     n_attr = 0
-    for ln, line in enumerate(lab_file.read_text().splitlines(), start=1):
+    for ln, line in enumerate(read_text(lab_file)[0].splitlines(), start=1):
         parts = line.split()
         if not parts:
             continue
@@ -67,7 +68,7 @@ def load_cub(root: str | Path, *, name: str = "cub") -> MultiLabelDataset:
         r, c = np.array(entries).T
         Y[r, c] = True
     if names_file is not None:
-        names = [ln.split(None, 1)[1].strip() for ln in names_file.read_text().splitlines() if ln.strip()]
+        names = [ln.split(None, 1)[1].strip() for ln in read_text(names_file)[0].splitlines() if ln.strip()]
         if len(names) != n_attr:
             raise DataFormatError(names_file, f"{len(names)} attribute names but {n_attr} attributes in {lab_file.name}")
     else:

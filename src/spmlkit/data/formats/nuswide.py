@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DataFormatError
+from ...reading import read_text
 from ..dataset import MultiLabelDataset, Split
 
 
@@ -24,7 +25,7 @@ def load_nuswide(root: str | Path, *, image_root: str | Path | None = None, name
         raise DataFormatError(root, "expected Groundtruth/TrainTestLabels/ inside a NUS-WIDE folder")
     cfile = root / "Concepts81.txt"
     if cfile.exists():
-        concepts = [c.strip() for c in cfile.read_text().splitlines() if c.strip()]
+        concepts = [c.strip() for c in read_text(cfile)[0].splitlines() if c.strip()]
     else:
         concepts = sorted(f.name[len("Labels_"):-len("_Train.txt")] for f in gt.glob("Labels_*_Train.txt"))
     if not concepts:
@@ -37,13 +38,13 @@ def load_nuswide(root: str | Path, *, image_root: str | Path | None = None, name
             if ours == "train":
                 raise DataFormatError(lst, "image list not found")
             continue
-        rel = [s.strip().replace("\\", "/") for s in lst.read_text().splitlines() if s.strip()]
+        rel = [s.strip().replace("\\", "/") for s in read_text(lst)[0].splitlines() if s.strip()]
         Y = np.zeros((len(rel), len(concepts)), dtype=bool)
         for j, c in enumerate(concepts):
             f = gt / f"Labels_{c}_{theirs}.txt"
             if not f.exists():
                 raise DataFormatError(f, f"label file for concept {c!r} not found")
-            vals = [s.strip() for s in f.read_text().splitlines() if s.strip()]
+            vals = [s.strip() for s in read_text(f)[0].splitlines() if s.strip()]
             if len(vals) != len(rel):
                 raise DataFormatError(f, f"{len(vals)} lines; the image list {lst.name} has {len(rel)}")
             for i, v in enumerate(vals):

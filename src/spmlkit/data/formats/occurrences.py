@@ -338,7 +338,12 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
     the valid cells; validation (and with ``spatial_test`` the test split) by whole blocks of
     a ``val_blocks`` × ``val_blocks`` grid when given (:func:`spmlkit.data.spatial_splits.spatial_split`:
     ``split`` blocks or checkerboard, ``folds``, ``buffer``, ``min_train_records``).  ``log``
-    hears the counts (records read, kept, dropped per reason; records per species and split)."""
+    hears the counts (records read, kept, dropped per reason; records per species and split).
+
+    The steps: open the rasters and clean the records, read the covariates under them and
+    keep the records on valid cells (:func:`_records_on_valid_cells`), draw the background,
+    encode the layers (:func:`_layer_kinds`), count what was kept (:func:`_count_lines`),
+    then split by blocks when asked."""
     from .. import rasters as R  # lazy: torch-free CLI start-up
 
     if off_raster not in ("drop", "error"):
@@ -351,6 +356,50 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
     clean = clean_records(records, species_column=label_column, x_column=x_column, y_column=y_column, rank=rank,
                           geographic=bool(rec_crs.is_geographic))
     values, status = R.extract(stack, clean.xy, window_rows=window_rows)
+    keep, dropped = _records_on_valid_cells(R, records, stack, clean, status, off_raster, one_per_cell)
+    idx = np.flatnonzero(keep)
+    species = [clean.species[i] for i in idx]
+    label_names = sorted(set(species))
+    lost = sorted(set(clean.species) - set(label_names))
+    index = {n: k for k, n in enumerate(label_names)}
+    bg_xy, bg_values, info = R.sample_background(stack, background, seed=seed, mask=mask, bias=bias,
+                                                 window_rows=window_rows)
+    raw = np.concatenate([values[idx], bg_values])
+    categorical, lines_before = _layer_kinds(stack, raw, categorical, max_levels)
+    enc = CovariateEncoding.fit(raw, stack.names, categorical=categorical, passthrough=("id", "species", "x", "y"))
+    X = enc.transform(raw)
+    # one label index per record, the background rows none (sparse: O(N) whatever the species count)
+    Z = SparseLabels.single(np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64),
+                            len(label_names))
+    xy = np.concatenate([clean.xy[idx], bg_xy])
+    ids = [clean.ids[i] for i in idx] + [f"background:{k}" for k in range(len(bg_xy))]
+    train = Split(X=X, Z=Z, ids=ids, xy=xy)
+    lines = _count_lines(clean, dropped, species, label_names, lost, info, seed, categorical) + lines_before
+    splits = {"train": train}
+    if val_blocks:
+        sp = np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64)
+        parts, split_lines = spatial_split(xy, sp, label_names, kind=split, blocks=val_blocks, folds=folds, seed=seed,
+                                           spatial_test=spatial_test, buffer=buffer, min_records=min_train_records)
+        splits = {name: train.subset(np.flatnonzero(m)) for name, m in parts.items()}
+        lines += split_lines
+    elif spatial_test or buffer or split != "blocks":
+        raise ConfigError("--spatial-test, --buffer and --split go with --val-blocks G (the grid of spatial blocks)")
+    if log is not None:
+        for line in lines:
+            log(line)
+    notes = list(lines)
+    places = {"columns": ["x", "y"], "crs": R.crs_name(stack.crs), "rasters": {**stack.grid(), "layers": stack.names,
+              "sources": stack.sources, "nodata": stack.nodata}}
+    return MultiLabelDataset(name=name or Path(records).stem, label_names=label_names, splits=splits,
+                             source=str(records), feature_names=enc.feature_names, notes=notes, background=True,
+                             encoding=enc.to_dict(), places=places)
+
+
+def _records_on_valid_cells(R, records, stack, clean, status, off_raster: str, one_per_cell: bool):
+    """Which records are kept: those on a valid raster cell (none is an error naming the
+    extents; with ``off_raster='error'`` any other is one) and, with ``one_per_cell``, one
+    per species and cell.  ``R`` is the lazily imported rasters module.  Returns ``(keep,
+    dropped counts per reason)``."""
     dropped = OrderedDict((r, 0) for r in RASTER_REASONS)
     dropped["outside the rasters"] = int((status == R.OFF_RASTER).sum())
     dropped["on a nodata cell"] = int((status == R.NODATA).sum())
@@ -377,14 +426,12 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
                 keep[i] = False
                 dropped["same species in the same cell"] += 1
             seen.add(key)
-    idx = np.flatnonzero(keep)
-    species = [clean.species[i] for i in idx]
-    label_names = sorted(set(species))
-    lost = sorted(set(clean.species) - set(label_names))
-    index = {n: k for k, n in enumerate(label_names)}
-    bg_xy, bg_values, info = R.sample_background(stack, background, seed=seed, mask=mask, bias=bias,
-                                                 window_rows=window_rows)
-    raw = np.concatenate([values[idx], bg_values])
+    return keep, dropped
+
+
+def _layer_kinds(stack, raw: np.ndarray, categorical, max_levels: int):
+    """The categorical layers (named ones must be layers; else detected from the values
+    ``raw``) and the notes on integer layers left numeric.  Returns ``(categorical, notes)``."""
     if categorical is None:
         categorical = _detect_categorical(stack, raw, max_levels)
         lines_before = _integer_layer_notes(stack, raw, categorical)
@@ -393,16 +440,15 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
         unknown = [c for c in categorical if c not in stack.names]
         if unknown:
             raise ConfigError(f"--categorical {unknown[0]!r} is not a raster layer ({', '.join(stack.names)})")
-    enc = CovariateEncoding.fit(raw, stack.names, categorical=categorical, passthrough=("id", "species", "x", "y"))
-    X = enc.transform(raw)
-    # one label index per record, the background rows none (sparse: O(N) whatever the species count)
-    Z = SparseLabels.single(np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64),
-                            len(label_names))
-    xy = np.concatenate([clean.xy[idx], bg_xy])
-    ids = [clean.ids[i] for i in idx] + [f"background:{k}" for k in range(len(bg_xy))]
-    train = Split(X=X, Z=Z, ids=ids, xy=xy)
+    return categorical, lines_before
+
+
+def _count_lines(clean, dropped, species: list, label_names: list, lost: list, info: dict, seed: int,
+                 categorical) -> list[str]:
+    """The counts said to the user: the cleaning report, the records dropped per reason and
+    kept per species, the background drawn and the one-hot encoded layers."""
     lines = clean.report() + [f"  dropped, {r}: {n}" for r, n in dropped.items() if n]
-    lines.append(f"records on the rasters: {len(idx)} of {clean.kept} cleaned records kept "
+    lines.append(f"records on the rasters: {len(species)} of {clean.kept} cleaned records kept "
                  f"({', '.join(f'{n}: {sum(1 for s in species if s == n)}' for n in label_names)})")
     if lost:
         lines.append(f"  species left without records (not labels): {', '.join(lost)}")
@@ -412,22 +458,4 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
                  + ("; every valid cell taken" if info["all_taken"] else "") + ")")
     if categorical:
         lines.append(f"one-hot encoded categorical layers: {', '.join(categorical)}")
-    lines += lines_before
-    splits = {"train": train}
-    if val_blocks:
-        sp = np.concatenate([[index[s] for s in species], np.full(len(bg_xy), -1)]).astype(np.int64)
-        parts, split_lines = spatial_split(xy, sp, label_names, kind=split, blocks=val_blocks, folds=folds, seed=seed,
-                                           spatial_test=spatial_test, buffer=buffer, min_records=min_train_records)
-        splits = {name: train.subset(np.flatnonzero(m)) for name, m in parts.items()}
-        lines += split_lines
-    elif spatial_test or buffer or split != "blocks":
-        raise ConfigError("--spatial-test, --buffer and --split go with --val-blocks G (the grid of spatial blocks)")
-    if log is not None:
-        for line in lines:
-            log(line)
-    notes = list(lines)
-    places = {"columns": ["x", "y"], "crs": R.crs_name(stack.crs), "rasters": {**stack.grid(), "layers": stack.names,
-              "sources": stack.sources, "nodata": stack.nodata}}
-    return MultiLabelDataset(name=name or Path(records).stem, label_names=label_names, splits=splits,
-                             source=str(records), feature_names=enc.feature_names, notes=notes, background=True,
-                             encoding=enc.to_dict(), places=places)
+    return lines

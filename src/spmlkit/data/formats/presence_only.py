@@ -176,31 +176,20 @@ class PresenceOnlyTables:
 def read_presence_only(records, *, background=None, tests=(), label_column: str = "spid",
                        group_column: str = "group", place_columns=("x", "y"), ignore=("siteid", "occ"),
                        categorical=None, max_levels: int = 6) -> PresenceOnlyTables:
-    """Read the tables described in the module docstring (see :func:`load_presence_only`)."""
+    """Read the tables described in the module docstring (see :func:`load_presence_only`).
+
+    The steps: read the records and their labels (:func:`_record_labels`), the covariates
+    of the records and the background, the categorical covariates (:func:`_categorical`),
+    then each surveyed test site table (:func:`_test_site`)."""
     latin1: list = []
     rh, rb = _read(records, latin1)
     li = _column(records, rh, label_column)
-    gi = rh.index(group_column) if group_column in rh else None
     pi = [rh.index(c) for c in place_columns] if all(c in rh for c in place_columns) else None
     skip = {label_column, group_column, *place_columns, *ignore}
     covariates = [c for c in rh if c not in skip]
     if not covariates:
         raise DataFormatError(records, "no covariate column", line=1)
-    labels, groups, rec_labels, places = [], {}, [], []
-    for i, r in enumerate(rb):
-        name = r[li].strip()
-        if name in MISSING:
-            raise DataFormatError(records, f"missing label ({label_column!r})", line=i + 2)
-        if name not in groups:
-            labels.append(name)
-            groups[name] = r[gi].strip() if gi is not None else None
-        elif gi is not None and groups[name] != r[gi].strip():
-            raise DataFormatError(records, f"label {name!r} has records in groups {groups[name]!r} and "
-                                  f"{r[gi].strip()!r}", line=i + 2)
-        rec_labels.append(name)
-        places.append(tuple(r[c].strip() for c in pi) if pi is not None else i)
-    if not labels:
-        raise DataFormatError(records, "no presence record")
+    labels, groups, rec_labels, places = _record_labels(records, rh, rb, li, label_column, group_column, pi)
     order = sorted(labels)
     index = {n: k for k, n in enumerate(order)}
     R = _numbers(records, rh, rb, covariates)
@@ -215,54 +204,17 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
         if rxy is not None:
             bxy = _numbers(background, bh, bb, list(place_columns)) if all(c in bh for c in place_columns) else None
         bids = _ids(bh, bb) if rids is not None else None
-    train = np.concatenate([R, B])
-    if categorical is None:
-        categorical = [c for j, c in enumerate(covariates)
-                       if np.all(train[:, j] == np.round(train[:, j])) and len(np.unique(train[:, j])) <= max_levels]
-    else:
-        unknown = [c for c in categorical if c not in covariates]
-        if unknown:
-            raise ConfigError(f"categorical covariate(s) {unknown} are not covariates of {records} "
-                              f"({', '.join(covariates)})")
+    categorical = _categorical(records, covariates, np.concatenate([R, B]), categorical, max_levels)
     if not tests:
         raise ConfigError("presence-only data needs at least one fully surveyed test table (covariates and "
                           "presence/absence)")
-    L = len(order)
     Xs, Ys, Ms, seen, tids, txy = [], [], [], set(), [], []
     for env, pa in tests:
-        eh, eb = _read(env, latin1)
-        tids.append(_ids(eh, eb))
-        txy.append(_optional_numbers(env, eh, eb, list(place_columns)))
-        ph, pb = _read(pa, latin1) if pa != env else (eh, eb)
-        if len(pb) != len(eb):
-            raise DataFormatError(pa, f"{len(pb)} rows, but the covariate table {env} has {len(eb)}")
-        if "siteid" in eh and "siteid" in ph and pa != env:
-            a, b = eh.index("siteid"), ph.index("siteid")
-            for i, (re_, rp) in enumerate(zip(eb, pb)):
-                if re_[a].strip() != rp[b].strip():
-                    raise DataFormatError(pa, f"site {rp[b]!r} does not match row {i + 2} of {env} "
-                                          f"(site {re_[a]!r}); the two tables must list the same sites in order",
-                                          line=i + 2)
-        Xs.append(_numbers(env, eh, eb, covariates))
-        cols = [c for c in ph if c not in skip and c not in covariates]
-        tg = ph.index(group_column) if group_column in ph else None
-        Y = np.zeros((len(pb), L), bool)
-        M = np.zeros((len(pb), L), bool)
-        for c in cols:
-            if c not in index:
-                raise DataFormatError(pa, f"label {c!r} has no presence record in {records} (the test labels must "
-                                      "be labels of the records)", line=1)
-            k, j = index[c], ph.index(c)
-            seen.add(c)
-            for i, r in enumerate(pb):
-                v = r[j].strip()
-                if v not in ("0", "1"):
-                    raise DataFormatError(pa, f"label {c!r} is {v!r}; expected 0 or 1 (absent / present)", line=i + 2)
-                if tg is not None and groups[c] is not None and r[tg].strip() != groups[c]:
-                    raise DataFormatError(pa, f"site of group {r[tg].strip()!r} has a column for label {c!r}, "
-                                          f"whose records are of group {groups[c]!r}", line=i + 2)
-                Y[i, k] = v == "1"
-            M[:, k] = True
+        ids, xy, X, Y, M = _test_site(env, pa, latin1, records, covariates, skip, group_column, place_columns,
+                                      index, groups, seen)
+        tids.append(ids)
+        txy.append(xy)
+        Xs.append(X)
         Ys.append(Y)
         Ms.append(M)
     missing = [n for n in order if n not in seen]
@@ -279,6 +231,85 @@ def read_presence_only(records, *, background=None, tests=(), label_column: str 
                               passthrough=tuple(c for c in rh if c not in covariates), latin1=tuple(latin1),
                               sources={"records": str(records), "background": None if background is None else
                                        str(background), "tests": [[str(e), str(p)] for e, p in tests]})
+
+
+def _record_labels(records, rh: list, rb: list, li: int, label_column: str, group_column: str, pi):
+    """Each record's label (none missing) and place, the labels in first-seen order and each
+    label's group (one per label); ``li`` and ``pi`` are the label and place columns.
+    Returns ``(labels, groups, record labels, places)``."""
+    gi = rh.index(group_column) if group_column in rh else None
+    labels, groups, rec_labels, places = [], {}, [], []
+    for i, r in enumerate(rb):
+        name = r[li].strip()
+        if name in MISSING:
+            raise DataFormatError(records, f"missing label ({label_column!r})", line=i + 2)
+        if name not in groups:
+            labels.append(name)
+            groups[name] = r[gi].strip() if gi is not None else None
+        elif gi is not None and groups[name] != r[gi].strip():
+            raise DataFormatError(records, f"label {name!r} has records in groups {groups[name]!r} and "
+                                  f"{r[gi].strip()!r}", line=i + 2)
+        rec_labels.append(name)
+        places.append(tuple(r[c].strip() for c in pi) if pi is not None else i)
+    if not labels:
+        raise DataFormatError(records, "no presence record")
+    return labels, groups, rec_labels, places
+
+
+def _categorical(records, covariates: list, train: np.ndarray, categorical, max_levels: int) -> list:
+    """The categorical covariates: those named (each a covariate), else the integer ones
+    with at most ``max_levels`` levels in the training rows."""
+    if categorical is None:
+        categorical = [c for j, c in enumerate(covariates)
+                       if np.all(train[:, j] == np.round(train[:, j])) and len(np.unique(train[:, j])) <= max_levels]
+    else:
+        unknown = [c for c in categorical if c not in covariates]
+        if unknown:
+            raise ConfigError(f"categorical covariate(s) {unknown} are not covariates of {records} "
+                              f"({', '.join(covariates)})")
+    return categorical
+
+
+def _test_site(env, pa, latin1: list, records, covariates: list, skip: set, group_column: str, place_columns,
+               index: dict, groups: dict, seen: set):
+    """One surveyed test table pair: the covariate table ``env`` and the presence/absence
+    table ``pa`` (the same sites in the same order), each label column 0/1 and of its
+    label's group; ``seen`` collects the labels with a column.  Returns ``(ids, xy,
+    covariates, presence, mask)``."""
+    eh, eb = _read(env, latin1)
+    ids = _ids(eh, eb)
+    xy = _optional_numbers(env, eh, eb, list(place_columns))
+    ph, pb = _read(pa, latin1) if pa != env else (eh, eb)
+    if len(pb) != len(eb):
+        raise DataFormatError(pa, f"{len(pb)} rows, but the covariate table {env} has {len(eb)}")
+    if "siteid" in eh and "siteid" in ph and pa != env:
+        a, b = eh.index("siteid"), ph.index("siteid")
+        for i, (re_, rp) in enumerate(zip(eb, pb)):
+            if re_[a].strip() != rp[b].strip():
+                raise DataFormatError(pa, f"site {rp[b]!r} does not match row {i + 2} of {env} "
+                                      f"(site {re_[a]!r}); the two tables must list the same sites in order",
+                                      line=i + 2)
+    X = _numbers(env, eh, eb, covariates)
+    cols = [c for c in ph if c not in skip and c not in covariates]
+    tg = ph.index(group_column) if group_column in ph else None
+    Y = np.zeros((len(pb), len(index)), bool)
+    M = np.zeros((len(pb), len(index)), bool)
+    for c in cols:
+        if c not in index:
+            raise DataFormatError(pa, f"label {c!r} has no presence record in {records} (the test labels must "
+                                  "be labels of the records)", line=1)
+        k, j = index[c], ph.index(c)
+        seen.add(c)
+        for i, r in enumerate(pb):
+            v = r[j].strip()
+            if v not in ("0", "1"):
+                raise DataFormatError(pa, f"label {c!r} is {v!r}; expected 0 or 1 (absent / present)", line=i + 2)
+            if tg is not None and groups[c] is not None and r[tg].strip() != groups[c]:
+                raise DataFormatError(pa, f"site of group {r[tg].strip()!r} has a column for label {c!r}, "
+                                      f"whose records are of group {groups[c]!r}", line=i + 2)
+            Y[i, k] = v == "1"
+        M[:, k] = True
+    return ids, xy, X, Y, M
 
 
 def encode(tables: PresenceOnlyTables, X: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -30,39 +30,26 @@ label); a label observed positive on one line and negative on another is an erro
 Errors name the file, the line and the column.  The csv module reads the file itself, so
 a quoted field may span lines (line numbers stay the file's); the file must be UTF-8.
 
-NPZ
----
-Keys ``X`` (or ``features``) and ``Y`` (or ``labels``), optionally ``Z`` instead of ``Y``
-for observations, ``label_names`` and ``feature_names``.  Official splits may be given
-as ``X_train``/``Y_train``/``X_test``/``Y_test`` (and ``_val``).  Nothing is unpickled;
-object or complex arrays and arrays without rows, feature columns or label columns are
-refused.
-
-Labels may be stored sparse, as scipy.sparse's CSR arrays under the label key as a
-prefix: ``Y_indptr``, ``Y_indices``, ``Y_shape`` and, unless every entry is 1,
-``Y_data`` (observations ``Z_data``: +1 / -1) — for a scipy matrix ``S``:
-``np.savez(f, X=X, Y_indptr=S.indptr, Y_indices=S.indices, Y_data=S.data, Y_shape=S.shape)``
-(``Y_train_indptr``, ... for splits).  They are read without ever building the dense
-``N × L`` matrix: a million examples with one label each take 13 MB however many labels.
+NPZ archives are read by :mod:`.npz` (``load_npz``, re-exported here).
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
 import fnmatch
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import DataFormatError, did_you_mean
-from ...io import load_numpy, npz_array
 from ...labels import MISSING_LABELS, check_label_names, normalize_label
-from ...reading import open_bytes, open_text
-from .table_checks import CLASS_CODES, columns_listed, refuse_contradicting_ids
+from ...reading import open_text
+from .table_checks import (CLASS_CODES, check_header, columns_listed, describe_name_difference,
+                           refuse_contradicting_ids)
 from ...sparse_labels import SparseLabels
 from ..dataset import MultiLabelDataset, Split, check_features, resolve_path
 from .arff import not_utf8_error
+from .npz import MAX_LABELS, load_npz  # re-exported: the NPZ reader lived here
 
 
 def _delimiter_for(path: Path, delimiter: str | None, sample: str) -> str:
@@ -191,10 +178,6 @@ def _parse_numbers(block: list[list[str]], lines: list[int], names: list[str], p
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-#: most labels a sparse archive may declare (every label costs a name and per-label state:
-#: a 1 KB archive declaring a billion labels would fill memory); 16.8 million, five times
-#: the largest extreme-classification benchmarks (Amazon-3M)
-MAX_LABELS = 2 ** 24
 #: rows parsed at a time: the text of one block is held, the rest of the table only as
 #: float32 features and label indices (memory O(N·D + nnz), not the whole file's strings)
 BLOCK_ROWS = 20_000
@@ -222,20 +205,25 @@ class _Labels:
                 cat(self.lines, np.int64))
 
 
-def read_table(path: str | Path, *, label_columns: list[str] | None = None, labels_last: int | None = None,
-               label_set_column: str | None = None, separator: str = ";", label_names: list[str] | None = None,
-               path_column: str | None = None, id_column: str | None = None, observed: bool = False,
-               delimiter: str | None = None, label_column: str | None = None,
-               check_files: bool = True) -> tuple[Split, list[str], list[str] | None]:
-    """Read one CSV/TSV file; returns ``(split, label_names, feature_names)``.
+@dataclasses.dataclass
+class _Layout:
+    """Where a table's labels, inputs and identifiers are: the columns the options name,
+    normalized and matched to the header (indices into each row)."""
+    header: list[str]
+    single: bool  # one label name per row (label_column) rather than a set of them
+    label_set_column: str | None  # the column of label names (set or single); None: wide labels
+    label_columns: list[str] | None
+    path_column: str | None
+    special: dict  # option ("path_column", "id_column", "label_set_column") -> column index
+    lab_idx: list[int]  # the wide label columns
+    feat_idx: list[int]
+    feat_names: list[str]
 
-    The table is read in blocks of :data:`BLOCK_ROWS` rows: features become float32 as
-    they are read and labels a list of entries, so the labels of the split are sparse
-    (:class:`~spmlkit.sparse_labels.SparseLabels`) whatever the number of labels.  A table
-    with one label per row and an ``id_column`` may list an example once per label (a long
-    table of ``(example, label)`` rows): rows with the same id are one example, like rows
-    naming the same image; their features must agree."""
-    path = Path(path)
+
+def _open_table(path: Path, delimiter: str | None, label_set_column: str | None, separator: str):
+    """Open the table: its records after the header and the header's names (NFC, stripped:
+    the names the options are matched to), refusing a missing file, an empty separator, an
+    empty file and a header read with the wrong delimiter or with unusable names."""
     if not path.exists():
         raise DataFormatError(path, "file not found")
     if label_set_column is not None and not separator:
@@ -245,15 +233,21 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     first = next(records, None)
     if first is None:
         raise DataFormatError(path, "empty file; expected a header row")
-    header = [normalize_label(h) for h in first[1]]  # (NFC, stripped: the names the options are matched to)
+    header = [normalize_label(h) for h in first[1]]
     _check_delimiter(header, path)
     check_header(header, path)
+    return records, header
+
+
+def _layout(path: Path, header: list[str], label_columns, labels_last, label_set_column, label_column,
+            path_column, id_column) -> _Layout:
+    """Sniff the layout: exactly one way of giving the labels, every named column in the
+    header, no id or path column that is also a label, and at least one feature column
+    unless the inputs are image paths."""
     label_set_column, label_column, path_column, id_column = (
         None if c is None else normalize_label(c) for c in (label_set_column, label_column, path_column, id_column))
     if label_columns is not None:
         label_columns = [normalize_label(c) for c in label_columns]
-    if label_names is not None:
-        label_names = [normalize_label(c) for c in label_names]
     n_layouts = sum(x is not None for x in (label_columns, labels_last, label_set_column, label_column))
     if n_layouts != 1:
         raise DataFormatError(path, "say where the labels are: exactly one of label_columns, labels_last, "
@@ -288,105 +282,15 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
     if path_column is None and not feat_idx:
         raise DataFormatError(path, "no feature columns left after removing label/id columns; "
                                     "for images pass path_column (--path-column)")
-    feat_names = [header[c] for c in feat_idx]
-    labels = _Labels(None if label_set_column is None else label_names)
-    if label_set_column is None:
-        label_names = [header[i] for i in lab_idx]
-    codes: set = set()  # the single-label cells that are class codes (None: a name that is not)
-    wide_allowed = np.array(["1", "0", "-1", ""] if observed else ["1", "0"])
-    X_blocks: list[np.ndarray] = []
-    ids: list[str] | None = [] if "id_column" in special else None
-    paths: list[str] | None = [] if path_column is not None else None
-    all_lines: list[int] = []
-    root = path.parent.resolve()
-    n = 0
+    return _Layout(header, single, label_set_column, label_columns, path_column, special, lab_idx, feat_idx,
+                   [header[c] for c in feat_idx])
 
-    def flush(block: list[tuple[int, list[str]]]) -> None:
-        nonlocal n
-        lines = [line for line, _ in block]
-        all_lines.extend(lines)
-        if ids is not None:
-            ids.extend(r[special["id_column"]].strip() for _, r in block)
-        # ----- labels
-        if label_set_column is not None:
-            col = special["label_set_column"]
-            rows, cols, vals, where = [], [], [], []
-            for k, (line, r) in enumerate(block):
-                cell = normalize_label(r[col])
-                if single:
-                    if cell in MISSING_LABELS:
-                        raise DataFormatError(path, f"{'empty' if not cell else 'missing (' + repr(cell) + ')'} label "
-                                                    f"in column {label_set_column!r}; each row needs one label (use "
-                                                    "--label-set-column for rows with none or several)", line=line)
-                    items = [cell]
-                    codes.add(cell) if cell in CLASS_CODES else codes.add(None)
-                else:
-                    items = [t for t in (normalize_label(t) for t in cell.split(separator))
-                             if t not in MISSING_LABELS] if cell else []
-                for t in items:
-                    if "\n" in t or "\r" in t:
-                        raise DataFormatError(path, f"label {t!r} in column {label_set_column!r} contains a line "
-                                                    "break (a quoted field spanning lines); expected one label name",
-                                              line=line)
-                    neg = False
-                    if labels.fixed:
-                        neg = t.startswith("-") and t[1:] in labels.index and t not in labels.index
-                        name = t[1:] if neg else t
-                        if name not in labels.index:
-                            shown = ", ".join(label_names[:8]) + (", ..." if len(label_names) > 8 else "")
-                            raise DataFormatError(path, f"unknown label {t!r} in column {label_set_column!r}; known "
-                                                        f"labels: {shown}", line=line)
-                    else:
-                        neg = t.startswith("-")
-                        name = t.lstrip("-") if neg else t
-                        if not name:
-                            continue
-                        labels.index.setdefault(name, len(labels.index))
-                    if neg and not observed:
-                        raise DataFormatError(path, f"negative label {t!r} is only meaningful for observations "
-                                                    "(--observed)", line=line)
-                    rows.append(n + k)
-                    cols.append(labels.index[name])
-                    vals.append(-1 if neg else 1)
-                    where.append(line)
-            labels.add(rows, cols, vals, where)
-        else:
-            cells = np.char.strip(np.array([[r[c] for c in lab_idx] for _, r in block], dtype=str).reshape(
-                len(block), len(lab_idx)))
-            cells = np.where(np.char.endswith(cells, ".0"), np.char.rstrip(np.char.rstrip(cells, "0"), "."), cells)
-            cells = np.where(np.isin(cells, list(MISSING_LABELS)), "", cells)  # 'NA': a missing value, not a label
-            ok = np.isin(cells, wide_allowed)
-            if not ok.all():
-                r, j = (int(i) for i in np.argwhere(~ok)[0])
-                exp = "1, -1, 0 or empty" if observed else "0 or 1"
-                hint = ("; a column of label names is --label-column (singular: one name per row) or "
-                        "--label-set-column (several names per cell), not --label-columns"
-                        if len(lab_idx) == 1 and label_columns is not None else "")
-                raise DataFormatError(path, f"label column {header[lab_idx[j]]!r} has value "
-                                            f"{block[r][1][lab_idx[j]]!r}; expected {exp}{hint}", line=block[r][0])
-            v = np.where(cells == "1", 1, np.where(cells == "-1", -1, 0)).astype(np.int8)
-            r, c = np.nonzero(v)
-            labels.add(r + n, c, v[r, c], np.asarray(lines)[r])
-        # ----- inputs
-        if paths is not None:
-            col = special["path_column"]
-            for line, r in block:
-                p = r[col].strip()
-                if not p:
-                    raise DataFormatError(path, f"empty image path in column {path_column!r}", line=line)
-                full = resolve_path(root, p)
-                if check_files and not Path(full).is_file():
-                    raise DataFormatError(path, f"image file {p!r} not found (looked for {full}; relative paths "
-                                                "are read from the table's folder)", line=line)
-                paths.append(full)
-        else:
-            X = _parse_numbers([[r[c].strip() for c in feat_idx] for _, r in block], lines, feat_names, path,
-                               "feature column")
-            X_blocks.append(_features_to_float32(X, path, lines, feat_names))
-        n += len(block)
 
+def _blocks(records, header: list[str], path: Path):
+    """The data rows in blocks of at most :data:`BLOCK_ROWS` rows (fewer for wide tables:
+    about 4M cells of text at a time), blank rows skipped, a row of the wrong width refused."""
     block: list[tuple[int, list[str]]] = []
-    block_rows = min(BLOCK_ROWS, max(1, 2 ** 22 // max(len(header), 1)))  # about 4M cells of text at a time
+    block_rows = min(BLOCK_ROWS, max(1, 2 ** 22 // max(len(header), 1)))
     for line, r in records:
         if not any(c.strip() for c in r):
             continue
@@ -396,18 +300,114 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
             raise DataFormatError(path, f"row has {len(r)} fields; the header has {len(header)}{hint}", line=line)
         block.append((line, r))
         if len(block) >= block_rows:
-            flush(block)
+            yield block
             block = []
     if block:
-        flush(block)
-    if n == 0:
-        raise DataFormatError(path, "no data rows after the header")
-    if single and codes and None not in codes:
+        yield block
+
+
+def _set_label_entries(path: Path, block, lay: _Layout, labels: _Labels, codes: set, n: int, separator: str,
+                       observed: bool, label_names) -> None:
+    """Parse a block's column of label names (a set per cell, or one name per row) into
+    label entries; ``codes`` collects the single-label cells that are class codes (None for
+    a name that is not).  An unknown name (fixed vocabulary), a line break in a name, an
+    empty single label and a negative outside observations are errors naming the line."""
+    col = lay.special["label_set_column"]
+    label_set_column = lay.label_set_column
+    rows, cols, vals, where = [], [], [], []
+    for k, (line, r) in enumerate(block):
+        cell = normalize_label(r[col])
+        if lay.single:
+            if cell in MISSING_LABELS:
+                raise DataFormatError(path, f"{'empty' if not cell else 'missing (' + repr(cell) + ')'} label "
+                                            f"in column {label_set_column!r}; each row needs one label (use "
+                                            "--label-set-column for rows with none or several)", line=line)
+            items = [cell]
+            codes.add(cell) if cell in CLASS_CODES else codes.add(None)
+        else:
+            items = [t for t in (normalize_label(t) for t in cell.split(separator))
+                     if t not in MISSING_LABELS] if cell else []
+        for t in items:
+            if "\n" in t or "\r" in t:
+                raise DataFormatError(path, f"label {t!r} in column {label_set_column!r} contains a line "
+                                            "break (a quoted field spanning lines); expected one label name",
+                                      line=line)
+            neg = False
+            if labels.fixed:
+                neg = t.startswith("-") and t[1:] in labels.index and t not in labels.index
+                name = t[1:] if neg else t
+                if name not in labels.index:
+                    shown = ", ".join(label_names[:8]) + (", ..." if len(label_names) > 8 else "")
+                    raise DataFormatError(path, f"unknown label {t!r} in column {label_set_column!r}; known "
+                                                f"labels: {shown}", line=line)
+            else:
+                neg = t.startswith("-")
+                name = t.lstrip("-") if neg else t
+                if not name:
+                    continue
+                labels.index.setdefault(name, len(labels.index))
+            if neg and not observed:
+                raise DataFormatError(path, f"negative label {t!r} is only meaningful for observations "
+                                            "(--observed)", line=line)
+            rows.append(n + k)
+            cols.append(labels.index[name])
+            vals.append(-1 if neg else 1)
+            where.append(line)
+    labels.add(rows, cols, vals, where)
+
+
+def _wide_label_entries(path: Path, block, lines: list[int], lay: _Layout, labels: _Labels, n: int,
+                        observed: bool) -> None:
+    """Parse a block's wide label columns (``0``/``1``; observations also ``-1`` and empty;
+    ``1.0`` reads as ``1`` and a missing-value mark as empty) into label entries; any other
+    value is an error naming the line and the column."""
+    lab_idx = lay.lab_idx
+    wide_allowed = np.array(["1", "0", "-1", ""] if observed else ["1", "0"])
+    cells = np.char.strip(np.array([[r[c] for c in lab_idx] for _, r in block], dtype=str).reshape(
+        len(block), len(lab_idx)))
+    cells = np.where(np.char.endswith(cells, ".0"), np.char.rstrip(np.char.rstrip(cells, "0"), "."), cells)
+    cells = np.where(np.isin(cells, list(MISSING_LABELS)), "", cells)  # 'NA': a missing value, not a label
+    ok = np.isin(cells, wide_allowed)
+    if not ok.all():
+        r, j = (int(i) for i in np.argwhere(~ok)[0])
+        exp = "1, -1, 0 or empty" if observed else "0 or 1"
+        hint = ("; a column of label names is --label-column (singular: one name per row) or "
+                "--label-set-column (several names per cell), not --label-columns"
+                if len(lab_idx) == 1 and lay.label_columns is not None else "")
+        raise DataFormatError(path, f"label column {lay.header[lab_idx[j]]!r} has value "
+                                    f"{block[r][1][lab_idx[j]]!r}; expected {exp}{hint}", line=block[r][0])
+    v = np.where(cells == "1", 1, np.where(cells == "-1", -1, 0)).astype(np.int8)
+    r, c = np.nonzero(v)
+    labels.add(r + n, c, v[r, c], np.asarray(lines)[r])
+
+
+def _block_paths(path: Path, block, lay: _Layout, root: Path, check_files: bool) -> list[str]:
+    """A block's image paths, resolved against the table's folder (``root``); an empty path,
+    and with ``check_files`` a missing image, is an error naming the line."""
+    col = lay.special["path_column"]
+    out = []
+    for line, r in block:
+        p = r[col].strip()
+        if not p:
+            raise DataFormatError(path, f"empty image path in column {lay.path_column!r}", line=line)
+        full = resolve_path(root, p)
+        if check_files and not Path(full).is_file():
+            raise DataFormatError(path, f"image file {p!r} not found (looked for {full}; relative paths "
+                                        "are read from the table's folder)", line=line)
+        out.append(full)
+    return out
+
+
+def _found_label_names(path: Path, lay: _Layout, labels: _Labels, codes: set, label_names, cols: np.ndarray):
+    """Check the label names once every block is read: single labels that are only class
+    codes are refused; without a fixed vocabulary the names found become the sorted label
+    names and the entries' columns are renumbered to them.  Returns ``(label_names, cols)``."""
+    label_set_column = lay.label_set_column
+    if lay.single and codes and None not in codes:
         raise DataFormatError(path, f"column {label_set_column!r} holds only the codes {', '.join(sorted(codes))}: "
                                     "class codes, not label names (-1 would read as an observed negative of label "
                                     "'1'); for one 0/1 (or +1/-1/0) column per label use --label-columns, else "
                                     "give the labels their names")
-    rows, cols, vals, where = labels.arrays()
     if label_set_column is not None:
         if not labels.fixed:
             found = list(labels.index)
@@ -420,16 +420,82 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         if not label_names:
             raise DataFormatError(path, f"column {label_set_column!r} names no labels")
     check_label_names(label_names, path)
+    return label_names, cols
+
+
+def read_table(path: str | Path, *, label_columns: list[str] | None = None, labels_last: int | None = None,
+               label_set_column: str | None = None, separator: str = ";", label_names: list[str] | None = None,
+               path_column: str | None = None, id_column: str | None = None, observed: bool = False,
+               delimiter: str | None = None, label_column: str | None = None,
+               check_files: bool = True) -> tuple[Split, list[str], list[str] | None]:
+    """Read one CSV/TSV file; returns ``(split, label_names, feature_names)``.
+
+    The table is read in blocks of :data:`BLOCK_ROWS` rows: features become float32 as
+    they are read and labels a list of entries, so the labels of the split are sparse
+    (:class:`~spmlkit.sparse_labels.SparseLabels`) whatever the number of labels.  A table
+    with one label per row and an ``id_column`` may list an example once per label (a long
+    table of ``(example, label)`` rows): rows with the same id are one example, like rows
+    naming the same image; their features must agree.
+
+    The steps: open the table and read its header (:func:`_open_table`), sniff the layout
+    (:func:`_layout`), parse the rows block by block (:func:`_blocks`; labels by
+    :func:`_set_label_entries` or :func:`_wide_label_entries`, inputs by :func:`_block_paths`
+    or as numbers), check the label names (:func:`_found_label_names`) and build the split
+    with sparse labels (:func:`_table_split`)."""
+    path = Path(path)
+    records, header = _open_table(path, delimiter, label_set_column, separator)
+    lay = _layout(path, header, label_columns, labels_last, label_set_column, label_column, path_column, id_column)
+    if label_names is not None:
+        label_names = [normalize_label(c) for c in label_names]
+    labels = _Labels(None if lay.label_set_column is None else label_names)
+    if lay.label_set_column is None:
+        label_names = [header[i] for i in lay.lab_idx]
+    codes: set = set()  # the single-label cells that are class codes (None: a name that is not)
+    X_blocks: list[np.ndarray] = []
+    ids: list[str] | None = [] if "id_column" in lay.special else None
+    paths: list[str] | None = [] if lay.path_column is not None else None
+    all_lines: list[int] = []
+    root = path.parent.resolve()
+    n = 0
+    for block in _blocks(records, header, path):
+        lines = [line for line, _ in block]
+        all_lines.extend(lines)
+        if ids is not None:
+            ids.extend(r[lay.special["id_column"]].strip() for _, r in block)
+        if lay.label_set_column is not None:
+            _set_label_entries(path, block, lay, labels, codes, n, separator, observed, label_names)
+        else:
+            _wide_label_entries(path, block, lines, lay, labels, n, observed)
+        if paths is not None:
+            paths.extend(_block_paths(path, block, lay, root, check_files))
+        else:
+            X = _parse_numbers([[r[c].strip() for c in lay.feat_idx] for _, r in block], lines, lay.feat_names,
+                               path, "feature column")
+            X_blocks.append(_features_to_float32(X, path, lines, lay.feat_names))
+        n += len(block)
+    if n == 0:
+        raise DataFormatError(path, "no data rows after the header")
+    rows, cols, vals, where = labels.arrays()
+    label_names, cols = _found_label_names(path, lay, labels, codes, label_names, cols)
+    return _table_split(path, lay, label_names, (rows, cols, vals, where), all_lines, ids, paths, X_blocks,
+                        observed)
+
+
+def _table_split(path: Path, lay: _Layout, label_names, entries, all_lines, ids, paths, X_blocks, observed):
+    """Build the split: refuse ids that contradict, merge the rows naming the same image
+    (or, one label per row, the same id), keep only positives for full labels and store the
+    labels sparse.  Returns ``(split, label_names, feature_names)``."""
+    rows, cols, vals, where = entries
     if observed and not bool((vals == 1).any()):
         raise DataFormatError(path, "no observed positive in the table (every label is unobserved or negative); "
                                     "single-positive training needs at least one")
-    if ids is not None and not single:
+    if ids is not None and not lay.single:
         refuse_contradicting_ids(path, ids, rows, cols, vals, all_lines)
     L = len(label_names)
     X = None if paths is not None else (np.concatenate(X_blocks) if len(X_blocks) > 1 else X_blocks[0])
-    keys = paths if paths is not None else (ids if single and ids is not None else None)
+    keys = paths if paths is not None else (ids if lay.single and ids is not None else None)
     rows, cols, vals, where, keep = _merge_rows(path, keys, rows, cols, vals, where, all_lines, label_names,
-                                                X=X, feat_names=feat_names,
+                                                X=X, feat_names=lay.feat_names,
                                                 what="image" if paths is not None else "example")
     n_out = len(keep)
     if not observed:
@@ -445,50 +511,7 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         return Split(paths=[paths[i] for i in keep] if len(keep) != len(paths) else paths, Y=Y, Z=Z, ids=ids), \
             list(label_names), None
     X = X[keep] if len(keep) != len(X) else X
-    return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), feat_names
-
-
-def check_header(header: list[str], path) -> None:
-    """Column names must be distinct and not empty, and a header of numbers only is a
-    data line read as a header (a file without its header line)."""
-
-    def number(h):
-        try:
-            float(h)
-            return True
-        except ValueError:
-            return False
-
-    if header and all(number(h) for h in header):
-        raise DataFormatError(path, f"the first line holds numbers ({', '.join(header[:4])}"
-                                    f"{', ...' if len(header) > 4 else ''}), not column names: add a header line",
-                              line=1)
-    for i, h in enumerate(header):
-        if not h:
-            raise DataFormatError(path, f"column {i + 1} of the header has no name (a saved row index? write the "
-                                        "table without it); every column needs a distinct name", line=1)
-    if len(set(header)) != len(header):
-        seen: set = set()
-        dup = next(h for h in header if h in seen or seen.add(h))
-        raise DataFormatError(path, f"column {dup!r} appears {header.count(dup)} times in the header; every column "
-                                    "needs a distinct name", line=1)
-
-
-def describe_name_difference(expected: list, got: list, what: str) -> str:
-    """How two name lists differ, in words: the same names in another order, or which are
-    missing and which are unexpected (a count alone — "4 vs 4" — says nothing)."""
-    missing = [n for n in expected if n not in got]
-    extra = [n for n in got if n not in expected]
-
-    def shown(names):
-        return ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-    if not missing and not extra:
-        first = next(i for i, (a, b) in enumerate(zip(expected, got)) if a != b) if len(expected) == len(got) else 0
-        return (f"the same {what}s in another order (position {first + 1}: {expected[first]!r} expected, "
-                f"{got[first]!r} found)") if len(expected) == len(got) else f"{what}s repeated"
-    return "; ".join(p for p in (f"missing {shown(missing)}" if missing else "",
-                                 f"unexpected {shown(extra)}" if extra else "") if p)
+    return Split(X=check_features(X, path), Y=Y, Z=Z, ids=ids), list(label_names), lay.feat_names
 
 
 def _merge_rows(path: Path, keys, rows, cols, vals, lines, all_lines, names, *, X=None, feat_names=None,
@@ -636,128 +659,3 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
 SINGLE_LABEL_NOTE = ("{file}: one label per row (column {column!r}) is read as observed single positives, as with "
                      "--observed; if each row's label is its complete label set (multi-class data), pass "
                      "--full-labels (observed=False)")
-
-
-def load_npz(path: str | Path, *, name: str | None = None, observed: bool = False) -> MultiLabelDataset:
-    """A dataset from an ``.npz`` archive (see module docstring for the keys).
-
-    Never unpickles: an object array, a corrupt or truncated archive, complex numbers,
-    or an array with no rows, no feature columns or no label columns is a one-line
-    :class:`DataFormatError` naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(path, "file not found")
-    with open_bytes(path) as fh:
-        magic = fh.read(6)
-    if magic == b"\x93NUMPY":
-        raise DataFormatError(path, "is a single .npy array, not an .npz archive; expected an archive written by "
-                                    "np.savez with keys X and Y (or X_train, Y_train, ...)")
-    if not zipfile.is_zipfile(path):  # checked here: np.load leaves the file open when the zip is unreadable
-        raise DataFormatError(path, "is not a readable .npz archive (truncated, damaged or not a zip file); expected "
-                                    "a file written by np.savez")
-    arc = load_numpy(path)
-    try:
-        return _npz_dataset(arc, path, name=name, observed=observed, read=lambda k: npz_array(arc, k, path))
-    finally:
-        arc.close()
-
-
-def _npz_dataset(arc, path: Path, *, name, observed, read) -> MultiLabelDataset:
-    keys = set(arc.files)
-
-    def pick(*cands):
-        for c in cands:
-            if c in keys:
-                return c, read(c)
-            if f"{c}_indptr" in keys:  # scipy.sparse CSR arrays under the key as a prefix
-                return c, csr(c)
-        return None, None
-
-    def csr(c):
-        missing = [k for k in ("indptr", "indices", "shape") if f"{c}_{k}" not in keys]
-        if missing:
-            raise DataFormatError(path, f"sparse labels {c!r} lack {', '.join(c + '_' + k for k in missing)} "
-                                        "(CSR: indptr, indices, shape and optionally data)")
-        shape = read(f"{c}_shape")
-        if shape.shape != (2,) or shape.dtype.kind not in "iu":
-            raise DataFormatError(path, f"[{c}_shape] must hold two whole numbers (rows, labels), got {shape!r}")
-        if not 0 <= int(shape[1]) <= MAX_LABELS:  # (checked before anything of that width is made)
-            raise DataFormatError(path, f"[{c}_shape] declares {int(shape[1]):,} labels; spmlkit reads at most "
-                                        f"{MAX_LABELS:,} (a damaged or hostile file?)")
-        data = read(f"{c}_data") if f"{c}_data" in keys else None
-        if data is not None and (data.dtype.kind not in "biuf" or (data.size and not np.isin(data, (-1, 1)).all())):
-            raise DataFormatError(path, f"[{c}_data] must hold 1 (and -1 for observed negatives) only")
-        indptr, indices = read(f"{c}_indptr"), read(f"{c}_indices")
-        if (indptr.ndim != 1 or indptr.dtype.kind not in "iu" or indptr.size != int(shape[0]) + 1 or
-                int(indptr[0]) != 0 or int(indptr[-1]) != indices.size or bool((np.diff(indptr) < 0).any())):
-            raise DataFormatError(path, f"[{c}_indptr] is not the row pointers of a {int(shape[0])}-row CSR matrix "
-                                        f"with {indices.size} entries")
-        if indices.ndim != 1 or indices.dtype.kind not in "iu" or (data is not None and data.shape != indices.shape):
-            raise DataFormatError(path, f"[{c}_indices] must be whole numbers, one per entry of [{c}_data]")
-        rows = np.repeat(np.arange(int(shape[0]), dtype=np.int64), np.diff(indptr))
-        vals = None if data is None or (data.size and bool((data == 1).all())) else data.astype(np.int8)
-        try:  # scipy may leave a row's indices unsorted: sorted here, and a label listed twice is refused
-            return SparseLabels.from_coo(rows, indices, vals, shape=(int(shape[0]), int(shape[1])),
-                                         source=f"{path} [{c}]")
-        except DataFormatError as exc:
-            raise DataFormatError(path, f"[{c}] {str(exc).split(': ', 1)[-1]}") from None
-
-    def labels(key, sfx, arr, n):
-        if isinstance(arr, SparseLabels):
-            if arr.n_labels == 0:
-                raise DataFormatError(path, f"[{key}] has no label columns (shape {arr.shape}); expected at least one")
-            if len(arr) != n:
-                raise DataFormatError(path, f"X{sfx} has {n} rows but its labels have {len(arr)}")
-            return arr
-        if np.iscomplexobj(arr):
-            raise DataFormatError(path, f"[{key}] labels are complex numbers (dtype {arr.dtype}); expected 0/1 "
-                                        "(or +1/-1/0 observations)")
-        if arr.ndim != 2:
-            raise DataFormatError(path, f"[{key}] labels must be a 2-D (examples x labels) array, got shape "
-                                        f"{arr.shape}")
-        if arr.shape[1] == 0:
-            raise DataFormatError(path, f"[{key}] has no label columns (shape {arr.shape}); expected at least one")
-        if arr.shape[0] != n:
-            raise DataFormatError(path, f"X{sfx} has {n} rows but its labels have {arr.shape[0]}")
-        return arr
-
-    splits = {}
-    for split in ("train", "val", "test", None):
-        sfx = f"_{split}" if split else ""
-        xkey, X = pick(f"X{sfx}", f"features{sfx}")
-        if X is None:
-            continue
-        ykey, Y = pick(f"Y{sfx}", f"labels{sfx}")
-        zkey, Z = pick(f"Z{sfx}", f"observed{sfx}")
-        if observed and Z is None:
-            Z, Y, zkey = Y, None, ykey
-        if Y is None and Z is None:
-            raise DataFormatError(path, f"has X{sfx} but no Y{sfx} (labels) or Z{sfx} (observations)")
-        X = check_features(X, f"{path} [{xkey}]")
-        if X.shape[0] == 0:
-            raise DataFormatError(path, f"[{xkey}] has no rows (shape {X.shape}); expected at least one example")
-        if Y is not None:
-            Y = labels(ykey, sfx, Y, X.shape[0])
-        else:
-            Z = labels(zkey, sfx, Z, X.shape[0])
-        try:
-            splits[split or "train"] = Split(X=X, Y=Y, Z=Z if Y is None else None)
-        except DataFormatError as exc:
-            raise DataFormatError(path, f"[{ykey if Y is not None else zkey}] "
-                                        f"{str(exc).removeprefix('<input>: ')}") from None
-        if split is None:
-            break
-    if "train" not in splits:
-        raise DataFormatError(path, f"no features found; expected key 'X' (or 'X_train'), got {sorted(keys)}")
-    L = splits["train"].n_labels
-    _, names = pick("label_names")
-    if names is not None and (names.ndim != 1 or len(names) != L):
-        raise DataFormatError(path, f"[label_names] has shape {names.shape}; expected {L} names (one per label column)")
-    label_names = [str(s) for s in names] if names is not None else [f"label{i}" for i in range(L)]
-    _, fn = pick("feature_names")
-    D = splits["train"].X.shape[1]
-    if fn is not None and (fn.ndim != 1 or len(fn) != D):
-        raise DataFormatError(path, f"[feature_names] has shape {fn.shape}; expected {D} names (one per feature "
-                                    "column)")
-    return MultiLabelDataset(name=name or path.stem, label_names=label_names, splits=splits, source=str(path),
-                             feature_names=[str(s) for s in fn] if fn is not None else None)

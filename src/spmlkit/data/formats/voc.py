@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DataFormatError
+from ...reading import read_text
 from ..dataset import MultiLabelDataset, Split
 from .base import read_xml
 
@@ -39,7 +40,7 @@ def _find_root(root: Path) -> Path:
 def _read_ids(id_file: Path) -> list[str]:
     """Image ids of ``ImageSets/Main/<split>.txt`` (first token per non-empty line)."""
     ids, seen = [], set()
-    for ln, line in enumerate(id_file.read_text().splitlines(), start=1):
+    for ln, line in enumerate(read_text(id_file)[0].splitlines(), start=1):
         parts = line.split()
         if not parts:
             continue
@@ -63,7 +64,7 @@ def _from_lists(main: Path, split: str) -> tuple[list[str], list[str], np.ndarra
     where: dict[str, tuple[Path, int]] = {}  # image id -> (list file, line) that first named it
     for c in classes:
         f = main / f"{c}_{split}.txt"
-        for ln, line in enumerate(f.read_text().splitlines(), start=1):
+        for ln, line in enumerate(read_text(f)[0].splitlines(), start=1):
             parts = line.split()
             if not parts:
                 continue
