@@ -188,3 +188,19 @@ def test_a_verified_checksum_is_remembered_for_its_own_file_only(tmp_path):
     bmod._verify_checksum(a, good)
     with pytest.raises(CorruptFileError, match=f"{c}: checksum mismatch"):
         bmod._verify_checksum(c, good)
+
+
+def test_a_pipe_in_place_of_a_bundle_array_is_refused_not_read(toy_bundle):
+    """The reader rule inside a bundle: a FIFO where an array was is one line (checking its
+    checksum would otherwise wait on the pipe forever)."""
+    import os
+
+    import pytest
+
+    from spmlkit.errors import DataFormatError
+
+    target = toy_bundle.path / "train" / "X.npy"  # (the bundle opened already: its files were there)
+    target.unlink()
+    os.mkfifo(target)
+    with pytest.raises(DataFormatError, match="not a regular file"):
+        toy_bundle.features("train")

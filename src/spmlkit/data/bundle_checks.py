@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import CorruptFileError
 from ..io import sha256_file
 from ..labels import REGIMES
+from ..reading import check_regular
 
 OBSERVED_ONLY = "observed"  # the regime name of a practitioner's own observations
 
@@ -25,6 +26,7 @@ def _verify_checksum(path: Path, expected: str | None, *, advice: str = "re-run 
     sidecar of an array written after the bundle was prepared).  A checksum is mandatory:
     an array with neither (a ``meta.json`` whose ``checksums`` were removed, an array added
     by hand) is refused — verification can never be turned off by deleting it."""
+    check_regular(path)  # (the reader rule: a pipe or device in a bundle is refused, never read or waited on)
     side = path.with_name(path.name + ".sha256")
     if expected is None and side.is_file() and not side.is_symlink():
         expected = side.read_text().strip()
