@@ -288,15 +288,10 @@ def _trees_within_budget(members, parts, n_runs: int, log=None) -> tuple[tuple, 
     return tuple((name, h) for name, h in members if h != "tree"), dropped
 
 
-def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
-                 run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
-                 keep_state: bool = False, device=None, callbacks=()) -> list:
-    """Train the recipe once per member ``(lr, seed)`` of the caller (the recipe searches
-    its own learning rates, so the caller's ``lr`` is recorded and not used); results in
-    member order, like :func:`spmlkit.training.linear.train_linear`.  ``callbacks`` /
-    ``on_epoch`` hear each member method's epochs, tagged with ``member`` and
-    ``member_index``."""
-    t_start = time.perf_counter()
+def _validation_observations(bundle, config: TrainConfig, recipe):
+    """The validation observations the recipe chooses on (sparse int8), after refusing what
+    it cannot run: fine-tuning, data without a validation split, a split without an
+    observed positive."""
     if config.setting == "finetune":
         raise ConfigError(f"method {recipe.name!r} is a recipe of the linear setting (it trains several heads on "
                           "cached features); for fine-tuning name one method")
@@ -308,6 +303,46 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     if not Z_val.count(1):  # (the members' evaluator would suggest --selection last, which auto refuses)
         raise ConfigError("the validation split has no observed positive, so the recipe cannot compare "
                           "learning rates; prepare the bundle again with a larger --val-fraction")
+    return Z_val
+
+
+def _combined_scores(bundle, base: TrainConfig, parts, kept, kinds, head_state, w, mean, std, evaluate,
+                     held: bool) -> tuple:
+    """``(val_logits, test_logits, val_score, scored)`` of the combined model (the kept
+    members weighed by ``w``): from the members' kept logits when they were held, else
+    streamed from the combined heads (logits None)."""
+    Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
+    if held:
+        val_logits = _combine([r.state["val_logits"] for r in kept], w)
+        test_logits = _combine([r.state["test_logits"] for r in kept], w)
+        train_logits = None
+        if Y_train is not None:
+            member_train = _training_logits(bundle, base, head_state, kinds, mean, std, parts.device)
+            train_logits = _combine(list(member_train), w)
+        scored = split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                              empty=base.empty_classes, test_mask=parts.test_mask)
+        val_score = evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0]
+        return val_logits, test_logits, val_score, scored
+    # too large to hold: the combined model streams its scores
+    view = {sp: _combined_view(bundle, sp, base, head_state, kinds, w, mean, std, parts.device)
+            for sp in ("val", "test", "train") if bundle.size(sp)}
+    val_score = evaluate(view["val"])[0]
+    scored = streamed_split_scores(view.get("test"), view["train"] if Y_train is not None else None,
+                                   Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
+                                   empty=base.empty_classes, test_mask=parts.test_mask)[0]
+    return None, None, val_score, scored
+
+
+def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds: list[int],
+                 run_dir: str | Path | None = None, resume: bool = True, on_epoch=None,
+                 keep_state: bool = False, device=None, callbacks=()) -> list:
+    """Train the recipe once per member ``(lr, seed)`` of the caller (the recipe searches
+    its own learning rates, so the caller's ``lr`` is recorded and not used); results in
+    member order, like :func:`spmlkit.training.linear.train_linear`.  ``callbacks`` /
+    ``on_epoch`` hear each member method's epochs, tagged with ``member`` and
+    ``member_index``."""
+    t_start = time.perf_counter()
+    Z_val = _validation_observations(bundle, config, recipe)
     selection, evaluate, criterion, members = recipe_selection(bundle, recipe, Z_val, config)
     if config.selection not in ("auto", selection):
         raise ConfigError(f"method {recipe.name!r} selects with {selection} only (observed labels) on this data; "
@@ -357,7 +392,6 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
             chosen[s].append(best)
     first = chosen[unique_seeds[0]][0].state
     mean, std = first["mean"], first["std"]
-    Y_test, Z_test, Y_train = parts.Y_test, parts.Z_test, parts.Y_train
     kinds_order = list(dict.fromkeys(h for _, h in members))
     by_seed = {}  # seed -> the combined run's fields (computed once, whatever the caller's lrs)
     for s in unique_seeds:
@@ -380,24 +414,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
             notes["weighed_on"] = weighed_on
         if dropped:
             notes["dropped"] = dropped
-        if held:
-            val_logits = _combine([r.state["val_logits"] for r in kept], w)
-            test_logits = _combine([r.state["test_logits"] for r in kept], w)
-            train_logits = None
-            if Y_train is not None:
-                member_train = _training_logits(bundle, base, head_state, kinds, mean, std, parts.device)
-                train_logits = _combine(list(member_train), w)
-            scored = split_scores(test_logits, train_logits, Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
-                                  empty=config.empty_classes, test_mask=parts.test_mask)
-            val_score = evaluate(torch.as_tensor(val_logits, device="cpu")[None])[0]
-        else:  # too large to hold: the combined model streams its scores
-            view = {sp: _combined_view(bundle, sp, base, head_state, kinds, w, mean, std, parts.device)
-                    for sp in ("val", "test", "train") if bundle.size(sp)}
-            val_logits = test_logits = None
-            val_score = evaluate(view["val"])[0]
-            scored = streamed_split_scores(view.get("test"), view["train"] if Y_train is not None else None,
-                                           Y_test=Y_test, Z_test=Z_test, Y_train=Y_train,
-                                           empty=config.empty_classes, test_mask=parts.test_mask)[0]
+        val_logits, test_logits, val_score, scored = _combined_scores(bundle, base, parts, kept, kinds, head_state, w,
+                                                                      mean, std, evaluate, held)
         by_seed[s] = dict(
             best_epoch=max(r.best_epoch for r in kept), epochs_run=max(r.epochs_run for r in kept),
             val_score=val_score, notes=notes, **scored,
