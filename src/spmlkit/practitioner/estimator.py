@@ -333,35 +333,8 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{len(X)} sample(s): n_samples = {len(X)} is too few to fit; at least {MIN_ROWS} "
                              "rows are needed")
         config = self._config()
-        val = {}
-        X_tr, Z_tr = X, Z
-        Y_val = None
-        if validation_data is not None:
-            X_val, Y_val = validation_data
-            X_val = _validate_data(self, X_val, dtype=[np.float64, np.float32], reset=False)
-            Y_val = np.asarray(Y_val)
-            if Y_val.shape != (len(X_val), len(classes)) or not np.isin(Y_val, (0, 1)).all():
-                raise ValueError(f"validation_data labels must be a 0/1 matrix of shape ({len(X_val)}, "
-                                 f"{len(classes)}) with full labels")
-            val = {"X_val": X_val, "Y_val": Y_val}
-        elif self.validation_fraction:
-            if not 0 < self.validation_fraction < 1:
-                raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-            n_val = int(round(len(X) * self.validation_fraction))
-            if 1 <= n_val < len(X):
-                perm = np.random.default_rng(self.seed).permutation(len(X))
-                tr, va = np.sort(perm[n_val:]), np.sort(perm[:n_val])
-                X_tr, Z_tr = X[tr], Z[tr]
-                val = {"X_val": X[va], "Z_val": Z[va]}
-        k = self.expected_positives
-        k_source = "given (expected_positives)"
-        if k is None:
-            k_source = ("Eq. A1 on the full labels of validation_data" if Y_val is not None
-                        else "Eq. A1 on the fully observed rows of y")
-            try:
-                k = estimate_k(Y_val) if Y_val is not None else estimate_k(Z=Z)
-            except ConfigError:
-                k = None
+        X_tr, Z_tr, val, Y_val = self._validation_split(X, Z, classes, validation_data)
+        k, k_source = self._expected_positives(Y_val, Z)
         if self.threshold_rule == "per_label" and Y_val is None:
             raise ConfigError("threshold_rule='per_label' needs validation_data=(X_val, Y_val) with full labels")
         if config.expected_positives is None and k is not None:
@@ -410,6 +383,42 @@ class SPMLClassifier(ClassifierMixin, BaseEstimator):
         self.validation_history_ = list(res.val_history)
         self.expected_positives_ = k
         return self
+
+    def _validation_split(self, X, Z, classes, validation_data) -> tuple:
+        """``(X_tr, Z_tr, val, Y_val)``: the rows trained on, the validation arrays the
+        training reads (``X_val`` with full labels ``Y_val`` from ``validation_data``, or a
+        seeded ``validation_fraction`` of the rows with their observations ``Z_val``), and
+        the full validation labels (None without ``validation_data``)."""
+        if validation_data is not None:
+            X_val, Y_val = validation_data
+            X_val = _validate_data(self, X_val, dtype=[np.float64, np.float32], reset=False)
+            Y_val = np.asarray(Y_val)
+            if Y_val.shape != (len(X_val), len(classes)) or not np.isin(Y_val, (0, 1)).all():
+                raise ValueError(f"validation_data labels must be a 0/1 matrix of shape ({len(X_val)}, "
+                                 f"{len(classes)}) with full labels")
+            return X, Z, {"X_val": X_val, "Y_val": Y_val}, Y_val
+        if self.validation_fraction:
+            if not 0 < self.validation_fraction < 1:
+                raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+            n_val = int(round(len(X) * self.validation_fraction))
+            if 1 <= n_val < len(X):
+                perm = np.random.default_rng(self.seed).permutation(len(X))
+                tr, va = np.sort(perm[n_val:]), np.sort(perm[:n_val])
+                return X[tr], Z[tr], {"X_val": X[va], "Z_val": Z[va]}, None
+        return X, Z, {}, None
+
+    def _expected_positives(self, Y_val, Z) -> tuple:
+        """``(k, how it was found)``: ``expected_positives`` when given, else Eq. A1 on the
+        full validation labels or on the fully observed rows of ``y`` (None when neither
+        has any)."""
+        if self.expected_positives is not None:
+            return self.expected_positives, "given (expected_positives)"
+        k_source = ("Eq. A1 on the full labels of validation_data" if Y_val is not None
+                    else "Eq. A1 on the fully observed rows of y")
+        try:
+            return (estimate_k(Y_val) if Y_val is not None else estimate_k(Z=Z)), k_source
+        except ConfigError:
+            return None, k_source
 
     def _user_rule(self, base: dict, Y_val, P_val) -> dict:
         """The label-set rule of the estimator's options (``threshold_rule``, ``threshold``,
