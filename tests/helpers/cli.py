@@ -22,3 +22,15 @@ def one_line_error(err: str) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("spml: error: "), err
     return lines[0][len("spml: error: "):]
+
+
+def strict_one_line_error(capsys, *argv) -> str:
+    """Runs the CLI with every warning turned into an error: bad input must end in exit
+    status 2 and exactly one line on stderr (no traceback, no RuntimeWarning first)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    return err.strip()

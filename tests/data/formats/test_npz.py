@@ -9,17 +9,9 @@ import pytest
 
 from spmlkit.data.formats import load_npz
 from spmlkit.errors import DataFormatError
-from tests.helpers.cli import run_cli as run
+from tests.helpers.cli import strict_one_line_error as one_line_error
 
 
-def one_line_error(capsys, *argv) -> str:
-    """Runs the CLI with every warning turned into an error: bad input must end in exit
-    status 2 and exactly one line on stderr (no traceback, no RuntimeWarning first)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        code, out, err = run(capsys, *argv)
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
-    return err.strip()
 
 
 def test_npz_complex_features_are_refused(tmp_path):
