@@ -75,6 +75,8 @@ LOSS_TESTS = ["tests/losses", "tests/contracts/test_losses.py", "tests/contracts
 MODULES: dict[str, list[str]] = {
     "losses/": LOSS_TESTS,
     "metrics.py": ["tests/test_metrics.py", "tests/twins/test_metrics_twins.py"],
+    # the streamed rank counts, moved out of metrics.py (issue 48)
+    "rank_counts.py": ["tests/test_rank_counts.py", "tests/twins/test_metrics_twins.py", "tests/test_metrics.py"],
     "labels.py": ["tests/test_labels.py", "tests/twins/test_labels_twins.py"],
     "io.py": ["tests/test_io.py"],
     # every file write goes through it (issue 33); the file-system fuzzer (tests/safety/test_fs_fuzzer.py)
@@ -86,6 +88,8 @@ MODULES: dict[str, list[str]] = {
     "data/formats/presence_only.py": ["tests/data/formats/test_presence_only.py"],
     # the bundle's readers and writer; test_memory reads bundles into memory (selection observations)
     "data/bundle.py": ["tests/data/test_bundle.py", "tests/data/test_memory.py"],
+    # the bundle's file checks, moved out of bundle.py (issue 48)
+    "data/bundle_checks.py": ["tests/data/test_bundle_checks.py", "tests/data/test_bundle.py"],
     # the fast paths of the sparse labels, streamed prediction and evaluation, with their twins (issue 44)
     "sparse_labels.py": ["tests/test_sparse_labels.py", "tests/twins/test_labels_twins.py"],
     "practitioner/inference.py": ["tests/practitioner/test_inference.py", "tests/twins/test_practitioner_twins.py"],
