@@ -255,3 +255,45 @@ def test_one_negative_and_extreme_regimes_on_rows_without_a_choice():
     assert observe(Y, "single_positive_most_frequent", seed=0)[0].tolist() == [1, 0, 0]
     least = {tuple(observe(Y, "single_positive_least_frequent", seed=s)[0]) for s in range(20)}
     assert least == {(0, 1, 0), (0, 0, 1)}
+
+
+# ----------------------------------------------- mutation survivors (issue 44): every output pinned
+def test_golden_draws_of_every_regime_and_their_shared_positive_stream():
+    """The seeded draws of every regime (golden values from 75e1ce7, shared with
+    tests/test_sparse_labels.py), their dtype, and the one positive stream: where the
+    biased regimes' scores tie everywhere, they keep the uniform regime's positive."""
+    from tests.test_sparse_labels import GOLDEN, GOLDEN_AREAS, GOLDEN_Y
+
+    Y = np.array(GOLDEN_Y, dtype=bool)
+    for regime, want in GOLDEN.items():
+        kw = {"areas": np.array(GOLDEN_AREAS, float)} if regime == "single_positive_largest" else {}
+        Z = observe(Y, regime, seed=11, hide_prob=0.4, **kw)
+        assert Z.dtype == np.int8 and Z.tolist() == want, regime
+    rng = np.random.default_rng(4)
+    Y = rng.random((30, 5)) < 0.5
+    Y[:, :] = Y[:, :1]  # every label has the same frequency: the biased regimes' scores all tie
+    uniform = observe(Y, "single_positive", seed=5)
+    for regime in ("single_positive_most_frequent", "single_positive_least_frequent"):
+        assert np.array_equal(observe(Y, regime, seed=5), uniform), regime
+    assert np.array_equal(observe(Y, "single_positive_largest", seed=5, areas=np.where(Y, 2, 0)), uniform)
+
+
+def test_public_helpers_take_any_numeric_labels():
+    from spmlkit.labels import label_stats, observation_stats, sample_single_positive
+
+    assert label_frequencies(np.array([[2, 0], [1, 3]])).tolist() == [2, 1]  # counts examples, not values
+    Y = np.array([[0, 2, 0], [0, 0, 0]])
+    idx = sample_single_positive(Y, np.random.default_rng(0))
+    assert idx.tolist() == [1, -1]  # -1: a row without a positive
+    assert label_stats(np.array([[1, 1, 0], [1, 0, 0], [1, 1, 1]])) == {
+        "examples": 3, "labels": 3, "cardinality": 2.0, "min_positives": 1, "max_positives": 3,
+        "without_positive": 0, "labels_without_positive": 0}
+    assert observation_stats(np.array([[1, 0, -1, 0]]))["examples"] == 1
+    assert as_observations(np.array([[True, False]])).dtype == np.int8
+    assert as_observations(np.array([[-1.0, 1.0]])).dtype == np.int8
+    with pytest.raises(DataFormatError) as e:
+        as_full_labels(np.array([0, 1]), source="y.csv")
+    assert str(e.value) == "y.csv: labels must be a 2-D (examples x labels) array, got shape (2,)"
+    with pytest.raises(DataFormatError) as e:
+        as_observations(np.array([0, 1]), source="z.csv")
+    assert str(e.value) == "z.csv: observations must be a 2-D array, got shape (2,)"
