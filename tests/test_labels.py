@@ -285,7 +285,7 @@ def test_public_helpers_take_any_numeric_labels():
     Y = np.array([[0, 2, 0], [0, 0, 0]])
     idx = sample_single_positive(Y, np.random.default_rng(0))
     assert idx.tolist() == [1, -1]  # -1: a row without a positive
-    assert label_stats(np.array([[1, 1, 0], [1, 0, 0], [1, 1, 1]])) == {
+    assert label_stats(np.array([[2, 1, 0], [1, 0, 0], [1, 1, 1]])) == {  # a 2 counts as one positive
         "examples": 3, "labels": 3, "cardinality": 2.0, "min_positives": 1, "max_positives": 3,
         "without_positive": 0, "labels_without_positive": 0}
     assert observation_stats(np.array([[1, 0, -1, 0]]))["examples"] == 1
