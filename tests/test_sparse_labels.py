@@ -388,3 +388,71 @@ def test_as_sparse_and_dense_rows_pass_dtype_and_source():
     assert dense_rows(A, [3, 0]).tolist() == A[[3, 0]].tolist()
     S = SparseLabels.single([0, 2, 1], 3)
     assert dense_rows(S, [2]).tolist() == [[0, 1, 0]]
+
+
+def test_sources_dtypes_and_defaults_of_every_form():
+    """The source named in every refusal, the dtype of everything returned, the value 1
+    that the counting methods default to, one part stacked, a listed entry equal to the fill."""
+    cases = (((np.array([0, 1]), np.array([[1]])), {}), ((np.array([0, 2]), np.array([0])), {}),
+             ((np.array([0, 1]), np.array([3])), {}), ((np.array([0, 2]), np.array([1, 1])), {}),
+             ((np.array([0, 1]), np.array([1]), np.array([1, 1], np.int8)), {}), ((np.array([0, 1]), np.array([1])),
+                                                                                 {"fill": 1}),
+             ((np.array([0, 1]), np.array([1]), np.array([0], np.int8)), {"dtype": bool}))
+    for args, kw in cases:
+        with pytest.raises(DataFormatError) as e:
+            SparseLabels(*args, n_labels=3, source="lab.npz", **kw)
+        assert str(e.value).startswith("lab.npz: "), (args, kw)
+    A = np.array([[0, 1, -1], [1, 0, 0]], np.int8)
+    S = SparseLabels.from_dense(A)
+    assert S.dense().dtype == np.int8 and np.asarray(S).dtype == np.int8 and S.dense([1]).dtype == np.int8
+    for got, want in ((S.row_counts(), S.row_counts(1)), (S.col_counts(), S.col_counts(1)),
+                      (S.any_per_row(), S.any_per_row(1))):
+        assert got.tolist() == want.tolist()
+    assert S.count() == S.count(1) == 2
+    for c in (S.row_counts(1), S.col_counts(1), SparseLabels.empty(2, 3).row_counts(1), S.row_of_entries()):
+        assert c.dtype == np.int64
+    Y = SparseLabels.from_dense(np.eye(3, dtype=bool))
+    for part in (Y.take([2, 0]), Y[1:], SparseLabels.vstack([Y, Y]), SparseLabels.vstack([Y]),
+                 SparseLabels.from_rows([[1], []], 3, dtype=bool), SparseLabels.from_coo([0], [1], shape=(1, 3),
+                                                                                         dtype=bool)):
+        assert part.dtype == bool and part.dense().dtype == bool, part
+    assert SparseLabels.vstack([S]).equals(A)
+    F = SparseLabels(np.array([0, 1, 1]), np.array([0]), np.array([-1], np.int8), n_labels=2, fill=-1)
+    assert F.col_counts(-1).tolist() == [2, 2] and F.row_counts(-1).tolist() == [2, 2] and F.count(-1) == 4
+    E = SparseLabels.empty(2, 3)
+    assert E.indices.dtype == np.int32 and E.col_counts(1).tolist() == [0, 0, 0]
+    E0 = SparseLabels.from_dense(np.zeros((0, 3), np.int8))
+    assert E0.listed_values.size == E0.nnz == 0 and E0.listed_values.dtype == np.int8
+    with pytest.raises(DataFormatError, match="must be \\+1, 0 or -1"):
+        SparseLabels.from_dense(np.array([[-2, 0]]))
+
+
+def test_the_fill_is_counted_over_every_block(monkeypatch):
+    import spmlkit.sparse_labels as sl
+
+    A = np.zeros((6, 3), np.int8)
+    A[4:] = -1  # 12 zeros against 6 negatives, the negatives all in the last block: fill 0
+    monkeypatch.setattr(sl, "block_rows", lambda L, entries=0: 2)
+    S = SparseLabels.from_dense(A)
+    assert S.fill == 0 and S.equals(A)
+    assert S.equals(SparseLabels.from_dense(A, fill=-1)) and not S.equals(SparseLabels.from_dense(A[::-1]))
+
+
+def test_coo_duplicates_are_found_wherever_they_sit():
+    for rows, cols, msg in (([0, 0], [1, 1], "row 1 lists label 1 twice"),
+                            ([0, 0, 1], [0, 0, 2], "row 1 lists label 0 twice"),
+                            ([0, 1, 1], [0, 2, 2], "row 2 lists label 2 twice")):
+        with pytest.raises(DataFormatError) as e:
+            SparseLabels.from_coo(rows, cols, shape=(2, 3))
+        assert str(e.value) == f"<input>: {msg}"
+    assert SparseLabels.from_coo([0, 1], [1, 1], shape=(2, 3)).dense().tolist() == [[0, 1, 0], [0, 1, 0]]
+    assert SparseLabels.from_coo(np.array([[1], [0]]), np.array([[2], [0]]), shape=(2, 3)).dense().tolist() == \
+        [[1, 0, 0], [0, 0, 1]]
+
+
+def test_the_size_in_the_refusal_and_device_blocks_of_no_rows(monkeypatch):
+    monkeypatch.setenv("SPML_DENSE_LIMIT_MB", "1")
+    with pytest.raises(ConfigError, match=r"\(0\.1 GiB\)"):
+        SparseLabels.empty(100_000, 1_000).dense()
+    D = SparseLabels.empty(0, 6).to("cpu")
+    assert tuple(D.block(torch.zeros(0, dtype=torch.long)).shape) == (0, 6)
