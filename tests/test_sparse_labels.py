@@ -448,6 +448,8 @@ def test_coo_duplicates_are_found_wherever_they_sit():
     assert SparseLabels.from_coo([0, 1], [1, 1], shape=(2, 3)).dense().tolist() == [[0, 1, 0], [0, 1, 0]]
     assert SparseLabels.from_coo(np.array([[1], [0]]), np.array([[2], [0]]), shape=(2, 3)).dense().tolist() == \
         [[1, 0, 0], [0, 0, 1]]
+    assert SparseLabels.from_coo(np.array([[1], [0]]), np.array([[2], [0]]), np.array([[-1], [1]]),
+                                 shape=(2, 3)).dense().tolist() == [[1, 0, 0], [0, 0, -1]]
     assert SparseLabels.from_coo(np.array([1.0, 0.0]), np.array([0.0, 2.0]), shape=(2, 3)).dense().tolist() == \
         [[0, 0, 1], [1, 0, 0]]  # whole numbers stored as floats
     with pytest.raises(DataFormatError) as e:
