@@ -563,3 +563,41 @@ def test_presence_criteria_skip_a_label_without_presence_and_keep_going():
         presence_background_auc(Z[:2], S[:2])
     assert str(e.value) == ("presence_background_auc needs background rows (examples with no observed label) in the "
                             "validation split")
+
+
+# ----------------------------------------------- mutation survivors (issue 44): every output pinned
+def test_label_sets_of_one_entry_and_the_default_k():
+    from spmlkit.metrics import label_set_scores, observed_positive_recall_at_k
+
+    r = label_set_scores([[1, 0, 0]], [[1, 0, 0]])  # one predicted label, and it is the one true label
+    assert r["micro_precision"] == r["micro_recall"] == r["micro_f1"] == 100.0
+    Z = np.zeros((1, 6), np.int8)
+    Z[0, 0] = 1
+    s = np.array([[0.0, 5.0, 4.0, 3.0, 2.0, 1.0]])  # the observed positive ranks last of six
+    assert observed_positive_recall_at_k(Z, s) == observed_positive_recall_at_k(Z, s, k=3) == 0.0
+    s[0, 0] = 2.5  # fourth: still out of the default top 3
+    assert observed_positive_recall_at_k(Z, s) == 0.0 and observed_positive_recall_at_k(Z, s, k=4) == 100.0
+
+
+def test_torch_ap_of_one_row_no_row_and_members_with_one_class():
+    import torch
+
+    from spmlkit.metrics import average_precision_torch, mean_average_precision_members
+
+    ap = average_precision_torch(torch.tensor([[True, False]]), torch.tensor([[0.3, 0.2]]))
+    assert ap[0].item() == 1.0 and torch.isnan(ap[1])
+    none = average_precision_torch(torch.zeros((0, 3), dtype=torch.bool), torch.zeros((0, 3)))
+    assert none.dtype == torch.float64 and tuple(none.shape) == (3,) and torch.isnan(none).all()
+    y = np.array([[1, 0], [0, 0], [0, 0]], bool)  # only the first class has a positive
+    S = torch.tensor([[[0.9, 0.1], [0.5, 0.2], [0.1, 0.3]]])
+    assert mean_average_precision_members(y, S) == [100.0]
+    assert mean_average_precision_members(y, S, empty="zero") == [50.0]
+
+
+def test_pseudo_label_precision_reads_numeric_labels_as_presence():
+    from spmlkit.metrics import pseudo_label_precision
+
+    r = pseudo_label_precision([[-1, -1], [0, 1]], np.array([[0, 1], [0, 1]]))
+    assert (r["negative"], r["n_negative"], r["positive"], r["n_positive"]) == (50.0, 2, 100.0, 1)
+    r = pseudo_label_precision([[-1, 1]], np.array([[2, 2]]))  # a 2 is a present label
+    assert (r["negative"], r["positive"]) == (0.0, 100.0)
