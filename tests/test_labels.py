@@ -297,3 +297,57 @@ def test_public_helpers_take_any_numeric_labels():
     with pytest.raises(DataFormatError) as e:
         as_observations(np.array([0, 1]), source="z.csv")
     assert str(e.value) == "z.csv: observations must be a 2-D array, got shape (2,)"
+
+
+def test_label_names_are_normalised_and_checked_with_one_exact_line():
+    from spmlkit.labels import check_label_names, normalize_label
+
+    assert normalize_label(" cafe\u0301 ") == "caf\u00e9" and normalize_label(7) == "7"
+    check_label_names(["cat", "dog_label", 3, "id_x", "x2"], source="l.csv")  # nothing refused
+    cases = (("a;b", "label 'a;b' contains ';', which separates the labels of a set in spmlkit's outputs "
+                     "(--top-k, label-set files); rename the label"),
+             ("probabilities", "a label is named 'probabilities', as a column predictions are written beside "
+                               "(id, x, y, labels, probabilities); rename the label (e.g. 'probabilities_label')"),
+             ("x", "a label is named 'x', as a column predictions are written beside (id, x, y, labels, "
+                   "probabilities); rename the label (e.g. 'x_label')"),
+             ("NA", "a label is named 'NA', a missing-value marker; leave the cell empty for no label, or rename "
+                    "the label"))
+    for name, msg in cases:
+        with pytest.raises(DataFormatError) as e:
+            check_label_names(["ok", name, "a;b;c"], source="l.csv")
+        assert str(e.value) == f"l.csv: {msg}"
+
+
+def test_every_helper_on_sparse_labels_equals_the_dense_answer():
+    from spmlkit.labels import (expected_positives, full_observations, has_positive, label_stats,
+                                observation_stats, positives_per_row)
+    from spmlkit.sparse_labels import SparseLabels
+
+    Y = np.array([[1, 0, 1], [0, 0, 0], [0, 1, 0], [1, 1, 1]], bool)
+    S = SparseLabels.from_dense(Y)
+    assert has_positive(S).tolist() == has_positive(Y).tolist() == [True, False, True, True]
+    assert positives_per_row(S).tolist() == positives_per_row(Y).tolist() == [2, 0, 1, 3]
+    assert positives_per_row(np.array([[1, -1, 1]])).tolist() == [2]
+    assert label_frequencies(S).tolist() == label_frequencies(Y).tolist() == [2, 2, 2]
+    assert label_stats(S) == label_stats(Y) and expected_positives(S) == expected_positives(Y) == 1.5
+    F = full_observations(S)
+    assert isinstance(F, SparseLabels) and F.dtype == np.int8 and F.fill == -1 and F.values is None
+    assert F.dense().tolist() == full_observations(Y).tolist()
+    Z = np.array([[1, 0, -1], [0, 0, 0], [-1, -1, -1], [0, 1, 0]], np.int8)
+    for form in (SparseLabels.from_dense(Z), SparseLabels.from_dense(Z, fill=0), SparseLabels.from_dense(Z, fill=-1)):
+        assert observation_stats(form) == observation_stats(Z) == {
+            "examples": 4, "observed_positives": 2, "observed_negatives": 4, "unobserved": 6,
+            "examples_without_observed_positive": 2}
+    # conversions keep a sparse matrix sparse: as it is when it is already of the kind asked
+    Zs = SparseLabels.from_dense(Z)
+    assert as_observations(Zs) is Zs and as_full_labels(S) is S
+    O = as_observations(S)
+    assert O.dtype == np.int8 and O.fill == 0 and O.dense().tolist() == Y.astype(np.int8).tolist()
+    B = as_full_labels(SparseLabels.from_dense(Y.astype(np.int8)))
+    assert B.dtype == bool and B.values is None and B.dense().tolist() == Y.tolist()
+    assert as_full_labels(SparseLabels(np.array([0, 1]), np.array([2]), np.array([1], np.int8), n_labels=3)) \
+        .dense().tolist() == [[False, False, True]]
+    for bad in (SparseLabels.from_dense(Z, fill=0), SparseLabels.from_dense(np.array([[-1, -1, 1]], np.int8))):
+        with pytest.raises(DataFormatError) as e:
+            as_full_labels(bad, source="y.npz")
+        assert str(e.value) == "y.npz: full labels must be 0 or 1; these hold -1 (observations?)"
