@@ -178,3 +178,157 @@ def test_per_step_hooks_are_called_only_for_callbacks_that_have_them():
 
     assert overrides(_Log(), "on_train_step_end") and not overrides(_Count(), "on_train_step_end")
     assert not overrides(Tagged(_Count()), "on_train_step_end") and overrides(Tagged(_Log()), "on_train_step_end")
+
+
+# ----------------------------------------------- mutation survivors (issue 44): every hook pinned
+class _Every(Callback):
+    state_key = "every"
+
+    def __init__(self):
+        self.heard, self.loaded = [], None
+
+    def on_run_skipped(self, run_dir):
+        self.heard.append(("skipped", run_dir))
+
+    def setup(self, fit):
+        self.heard.append(("setup", fit))
+
+    def on_fit_start(self, fit):
+        self.heard.append(("start", fit))
+
+    def on_train_step_end(self, fit, epoch, step):
+        self.heard.append(("step", fit, epoch, step))
+
+    def on_epoch_end(self, fit, info):
+        self.heard.append(("epoch", fit, info))
+
+    def on_fit_end(self, fit):
+        self.heard.append(("end", fit))
+
+    def on_run_end(self, run_dir):
+        self.heard.append(("run end", run_dir))
+
+    def state_dict(self):
+        return {"n": len(self.heard)}
+
+    def load_state_dict(self, state):
+        self.loaded = state
+
+
+def test_tagged_passes_every_hook_and_the_state_to_its_inner_callback():
+    from spmlkit.training.callbacks import has_state
+
+    inner = _Every()
+    t = Tagged(inner)
+    rows = [{"member": 0}]
+    t.on_run_skipped("d1")
+    t.setup("fit")
+    t.on_fit_start("fit")
+    t.on_train_step_end("fit", 2, 7)
+    t.on_epoch_end("fit", {"epoch": 1, "rows": rows})
+    t.on_fit_end("fit")
+    t.on_run_end("d2")
+    assert inner.heard == [("skipped", "d1"), ("setup", "fit"), ("start", "fit"), ("step", "fit", 2, 7),
+                           ("epoch", "fit", {"epoch": 1, "rows": rows}), ("end", "fit"), ("run end", "d2")]
+    assert inner.heard[4][2]["rows"] is rows  # no row tags: the loop's rows themselves
+    assert t.state_dict() == {"n": 7} and t.state_key == "every"
+    t.load_state_dict({"n": 3})
+    assert inner.loaded == {"n": 3} and has_state(t) and not has_state(Tagged(_Log()))
+    assert stateful([t])["every"] is t
+
+
+def test_the_base_callback_does_nothing_and_keys_its_state_by_class_name():
+    from spmlkit.training.callbacks import EpochFunction, overrides
+
+    base = Callback()
+    assert base.state_key == "Callback" and _Log.state_key == "_Log" and _Count.state_key == "count"
+    for hook, args in (("on_run_skipped", ("d",)), ("setup", (None,)), ("on_fit_start", (None,)),
+                       ("on_train_step_end", (None, 1, 1)), ("on_epoch_end", (None, {})), ("on_fit_end", (None,)),
+                       ("on_run_end", ("d",)), ("load_state_dict", ({},))):
+        assert getattr(base, hook)(*args) is None and not overrides(base, hook)
+    assert base.state_dict() == {}
+    base.on_epoch_end = lambda fit, info: None  # a hook set on the instance counts
+    assert overrides(base, "on_epoch_end") and not overrides(base, "on_fit_end")
+    seen = []
+    EpochFunction(seen.append).on_epoch_end(None, {"epoch": 4})
+    assert seen == [{"epoch": 4}]
+
+
+def test_progress_without_a_bar_and_print_epochs_to_stderr(capsys):
+    cb = ProgressBar(ProgressPlan(per_member=3, steps=2, total=6, unit="step"), "x", bar=_Bar())
+    cb.bar = None  # (a rank other than the main one has no bar)
+    cb.on_epoch_end(None, _info(1))
+    cb.on_train_step_end(None, 1, 1)
+    cb.close()
+    bar = _Bar()
+    steps = ProgressBar(ProgressPlan(per_member=3, steps=2, total=6, unit="step"), "x", bar=bar)
+    steps.on_epoch_end(None, _info(2, member_index=0))
+    assert bar.n == 4 and bar.postfix == {"epoch": "2/3", "loss": "0.5000", "val": "40.00"}
+    PrintEpochs("m", 2, "sel").on_epoch_end(None, {**_info(1, member=""), "seconds": 1.0,
+                                                   "rows": [{"train_loss": 1.0, "val_score": None}]})
+    assert capsys.readouterr().err == "m: epoch 1/2, training loss 1.0000, validation sel — (1.00 s)\n"
+
+
+class _Members:
+    def __init__(self, stopped, snapshots=None):
+        self.stopped, self.snapshot = stopped, snapshots
+
+
+def test_early_stop_compaction_drops_only_stopped_members_and_keeps_their_snapshot():
+    from types import SimpleNamespace
+
+    from spmlkit.training.callbacks import EarlyStopCompaction
+
+    def fit_with(stopped, can=True, snap=None):
+        members = {g: _Members(g in stopped, snap) for g in range(3)}
+        f = SimpleNamespace(can_compact=can, tracker=SimpleNamespace(members=members), active=[0, 1, 2],
+                            selected=[], member_snapshot=lambda g: f"snap{g}")
+        f.select = f.selected.append
+        return f
+
+    f = fit_with({1})
+    EarlyStopCompaction().on_epoch_end(f, {})
+    assert f.selected == [[0, 2]] and f.tracker.members[1].snapshot == "snap1" and f.tracker.members[0].snapshot is None
+    f = fit_with({1}, snap="kept")
+    EarlyStopCompaction().on_epoch_end(f, {})
+    assert f.tracker.members[1].snapshot == "kept"
+    for f in (fit_with({0, 1, 2}), fit_with(set()), fit_with({1}, can=False)):
+        EarlyStopCompaction().on_epoch_end(f, {})
+        assert f.selected == [] and all(m.snapshot is None for m in f.tracker.members.values())
+
+
+def test_checkpoints_every_k_epochs_and_after_the_last_and_a_misfit_is_one_line(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import spmlkit.training.callbacks as cbm
+    from spmlkit.errors import CorruptFileError
+    from spmlkit.training.callbacks import Checkpoint
+
+    saved = []
+    monkeypatch.setattr(cbm, "save_checkpoint", lambda state, path: saved.append((state, path)))
+    f = SimpleNamespace(ctx=SimpleNamespace(is_main=True), epochs=5, state_dict=lambda e: {"epoch": e})
+    cp = Checkpoint(tmp_path / "run", every=2)
+    for e in range(1, 6):
+        cp.on_epoch_end(f, {"epoch": e})
+    assert saved == [({"epoch": e}, tmp_path / "run" / "last.pt") for e in (2, 4, 5)]
+    f.ctx.is_main = False
+    cp.on_epoch_end(f, {"epoch": 4})
+    assert len(saved) == 3 and Checkpoint(tmp_path).every == 1 and Checkpoint(tmp_path).resume is True
+
+    def misfit(state):
+        raise KeyError("learner")
+
+    monkeypatch.setattr(cbm, "load_run_checkpoint", lambda path, epochs: {"epochs": epochs})
+    run = tmp_path / "r2"
+    run.mkdir()
+    (run / "last.pt").write_bytes(b"x")
+    g = SimpleNamespace(ctx=SimpleNamespace(is_main=False), epochs=3, load_state_dict=misfit)
+    with pytest.raises(CorruptFileError) as e:
+        Checkpoint(run).setup(g)
+    assert str(e.value) == f"{run / 'last.pt'}: does not fit this run (KeyError: 'learner'); {cbm.RESTART_ADVICE}"
+    loaded = []
+    g.load_state_dict = loaded.append
+    Checkpoint(run).setup(g)
+    assert loaded == [{"epochs": 3}]
+    Checkpoint(run, resume=False).setup(g)
+    assert len(loaded) == 1
