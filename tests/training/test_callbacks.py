@@ -332,3 +332,70 @@ def test_checkpoints_every_k_epochs_and_after_the_last_and_a_misfit_is_one_line(
     assert loaded == [{"epochs": 3}]
     Checkpoint(run, resume=False).setup(g)
     assert len(loaded) == 1
+
+
+def test_state_keys_of_callbacks_defined_at_run_time():
+    class Mine(Callback):
+        state_key = "mine"
+
+    class Plain(Callback):
+        pass
+
+    assert Mine.state_key == "mine" and Plain.state_key == "Plain"
+
+
+def test_a_progress_bar_is_made_on_the_main_rank_from_the_plan(monkeypatch):
+    monkeypatch.delenv("SPML_NO_PROGRESS", raising=False)
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal: a line every few seconds
+    cb = ProgressBar(ProgressPlan(per_member=3, steps=2, total=6, unit="step"), "auto on toy")
+    assert (cb.bar.total, cb.bar.desc, cb.bar.unit) == (6, "auto on toy", "step")
+    cb.close()
+    bar = _Bar()
+    ProgressBar(ProgressPlan(per_member=3, steps=1, total=3, unit="epoch"), "x", bar=bar).on_epoch_end(None, _info(2))
+    assert bar.postfix == {"loss": "0.5000", "val": "40.00"}  # counted in epochs: the position says the epoch
+
+
+def test_a_misfit_message_keeps_thirty_words_on_one_line(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import spmlkit.training.callbacks as cbm
+    from spmlkit.errors import CorruptFileError
+    from spmlkit.ownership import folder_kind
+    from spmlkit.training.callbacks import Checkpoint
+
+    words = [f"w{i}" for i in range(40)]
+    monkeypatch.setattr(cbm, "load_run_checkpoint", lambda path, epochs: {})
+    for exc, shown in ((RuntimeError("size  mismatch\n for " + " ".join(words)),
+                        "RuntimeError: size mismatch for " + " ".join(words[:27])),
+                       (ValueError(), "ValueError: ValueError")):
+        run = tmp_path / f"r{len(shown)}"
+
+        def misfit(state, exc=exc):
+            raise exc
+
+        g = SimpleNamespace(ctx=SimpleNamespace(is_main=True), epochs=3, load_state_dict=misfit)
+        Checkpoint(run, resume=False).setup(g)  # the run's folder, made and marked as a run's
+        assert folder_kind(run) == "run"
+        (run / "last.pt").write_bytes(b"x")
+        with pytest.raises(CorruptFileError) as e:
+            Checkpoint(run).setup(g)
+        assert str(e.value) == f"{run / 'last.pt'}: does not fit this run ({shown}); {cbm.RESTART_ADVICE}"
+
+
+def test_a_new_run_starts_the_metrics_file_and_a_resumed_one_keeps_earlier_epochs(tmp_path):
+    from types import SimpleNamespace
+
+    from spmlkit import ownership
+    from spmlkit.training.callbacks import MetricsFile
+
+    mf = MetricsFile(ownership.folder(tmp_path / "run", "run"))
+    f = SimpleNamespace(ctx=SimpleNamespace(is_main=True), start=1)
+    for e in (1, 2, 3):
+        mf.on_epoch_end(f, {"rows": [{"epoch": e, "member": 0}]})
+    mf.on_epoch_end(f, {"rows": [{"member": 9}]})  # a row without an epoch
+    f.start = 2  # resumed from epoch 1: epochs 2 and 3 are trained again
+    mf.on_fit_start(f)
+    assert [json.loads(x) for x in mf.path.read_text().splitlines()] == [{"epoch": 1, "member": 0}, {"member": 9}]
+    f.start = 1  # a new run
+    mf.on_fit_start(f)
+    assert not mf.path.exists()
