@@ -45,6 +45,7 @@ from .callbacks import EpochFunction, tagged
 from .ensemble import SELECTION_ENTRIES, observed_map, selection_subsample, weigh
 from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
 from .trees import train_trees, working_bytes
+from .validation import validation_rows
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
 from .scores import ScoreView
@@ -217,9 +218,13 @@ def _weigh(bundle, config: TrainConfig, recipe, runs, kinds: list[str], Z_val, c
     if len(runs) == 1 and math.isfinite(_score(runs[0])):  # (one member: nothing to weigh)
         return np.ones(1), None
     observed = criterion is metrics.observed_positive_map
-    rows = selection_subsample(Z_val, seed=seed, n_members=len(runs), budget_bytes=state_budget_bytes(device),
-                               observed=observed)
     n, L = Z_val.shape
+    # within the rows the members' validation scored (the validation policy, training/validation.py)
+    policy = validation_rows(n, L, config)
+    rows = selection_subsample(policy.take(Z_val), seed=seed, n_members=len(runs),
+                               budget_bytes=state_budget_bytes(device), observed=observed)
+    if policy.subsampled:
+        rows = policy.rows if rows is None else policy.rows[rows]
     if held and rows is None and n * L <= SELECTION_ENTRIES:  # (as every committed table was weighed)
         P = _probabilities(runs, [r.state["val_logits"] for r in runs])
         return weigh(recipe.combine, P, np.asarray(Z_val), criterion, rounds=recipe.rounds, steps=recipe.steps,
@@ -231,10 +236,12 @@ def _weigh(bundle, config: TrainConfig, recipe, runs, kinds: list[str], Z_val, c
     labels = np.flatnonzero((Z == 1).any(0)) if observed else np.arange(Z.shape[1])
     P = _probabilities(runs, [x[:, labels] for x in _rows_logits(bundle, config, runs, kinds, rows, mean, std,
                                                                   device)])
-    where = {"rows": int(len(rows)), "of": n, "seed": int(seed), "labels": int(len(labels))}
+    where = {"rows": int(len(rows)), "of": n, "seed": int(seed), "labels": int(len(labels)),
+             "within_validation_subsample": policy.subsampled}
     msg = (f"auto: members weighed by {recipe.combine} on {len(rows):,} of the {n:,} validation rows "
            f"(a subsample seeded by {seed}; {len(labels):,} labels{' with an observed positive' if observed else ''})"
-           ": the whole split is over the selection's size or memory budget")
+           + (": the rows validation scores (its fixed subsample), within the selection's size and memory budget"
+              if policy.subsampled else ": the whole split is over the selection's size or memory budget"))
     if len(rows) == n:
         msg = f"auto: members weighed by {recipe.combine} on the {n:,} validation rows scored again from their heads"
     log = getattr(recipe, "log", None)
