@@ -6,6 +6,7 @@ from . import (apl, baselines, boostlu, chen2024, cole2021, label_store, lac, la
                pseudo_scores, recipe, role, zhang2021, zhou2022)
 from .base import (METHODS, Batch, Component, FinetuneNeeds, Method, MethodSpec, TrainContext, build_method,
                    describe_methods, get_method_spec, register_method, resolve_k)
+from .order import ORDER
 
-__all__ = ["METHODS", "Batch", "Component", "FinetuneNeeds", "Method", "MethodSpec", "TrainContext", "build_method",
-           "describe_methods", "get_method_spec", "register_method", "resolve_k"]
+__all__ = ["METHODS", "ORDER", "Batch", "Component", "FinetuneNeeds", "Method", "MethodSpec", "TrainContext",
+           "build_method", "describe_methods", "get_method_spec", "register_method", "resolve_k"]
