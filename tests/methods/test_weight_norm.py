@@ -5,7 +5,7 @@ import torch
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.methods import METHODS, Batch, build_method, get_method_spec
-from spmlkit.methods.zhou2022 import WeightNorm, classifier_weights
+from spmlkit.methods.weight_norm import WeightNorm, classifier_weights
 from spmlkit.models.heads import StackedLinear, StackedMLP
 from spmlkit.training import train_linear
 
