@@ -40,5 +40,7 @@ def test_the_registry_lists_the_methods_in_the_pinned_order():
 
 
 def test_the_bench_default_lists_are_as_committed():
-    assert default_methods("linear") == LINEAR_DEFAULT
-    assert default_methods("finetune") == FINETUNE_DEFAULT
+    """(spmlkit's own methods: other test files register stand-ins of their own)"""
+    own = set(_in_tree())
+    assert [n for n in default_methods("linear") if n in own] == LINEAR_DEFAULT
+    assert [n for n in default_methods("finetune") if n in own] == FINETUNE_DEFAULT
