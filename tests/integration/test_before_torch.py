@@ -73,6 +73,8 @@ CASES = {
                                                                "rolle[storage=float16]", "-o", d / "bench"],
     "bench: a LinearInit row in the linear setting": lambda d: ["bench", "--datasets", d / "b", "--methods",
                                                                 "role+li", "-o", d / "bench"],
+    "bench: a fine-tuning method in the linear setting": lambda d: ["bench", "--datasets", d / "b", "--methods",
+                                                                     "lac", "-o", d / "bench"],
     "bench: a typo in --param's method": lambda d: ["bench", "--datasets", d / "b", "--methods", "an", "--param",
                                                     "ann:ls_coef=0.1", "-o", d / "bench"],
     "analyze: a typo in a method name": lambda d: ["analyze", "cole-k-sensitivity", d / "b", "--methods", "epr",
