@@ -178,12 +178,12 @@ def _table_arguments(p) -> None:
     p.add_argument("--observed", action="store_true",
                    help="labels are observations (+1 positive, -1 negative, 0/empty unknown; in label-set "
                         "columns a '-name' is a negative), not full labels: the bundle has no full labels and "
-                        "everything downstream says 'observed labels only'. The default for --label-column "
-                        "(one label per row) and for any table whose training rows have exactly one positive each")
+                        "everything downstream says 'observed labels only'. Without it or --full-labels, a table "
+                        "(any layout) is read as observed when its training rows are evidently partial (one "
+                        "label each, or one or two of 5+ labels), and otherwise refused, asking")
     p.add_argument("--full-labels", action="store_true",
                    help="the labels are complete label sets (e.g. multi-class data given with --label-column, or "
-                        "a table with exactly one positive per row, which are otherwise read as observed single "
-                        "positives)")
+                        "a table with one or two positives per row, which are otherwise read as observed)")
     p.add_argument("--val-file", help="a small FULLY labelled validation file in the same format and layout (with "
                                       "--label-column, that column may hold several names separated by "
                                       "--separator); used for validation instead of holding out training data")
