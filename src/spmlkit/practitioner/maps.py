@@ -38,6 +38,7 @@ from ..data.rasters import parse_crs, rasterio, same_crs
 from ..errors import ConfigError, DataFormatError
 from ..io import safe_filename
 from ..ownership import replace_file
+from . import sdm_maps
 
 #: what the maps' values are (stored in every GeoTIFF's tags, on every colour bar): the sigmoid
 #: of the model's logit, trained on presences against background (or other species'
@@ -123,14 +124,15 @@ def _requested(maps, species: list[str]) -> list[str]:
 
 def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str | None = None, records=None,
                     window_rows: int | None = None, overwrite: bool = False, unseen_levels: str = "error",
-                    log=None) -> dict:
+                    mess: bool = False, binary: str | None = None, log=None) -> dict:
     """Write ``model``'s probability of each species on the grid of ``rasters`` (module
     docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``.
 
     The steps: open the rasters and check the outputs, open each map under a temporary
     name (:func:`_map_profile`, :func:`_open_maps`), then window by window read the cells'
     values (:func:`_window_values`), predict (:func:`_probabilities`) and write
-    (:func:`_write_window`); last the figures and the message."""
+    (:func:`_write_window`); last the figures and the message.  ``mess`` / ``binary``: the
+    MESS map and the binary maps at a stored threshold (:mod:`.sdm_maps`), beside them."""
     enc = model.encoding
     if enc is None:
         raise ConfigError("this model records no covariate encoding (it was trained on ready-made features, not on "
@@ -142,11 +144,13 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     want = _requested(maps, species)
     tifs, pngs = output_paths(out, species, per_species=per_species, maps=want)
     inputs = _inputs(stack, rasters, records, model)
+    extra = sdm_maps.plan(model, out, species, _unique_safe_names(species), per_species=per_species, mess_map=mess,
+                          binary=binary, records=records)
     if per_species:  # a folder of maps spmlkit makes (and lists); its own maps are replaced, nothing else
         ownership.register_kind("maps", "a maps folder", layout=("*.tif", "*.png"))
         ownership.claim(out, "maps", inputs=inputs, create=False)
     else:
-        _check_outputs(tifs + pngs, inputs, overwrite)
+        _check_outputs(tifs + pngs + sdm_maps.files(extra), inputs, overwrite)
     overlay = _training_records(model, records, species, stack) if want else None
     if per_species:
         ownership.claim(out, "maps", inputs=inputs)
@@ -172,6 +176,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     seconds = time.perf_counter() - t0
     window_rows = min(stack.window_rows(window_rows), stack.height)
     written = [str(t) for t in tifs]
+    written += sdm_maps.write(extra, stack, tifs, profile, out_nodata, per_species=per_species, window_rows=window_rows)
     for s, png in zip(want, pngs):
         src = tifs[species.index(s)] if per_species else tifs[0]
         band = 1 if per_species else species.index(s) + 1
