@@ -108,6 +108,14 @@ def run(args) -> int:
                                          "fine-tuning" if config.setting == "finetune" else
                                          f"bundle {args.bundle} has no validation split, so nothing is chosen on "
                                          "held-out rows and there is nothing to add to training"))
+    if (args.cv or args.cv_blocks) and not bundle.meta.get("background_rows"):
+        raise ConfigError("--cv reports per-species metrics of records against background: it needs presence-only "
+                          f"data (bundle {args.bundle} has no background rows)")
+    if args.cv_blocks and not args.cv:
+        raise ConfigError("--cv-blocks G goes with --cv K (the number of folds)")
+    if args.cv and args.cv > bundle.size("train") + bundle.size("val"):
+        raise ConfigError(f"--cv {args.cv}: more folds than the bundle's {bundle.size('train') + bundle.size('val')} "
+                          "training and validation rows")
     log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     from ..device import validate_config  # lazy: torch-free CLI start-up
     from ..practitioner.report import run_summary_lines
@@ -162,6 +170,13 @@ def run(args) -> int:
                 from ..practitioner.sdm_report import store_run_metrics  # lazy: torch-free CLI start-up
 
                 for line in store_run_metrics(out, bundle, refitted=refitted):
+                    print(line)
+            if args.cv:
+                from ..practitioner.sdm_cv import CV_FILE, cross_validate, cv_lines  # lazy: torch-free CLI start-up
+
+                cv = cross_validate(out, bundle, config, k=args.cv, blocks=args.cv_blocks, seed=config.seed,
+                                    refit=refitted, device=device, log=lambda m: print(m, file=sys.stderr, flush=True))
+                for line in cv_lines(cv) + [f"cross-validated metrics: {out / CV_FILE}"]:
                     print(line)
         return 0
     finally:
@@ -222,6 +237,14 @@ def add_parser(sub) -> None:
                         "the training + validation rows and save that model (the validated one stays in "
                         "RUN/selected_model); default: on for presence-only data (records and background), where "
                         "a fifth of a hundred records is too much to leave out, off elsewhere (docs/presence_only.md)")
+    p.add_argument("--cv", type=_pos_int, metavar="K",
+                   help="presence-only data: after training, cross-validate the same configuration over K folds of "
+                        "the training + validation rows (each fold tests once, the next validates; refitted when "
+                        "the run is) and report each species' AUC, max TSS and Boyce index, mean ± sd over folds "
+                        "(RUN/cv_metrics.json); the bundle's test split is not used")
+    p.add_argument("--cv-blocks", type=_pos_int, metavar="G",
+                   help="--cv: folds of whole blocks of a G x G grid over the rows' places, balanced per species "
+                        "(spatial cross-validation; default: rows drawn at random)")
     p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")
     p.add_argument("-o", "--out", help="run folder (default runs/<bundle folder name>-<method>-lr<lr>-s<seed>)")
     p.add_argument("--no-resume", action="store_true", help="start over even if the run folder has a checkpoint")

@@ -117,6 +117,14 @@ def _train_member(data, config: TrainConfig, m: dict, device):
     return result.state
 
 
+def refit_state(data, config: TrainConfig, members: list[dict], device=None) -> dict:
+    """``{"head", "mean", "std"}``: the ``members`` (:func:`chosen_members`) trained on
+    ``data`` (e.g. :func:`merged_training`) and stacked as the run's model stacks them."""
+    states = [_train_member(data, config, m, device) for m in members]
+    return {"head": _combined_state([s["head"] for s in states], [m["head"] for m in members]),
+            "mean": states[0]["mean"], "std": states[0]["std"]}
+
+
 def refit_run(run_dir, bundle, config: TrainConfig, *, device=None, log=None) -> dict | None:
     """Refit the finished run ``run_dir`` (module docstring); returns what ``refit.json``
     records, or None when the run folder is refitted already (nothing trains)."""
@@ -135,8 +143,7 @@ def refit_run(run_dir, bundle, config: TrainConfig, *, device=None, log=None) ->
     if log is not None:
         log(f"refit: {len(members)} member(s) trained again on the {data.size('train'):,} training + validation rows "
             f"({bundle.size('train'):,} + {bundle.size('val'):,}) at the chosen learning rate and epoch")
-    states = [_train_member(data, config, m, device) for m in members]
-    kinds = [m["head"] for m in members]
+    state = refit_state(data, config, members, device)
     weights = [m["weight"] for m in members]
     if selected.member_weights is not None and not np.allclose(selected.member_weights, weights):
         raise ConfigError(f"{run_dir}: result.json's member weights do not match the saved model's; retrain the run "
@@ -145,8 +152,8 @@ def refit_run(run_dir, bundle, config: TrainConfig, *, device=None, log=None) ->
                       "members": [{k: v for k, v in m.items() if k != "params"} for m in members],
                       "selected_model": SELECTED}}
     model = SavedModel(label_names=selected.label_names, head=selected.head, hidden=selected.hidden,
-                       n_features=selected.n_features, state=_combined_state([s["head"] for s in states], kinds),
-                       mean=states[0]["mean"], std=states[0]["std"], method=selected.method, params=selected.params,
+                       n_features=selected.n_features, state=state["head"], mean=state["mean"], std=state["std"],
+                       method=selected.method, params=selected.params,
                        config=selected.config, info={**selected.info, **info}, label_sets=selected.label_sets,
                        input=selected.input, members=selected.members, member_weights=selected.member_weights,
                        member_heads=selected.member_heads)

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import ownership
 from ..data import Bundle
+from ..data.rasters import rasterio
 from ..errors import ConfigError
 from .sdm_metrics import mess
 
@@ -122,8 +123,6 @@ def write_mess(stack, reference: np.ndarray, columns: list[int], path: Path, pro
     against ``reference``, window by window, into ``path`` (float32, one band)."""
     from rasterio.windows import Window  # lazy: optional dependency
 
-    from ..data.rasters import rasterio
-
     rio = rasterio()
     with ownership.replace_file(path) as tmp, rio.open(tmp, "w", **_profile(profile, "float32", float(out_nodata),
                                                                             1)) as dst:
@@ -142,8 +141,6 @@ def write_binary(tifs: list[Path], thresholds: list[float], paths: list[Path], p
                  per_species: bool) -> None:
     """``1`` where the suitability map's value is >= the species' threshold, ``0`` below,
     255 on its nodata; read and written window by window."""
-    from ..data.rasters import rasterio
-
     rio = rasterio()
     pairs = ([([t], [thr], [1], p) for t, thr, p in zip(tifs, thresholds, paths)] if per_species else
              [(tifs * len(thresholds), thresholds, list(range(1, len(thresholds) + 1)), paths[0])])
