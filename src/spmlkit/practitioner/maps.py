@@ -305,6 +305,23 @@ def _training_records(model, records, species: list[str], stack) -> dict | None:
     return out
 
 
+#: the colour of the valid-data outline (the edge between cells with data and nodata: a coastline
+#: where the nodata is the sea), drawn from the raster itself, with no outside map data
+OUTLINE_COLOUR = "#3a3a3a"
+
+
+def _data_outline(ax, a, bounds) -> bool:
+    """Draw the edge of the raster's valid cells (a contour of the nodata mask at 0.5) on
+    ``ax``, labelled for the legend; False when every cell (or none) has data."""
+    valid = ~np.ma.getmaskarray(a)
+    if valid.all() or not valid.any():
+        return False
+    ax.contour(valid.astype(np.float32), levels=[0.5], colors=OUTLINE_COLOUR, linewidths=0.6, origin="upper",
+               extent=(bounds.left, bounds.right, bounds.bottom, bounds.top))
+    ax.plot([], [], color=OUTLINE_COLOUR, linewidth=0.6, label="edge of the data (grey: no data)")
+    return True
+
+
 def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: int = 1600) -> Path:
     """A PNG of band ``band`` of the GeoTIFF ``tif`` (the model's output 0-1, :data:`SCALE`;
     nodata cells grey, apart from low values), the species name as title, a colour bar,
@@ -327,6 +344,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad=NODATA_COLOUR)  # no data (sea) is not a low value
     im = ax.imshow(a, extent=(b.left, b.right, b.bottom, b.top), vmin=0, vmax=1, cmap=cmap,
                    interpolation="nearest")
+    outline = _data_outline(ax, a, b)
     parts = records if isinstance(records, dict) else {"records": records} if records is not None else {}
     style = {"train": ("#d62728", "o", "training records"), "val": ("#ff7f0e", "^", "validation records"),
              "records": ("#d62728", "o", "records")}
@@ -335,7 +353,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
             colour, marker, what = style.get(split, style["records"])
             ax.scatter(xy[:, 0], xy[:, 1], s=8, c=colour, marker=marker, edgecolors="white", linewidths=0.4,
                        label=f"{what} ({len(xy)})")
-    if any(xy is not None and len(xy) for xy in parts.values()):
+    if outline or any(xy is not None and len(xy) for xy in parts.values()):
         ax.legend(loc="lower left", fontsize=8, framealpha=0.8)
     ax.set_title(species, fontstyle="italic")
     ax.set_xlabel("longitude" if geographic else "x")
