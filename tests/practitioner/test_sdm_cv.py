@@ -72,3 +72,17 @@ def test_cv_refuses_data_without_background_and_blocks_without_cv(po_bundle, toy
     assert code == 2 and "needs presence-only data" in one_line_error(err) and not (tmp_path / "r1").exists()
     code, _, err = run_cli(capsys, "train", po_bundle.path, "-m", "an", "--cv-blocks", 3, "-o", tmp_path / "r2")
     assert code == 2 and "goes with --cv" in one_line_error(err) and not (tmp_path / "r2").exists()
+    code, _, err = run_cli(capsys, "train", po_bundle.path, "-m", "an", "--cv", 2, "-o", tmp_path / "r3")
+    assert code == 2 and "at least 3 folds" in one_line_error(err) and not (tmp_path / "r3").exists()
+
+
+def test_cv_of_a_refitted_run_refits_every_fold_and_spatial_folds_are_recorded(po_bundle, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "train", po_bundle.path, "-m", "an", "--epochs", 2, "--cv", 3, "--cv-blocks", 3,
+                             "-o", tmp_path / "run")
+    assert code == 0, err
+    cv = json.loads((tmp_path / "run" / "cv_metrics.json").read_text())
+    assert cv["refit"] is True and "3 x 3" in cv["split"] and "each refitted" in out
+    for k, s in enumerate(cv["species"].values()):  # every record tests once
+        n = int(po_bundle.observations("train").col_counts(1)[k] + po_bundle.observations("val").col_counts(1)[k])
+        assert sum(s["records_per_fold"]) == n
+        assert all(v is None or 0 <= v <= 1 for v in s["auc"]["per_fold"])

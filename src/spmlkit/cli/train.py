@@ -113,6 +113,8 @@ def run(args) -> int:
                           f"data (bundle {args.bundle} has no background rows)")
     if args.cv_blocks and not args.cv:
         raise ConfigError("--cv-blocks G goes with --cv K (the number of folds)")
+    if args.cv is not None and args.cv < 3:
+        raise ConfigError(f"--cv {args.cv}: need at least 3 folds (one tests, the next validates, the others train)")
     if args.cv and args.cv > bundle.size("train") + bundle.size("val"):
         raise ConfigError(f"--cv {args.cv}: more folds than the bundle's {bundle.size('train') + bundle.size('val')} "
                           "training and validation rows")

@@ -54,8 +54,9 @@ def cv_folds(bundle, k: int, *, blocks: int | None = None, seed: int = 0) -> tup
     from ..data.spatial_splits import block_folds  # lazy: the CLI loads this module only with --cv
 
     n = bundle.size("train") + bundle.size("val")
-    if k < 2 or k > n:
-        raise ConfigError(f"--cv {k}: need at least 2 folds and no more than the {n} rows")
+    if k < 3 or k > n:
+        raise ConfigError(f"--cv {k}: need at least 3 folds (one tests, the next validates, the others train) and no "
+                          f"more than the {n} rows")
     if blocks is None:
         return np.random.default_rng(seed).integers(k, size=n), f"random folds (seed {seed})"
     xy = [bundle.xy(s) for s in ("train", "val") if bundle.size(s)]
@@ -111,6 +112,9 @@ def cross_validate(run_dir, bundle, config: TrainConfig, *, k: int, blocks: int 
     records = {n: [] for n in names}
     for i in range(k):
         data = _fold_bundle(X, Z, fold, i, k, names)
+        if not data.observations("train").count(1):
+            raise ConfigError(f"--cv {k}: fold {i + 1}'s training folds hold no record (blocks too large for the "
+                              "records' range: a finer --cv-blocks grid, or fewer folds)")
         if log is not None:
             log(f"cv fold {i + 1}/{k}: train {data.size('train'):,}, validation {data.size('val'):,}, "
                 f"test {data.size('test'):,} rows")
