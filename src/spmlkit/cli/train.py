@@ -83,6 +83,12 @@ def _refit(args, out: Path, bundle, config, device) -> bool:
 
     wanted = refit_default(bundle) if args.refit is None else args.refit
     done = (out / REFIT_FILE).exists()
+    from ..training import distributed  # lazy: torch-free CLI start-up
+
+    if wanted and distributed.context().enabled:  # (rank 0 alone writes here; the refit would train alone)
+        print("note: no refit in a distributed run (torchrun): the model chosen on validation is kept; refit with "
+              "a plain 'spml train ... --refit' on the same --out", file=sys.stderr)
+        return done
     if not wanted:
         if done:
             print(f"note: {out} holds a refitted model (refit.json; the validated one in selected_model/); "
@@ -97,12 +103,8 @@ def _refit(args, out: Path, bundle, config, device) -> bool:
     return True
 
 
-def run(args) -> int:
-    # before torch (seconds to import, a minute on a loaded machine): the options, the method's
-    # name and the bundle, so that a mistake is one line at once
-    config = _train_config(args)
-    _check_method(config.method if _method_named(args) else None)
-    bundle = Bundle(args.bundle)
+def _check_refit_and_cv(args, config, bundle) -> None:
+    """``--refit`` and ``--cv`` that cannot run on this bundle: one line, before anything is written."""
     if args.refit and (config.setting == "finetune" or bundle.size("val") == 0):
         raise ConfigError("--refit: " + ("it applies to the linear setting (heads on cached features), not to "
                                          "fine-tuning" if config.setting == "finetune" else
@@ -118,6 +120,15 @@ def run(args) -> int:
     if args.cv and args.cv > bundle.size("train") + bundle.size("val"):
         raise ConfigError(f"--cv {args.cv}: more folds than the bundle's {bundle.size('train') + bundle.size('val')} "
                           "training and validation rows")
+
+
+def run(args) -> int:
+    # before torch (seconds to import, a minute on a loaded machine): the options, the method's
+    # name and the bundle, so that a mistake is one line at once
+    config = _train_config(args)
+    _check_method(config.method if _method_named(args) else None)
+    bundle = Bundle(args.bundle)
+    _check_refit_and_cv(args, config, bundle)
     log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     from ..device import validate_config  # lazy: torch-free CLI start-up
     from ..practitioner.report import run_summary_lines
