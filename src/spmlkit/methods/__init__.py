@@ -2,7 +2,7 @@
 
 The modules imported below register the in-tree methods (``tests/contracts/test_inits.py``
 fails when a registered method's module is missing from the list)."""
-from . import (apl, baselines, boostlu, down_weighted, entropy, expected_positives, focal, generalized_robust,
+from . import (apl, assume_negative, boostlu, down_weighted, entropy, expected_positives, focal, generalized_robust,
                label_smoothing, label_store, lac, large_loss, opml, presence_only, pseudo_scores, ranking, recipe,
                robust_mlml, role, weak_negatives, weight_norm, zhou_label_smoothing)
 from .base import (METHODS, Batch, Component, FinetuneNeeds, Method, MethodSpec, TrainContext, build_method,
