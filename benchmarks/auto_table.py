@@ -58,8 +58,9 @@ PARTS = {
     "voc2007-lite2": dict(datasets=["voc2007"], lrs=VOC_LRS, batches=["8", "16"], features="efficientnet-lite2-260",
                           extra=["--backbone", "efficientnet-lite2", "--image-size", "260"],
                           ref=RESULTS / "voc2007-linear" / "efficientnet-lite2-260"),
+    # (the tabular part's runs: `auto` with its tree members, the trees extra installed)
     "tabular": dict(datasets=TABULAR, lrs=LQ_LRS, batches=["8"], extra=["--no-histograms"],
-                    ref=RESULTS / "learning-quality" / "tabular-uniform"),
+                    ref=RESULTS / "learning-quality" / "tabular-uniform", dir="trees/tabular"),
     "images": dict(datasets=IMAGES, lrs=LQ_LRS, batches=["8"], extra=["--no-histograms", "--image-size", "224"],
                    ref=RESULTS / "learning-quality" / "images-uniform"),
 }
@@ -71,10 +72,19 @@ for _part in ("tabular", "images"):
     PARTS[f"{_part}-mlp"] = {**PARTS[_part], "methods": MLP_METHODS, "extra": [*PARTS[_part]["extra"], "--head", "mlp"],
                              "ref": None, "suffix": ":mlp"}
 DISDAT_REF = RESULTS / "disdat" / "target-group"
+#: the disdat part's runs (under OUT): `auto` with its tree members (the trees extra installed)
+DISDAT_DIR = "trees/disdat"
 DISDAT_MAXENT = RESULTS / "disdat"
 MIN_GAP = 3.0  # gap closed is averaged over the sets with BCE − AN ≥ 3 (the learning-quality table's rule;
 # VOC's parts report it whatever the gap, as the issue's target and the VOC tables do)
 NOT_SP = {"bce", "bce-ls", "iun", "iu"}  # rows that see more than single positives
+
+
+def part_dir(part: str, args) -> Path:
+    """A part's runs folder: ``OUT/<part>``, or ``OUT/<dir>`` where the part names one."""
+    if part == "disdat":
+        return args.out / DISDAT_DIR
+    return args.out / PARTS[part].get("dir", part)
 
 
 def _env():
@@ -87,7 +97,7 @@ def bench_command(part: str, args, display: bool = False) -> list[str]:
     cmd = (["spml"] if display else [sys.executable, "-m", "spmlkit"]) + ["bench", "--datasets", *p["datasets"],
            "--methods", *p.get("methods", ["an", "auto"]),
            "--lrs", *p["lrs"], "--batch-sizes", *p["batches"], "--seeds", "3", "--vary-draw", "--epochs", "25",
-           "--no-figures", "--jobs", "1", "--threads", "1", "-o", str(args.out / part), *p["extra"]]
+           "--no-figures", "--jobs", "1", "--threads", "1", "-o", str(part_dir(part, args)), *p["extra"]]
     if args.data_root:
         cmd += ["--data-root", args.data_root]
     return cmd
@@ -140,7 +150,7 @@ def run_part(part: str, args) -> None:
         subprocess.run(cmd, check=True, env=_env())
     elif part == "disdat":
         cmd = [sys.executable, str(REPO / "benchmarks" / "disdat.py"), "--selection", "target_group_auc",
-               "--no-maxent", "--methods", "", "--mlp-methods", "auto", "--out", str(args.out / "disdat")]
+               "--no-maxent", "--methods", "", "--mlp-methods", "auto", "--out", str(part_dir("disdat", args))]
         if args.disdat:
             cmd += ["--data", args.disdat]
         print("$ " + shlex.join(cmd), flush=True)
@@ -207,14 +217,14 @@ def bench_group(parts: list[str], args) -> dict:
     ref, new, info = {}, {}, []
     for part in parts:
         p = PARTS[part]
-        mine = cells(load_runs(args.out / part))
+        mine = cells(load_runs(part_dir(part, args)))
         if p.get("suffix"):  # an MLP-head reference part: its rows join the full-label rows
             ref.update({(d, m + p["suffix"]): v for (d, m), v in mine.items()})
         else:
             ref.update({k: v for k, v in cells(load_runs(p["ref"])).items() if k[1] != "auto"})
             new.update(mine)
-        info.append({"part": part, "ref": p["ref"], "date": run_date(args.out / part),
-                     "machine": run_machine(args.out / part), "wall": wall_seconds(args.out / part),
+        info.append({"part": part, "ref": p["ref"], "date": run_date(part_dir(part, args)),
+                     "machine": run_machine(part_dir(part, args)), "wall": wall_seconds(part_dir(part, args)),
                      "command": bench_command(part, argparse.Namespace(out=Path("benchmarks/results/auto"),
                                                                        data_root=args.data_root), display=True),
                      "have": bool(mine)})
@@ -348,7 +358,7 @@ def render_bench(title: str, g: dict, lines: list) -> dict:
 def render_disdat(args, lines: list) -> dict:
     from disdat import REGIONS, choose, read_region, region_record
 
-    new_dir = args.out / "disdat"
+    new_dir = part_dir("disdat", args)
     if not all(region_record(new_dir, R).exists() for R in REGIONS):
         lines += ["## disdat: presence-only species data (4 regions, 142 species)", "", "(no runs yet)", ""]
         return {}
@@ -402,12 +412,13 @@ def total_wall(args) -> float:
     commands and the timing runs."""
     from learning_quality import wall_seconds
 
-    total = sum(wall_seconds(args.out / part) or 0.0 for part in PARTS if (args.out / part / "table.md").exists())
+    total = sum(wall_seconds(part_dir(part, args)) or 0.0 for part in PARTS
+                if (part_dir(part, args) / "table.md").exists())
     from disdat import REGIONS, read_region, region_record
 
     for R in REGIONS:
-        if region_record(args.out / "disdat", R).exists():
-            total += sum(c.get("wall_s", 0.0) for c in read_region(args.out / "disdat", R).get("commands", []))
+        if region_record(part_dir("disdat", args), R).exists():
+            total += sum(c.get("wall_s", 0.0) for c in read_region(part_dir("disdat", args), R).get("commands", []))
     tpath = args.out / "timing" / "timing.json"
     if tpath.exists():
         total += sum(r["seconds"] for r in json.loads(tpath.read_text())["rows"])

@@ -2,6 +2,7 @@
 cost against an MLP member, and ``auto`` with its tree members beside the committed rows.
 
     python benchmarks/trees.py choose      # -> benchmarks/results/trees/choose.md
+    python benchmarks/trees.py choose-bins # -> benchmarks/results/trees/choose-bins.md
     python benchmarks/trees.py timing      # -> benchmarks/results/trees/timing.json
     python benchmarks/trees.py table       # -> benchmarks/results/trees/table.md
     python benchmarks/trees.py bins        # -> benchmarks/results/trees/bins.md
@@ -50,6 +51,11 @@ TABULAR = ["yeast", "scene", "emotions", "medical", "genbase", "birds", "flags",
 REGIONS = ["NZ", "SWI", "CAN", "AWT"]
 #: (max_depth, eta) candidates
 GRID = [(3, 0.1), (4, 0.1), (6, 0.1), (4, 0.2)]
+#: max_bin candidates (``choose --bins``), the chosen depth and eta fixed
+BINS = [256, 64, 32]
+#: ``choose --bins`` takes the smallest max_bin whose mean validation regret is within this
+#: many points (×100) of the best candidate's (fewer bins: a cheaper round, bins.md)
+BIN_TOLERANCE = 0.25
 
 
 def _bundles(data_root: Path, tmp: Path, regions: list[str], sets: list[str]):
@@ -107,6 +113,55 @@ def choose(args) -> None:
                      + f" | {regret[c]:.2f} | {sum(secs[n, *c] for n in names):.0f} |")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "choose.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def choose_bins(args) -> None:
+    """``max_bin`` on the same validation-only criteria as :func:`choose` (depth and eta
+    as chosen there): the smallest candidate of :data:`BINS` whose mean regret is within
+    :data:`BIN_TOLERANCE` of the lowest, a rule fixed before the run."""
+    from spmlkit.config import TrainConfig
+    from spmlkit.experiments.machine import machine_info
+    from spmlkit.training import trees
+
+    t0, date = time.perf_counter(), dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    scores: dict = {}
+    secs: dict = {}
+    rounds: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, bundle, method, selection in _bundles(Path(args.data_root), Path(tmp), [r for r in args.regions.split(",") if r],
+                                                          [s for s in args.sets.split(",") if s]):
+            for max_bin in BINS:
+                trees.MAX_BIN = max_bin  # (module default, read at each run)
+                t = time.perf_counter()
+                (r,) = trees.train_trees(bundle, TrainConfig(method=method, head="tree", selection=selection,
+                                                             threads=1), seeds=[0])
+                scores[name, max_bin], rounds[name, max_bin] = r.val_score, r.epochs_run
+                secs[name, max_bin] = time.perf_counter() - t
+                print(f"{name} max_bin {max_bin}: val {r.val_score:.2f} (round {r.best_epoch}, "
+                      f"{secs[name, max_bin]:.1f} s)", flush=True)
+    names = list(dict.fromkeys(k[0] for k in scores))
+    regret = {b: float(np.mean([max(scores[n, c] for c in BINS) - scores[n, b] for n in names])) for b in BINS}
+    low = min(regret.values())
+    best = min(b for b in BINS if regret[b] <= low + BIN_TOLERANCE)
+    lines = ["# The tree head's max_bin, chosen on validation scores of the shared data", "",
+             f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`", f"- date: {date}",
+             f"- machine: {machine_info(threads=1, setting='linear')}",
+             f"- load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 shared cores)",
+             f"- wall time: {(time.perf_counter() - t0) / 60:.1f} min", "",
+             f"max_depth {trees.MAX_DEPTH}, eta {trees.ETA:g} (from [choose.md](choose.md)); the criteria of choose.md "
+             "(disdat: target-group AUC ×100 on held-out records, full-weighted loss; Mulan: observed-label mAP ×100 "
+             "on the validation single positives, WAN); seed 0; no test label read. Regret = the set's best candidate "
+             f"minus the candidate, mean over the sets. Rule (fixed before the run): the smallest max_bin whose mean "
+             f"regret is within {BIN_TOLERANCE:g} of the lowest (fewer bins: cheaper rounds, [bins.md](bins.md)).", "",
+             "| max_bin | " + " | ".join(names) + " | mean regret | rounds run (all sets) | s (all sets) |",
+             "|---|" + "---:|" * (len(names) + 3)]
+    for b in BINS:
+        lines.append(f"| {b}{' **(chosen)**' if b == best else ''} | "
+                     + " | ".join(f"{scores[n, b]:.2f}" for n in names)
+                     + f" | {regret[b]:.2f} | {sum(rounds[n, b] for n in names)} | {sum(secs[n, b] for n in names):.0f} |")
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "choose-bins.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
@@ -316,14 +371,14 @@ def bins(args) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=["choose", "timing", "table", "bins"])
+    p.add_argument("part", choices=["choose", "choose-bins", "timing", "table", "bins"])
     p.add_argument("--regions", default="NZ", help="disdat regions to choose on (default NZ: CPU time; the others "
                    "are left for the final table)")
     p.add_argument("--sets", default="yeast", help="Mulan sets to choose on (default yeast: CPU time; the table "
                    "runs on others too)")
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     args = p.parse_args(argv)
-    {"choose": choose, "timing": timing, "table": table, "bins": bins}[args.part](args)
+    {"choose": choose, "choose-bins": choose_bins, "timing": timing, "table": table, "bins": bins}[args.part](args)
     return 0
 
 

@@ -25,8 +25,9 @@ The features are standardised as for the other heads (trees are invariant to it 
 the histogram's bin edges), so a saved tree model predicts through the same path
 (:class:`spmlkit.models.trees.TreeHead`).
 
-**Defaults** (``ETA``, ``MAX_DEPTH``, ``ROUNDS``, ``PATIENCE``, ``SUBSAMPLE``): chosen on the
-shared data's validation scores only (benchmarks/trees.py ``choose``; docs/recipe.md).
+**Defaults** (``ETA``, ``MAX_DEPTH``, ``ROUNDS``, ``PATIENCE``, ``SUBSAMPLE``, ``MAX_BIN``): chosen
+on the shared data's validation scores only (benchmarks/trees.py ``choose`` and
+``choose-bins``; docs/recipe.md).
 The run's learning rates are the SGD heads' and are not used: a tree run records ``ETA``
 as its ``lr``, and trains once per seed.
 """
@@ -53,6 +54,13 @@ MAX_DEPTH = 4
 #: most boosting rounds, and rounds without a better validation score before stopping
 ROUNDS = 400
 PATIENCE = 30
+#: histogram bins per feature (XGBoost's ``max_bin``; its default is 256): 32, the smallest
+#: candidate of 256/64/32 whose mean validation regret over disdat NZ and SWI and the Mulan
+#: sets yeast, emotions and scene is within 0.25 points of the lowest (a rule fixed before
+#: the run; ``benchmarks/trees.py choose-bins``, benchmarks/results/trees/choose-bins.md:
+#: regrets 0.20, 0.20, 0.44; no test label read).  Fewer bins make a round cheaper where
+#: the histogram dominates (4x from 256 to 64 at emotions' shape, bins.md)
+MAX_BIN = 32
 #: rows and columns drawn per tree (Friedman 2002's stochastic gradient boosting)
 SUBSAMPLE = 0.8
 COLSAMPLE = 0.8
@@ -87,7 +95,7 @@ def image_features(bundle, config: TrainConfig) -> bool:
 def booster_params(seed: int, n_labels: int, threads: int) -> dict:
     """XGBoost's parameters of a tree run (custom objective: no built-in metric)."""
     return {"tree_method": "hist", "multi_strategy": "multi_output_tree", "max_depth": MAX_DEPTH, "eta": ETA,
-            "subsample": SUBSAMPLE, "colsample_bytree": COLSAMPLE, "min_child_weight": 1e-3, "lambda": 1.0,
+            "max_bin": MAX_BIN,            "subsample": SUBSAMPLE, "colsample_bytree": COLSAMPLE, "min_child_weight": 1e-3, "lambda": 1.0,
             "seed": int(seed), "nthread": int(threads), "num_target": int(n_labels), "base_score": 0.0,
             "disable_default_eval_metric": 1, "verbosity": 0}
 
