@@ -20,6 +20,11 @@ table's run records (``runs.csv`` / ``runs-<R>.json``), named in the output:
 * ``timing``: one ``an`` run (one lr) and one ``auto`` run per dataset, in turn in one
   process with one thread, so that their ratio is measured on one machine at one time.
 
+The ``tabular`` and ``disdat`` parts' runs are ``auto`` with its tree members (the
+``trees`` extra installed): they live in ``OUT/trees/tabular`` and ``OUT/trees/disdat``
+(``part_dir``); ``OUT/tabular`` and ``OUT/disdat`` keep the earlier MLP-member runs, which
+``benchmarks/trees.py table`` compares with.
+
 Every method but ``auto`` takes the papers' full-label validation choice (lr, batch);
 ``auto`` reads no full label.  Run each part under ``flock /tmp/spml-heavy.lock``:
 
@@ -70,7 +75,7 @@ PARTS = {
 MLP_METHODS = ["em-apl", "wan", "gr"]
 for _part in ("tabular", "images"):
     PARTS[f"{_part}-mlp"] = {**PARTS[_part], "methods": MLP_METHODS, "extra": [*PARTS[_part]["extra"], "--head", "mlp"],
-                             "ref": None, "suffix": ":mlp"}
+                             "ref": None, "suffix": ":mlp", "dir": f"{_part}-mlp"}
 DISDAT_REF = RESULTS / "disdat" / "target-group"
 #: the disdat part's runs (under OUT): `auto` with its tree members (the trees extra installed)
 DISDAT_DIR = "trees/disdat"

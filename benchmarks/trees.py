@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 import shlex
 import sys
@@ -208,31 +209,6 @@ def _bench_runs(folder: Path) -> list:
         return json.load(f)
 
 
-def _committed_rows(table: Path) -> dict:
-    """From the committed ``table.md``: per set, AN (re-run) and ``auto``'s test mAP; and the
-    'Test mAP − AN' rows by name (per set)."""
-    out: dict = {"an": {}, "auto": {}, "delta": {}}
-    header = None
-    for line in table.read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| set | BCE | AN"):
-            header = "sets"
-            continue
-        if line.startswith("| method | mean |"):
-            header = cells
-            continue
-        if not line.startswith("|") or set(line) <= set("|-: "):
-            if not line.startswith("|"):
-                header = None if header == "sets" else header
-            continue
-        if header == "sets":
-            out["an"][cells[0]] = float(cells[2].split()[0])
-            out["auto"][cells[0]] = float(cells[3].split()[0])
-        elif isinstance(header, list):
-            out["delta"][cells[0]] = {h: c for h, c in zip(header, cells)}
-    return out
-
-
 def _disdat_cells(folder: Path, regions: list[str], method: str = "auto", head: str = "mlp") -> dict | None:
     """Per region, the (method, head) runs chosen as disdat.py chooses; None when a region lacks them."""
     import disdat
@@ -245,6 +221,71 @@ def _disdat_cells(folder: Path, regions: list[str], method: str = "auto", head: 
             return None
         cells[R] = disdat.choose(runs)
     return cells
+
+
+def _tree_weight(run: dict) -> float:
+    """The tree member's weight in an ``auto`` run's combination (0 when it has none)."""
+    import ast
+
+    notes = run.get("notes")
+    try:
+        notes = ast.literal_eval(notes) if isinstance(notes, str) else notes  # (a literal: no code runs)
+    except (ValueError, SyntaxError):
+        return math.nan
+    members = (notes or {}).get("members", []) if isinstance(notes, dict) else []
+    return float(sum(m.get("weight", 0.0) or 0.0 for m in members if m.get("head") == "tree"))
+
+
+def _mulan_section() -> list:
+    """Mulan: ``auto`` with its tree members (NEW/tabular) beside the committed MLP-member
+    ``auto`` (OLD/tabular) and the rows chosen with full labels (the learning-quality
+    tables and the MLP-head part), as ``benchmarks/auto_table.py`` selects them."""
+    import auto_table
+    from learning_quality import cells, load_runs
+
+    if not (NEW / "tabular" / "runs.json.gz").exists():
+        return ["## Mulan sets", "", "(no runs yet)", ""]
+    d = _bench_runs(NEW / "tabular")
+    g = auto_table.bench_group(["tabular", "tabular-mlp"], argparse.Namespace(out=OLD, data_root=None))
+    summ = auto_table.summarise(g)
+    sets = [x for x in summ["datasets"] if summ["datasets"][x]["auto"] is not None]
+    an = {x: summ["datasets"][x]["an"] for x in sets}
+    old = cells(load_runs(OLD / "tabular"))
+    rows = [("**auto with tree members (new)**", [summ["datasets"][x]["auto"] for x in sets]),
+            ("auto, committed (MLP members)", [old[(x, "auto")].test_mean for x in sets])]
+    ranked = auto_table.delta_rows({**summ, "datasets": {x: summ["datasets"][x] for x in sets}})
+    delta = {m: v for m, _, v in ranked}
+    best_fixed = next(m for m, _, _ in ranked if not m.startswith(("**", "_")))  # (sorted by mean)
+    lines = ["## Mulan sets (uniform single positives, 3 draws; test mAP − AN)", "",
+             f"- new runs: `{d['command']}`; AN and every row chosen with full labels from the runs "
+             "`benchmarks/auto_table.py` reads (learning-quality tables, the MLP-head part; same draws)", "",
+             "| row | " + " | ".join(sets) + " | mean |", "|---|" + "---:|" * (len(sets) + 1)]
+    for label, vals in rows:
+        v = [x - an[s_] for x, s_ in zip(vals, sets)]
+        lines.append(f"| {label} | " + " | ".join(f"{x:+.1f}" for x in v) + f" | {np.mean(v):+.2f} |")
+    names = [best_fixed, *[n for n in ("wan:mlp", "em-apl:mlp", "gr:mlp") if n != best_fixed],
+             "_per-set choice by full-label validation mAP_"]
+    for name in names:
+        if name in delta:
+            label = f"{name} (best single row chosen with full labels)" if name == best_fixed else name
+            lines.append(f"| {label} | " + " | ".join(f"{x:+.1f}" for x in delta[name])
+                         + f" | {np.mean(delta[name]):+.2f} |")
+    tree_dir = NEW / "tabular-tree"
+    if (tree_dir / "runs.json.gz").exists():
+        t = _bench_runs(tree_dir)
+        tc = cells(t["runs"])
+        for m in dict.fromkeys(r["method"] for r in t["runs"]):
+            if all(tc.get((x, m)) is not None for x in sets):
+                v = [tc[(x, m)].test_mean - an[x] for x in sets]
+                lines.append(f"| {m}:tree (full-label choice of round) | " + " | ".join(f"{x:+.1f}" for x in v)
+                             + f" | {np.mean(v):+.2f} |")
+    w = {x: np.mean([_tree_weight(r) for r in d["runs"] if r["method"] == "auto" and r["dataset"] == x])
+         for x in sets}
+    lines.append("| _(the tree member's weight in auto, mean over draws and lrs)_ | "
+                 + " | ".join(f"{w[x]:.2f}" for x in sets) + f" | {np.mean(list(w.values())):.2f} |")
+    if (tree_dir / "runs.json.gz").exists():
+        lines += ["", f"- tree rows: `{t['command']}`"]
+    return lines + [""]
 
 
 def table(args) -> None:
@@ -282,36 +323,7 @@ def table(args) -> None:
               "below measures a tree member against an MLP member in one process.", "",
               "Published over the 142 species of the four regions (target-group background): RF down-sampled "
               "0.746, an ensemble of 5 SDMs 0.755; committed `auto` 0.745 over the 142.", ""]
-    # Mulan
-    committed = _committed_rows(OLD / "table.md")
-    lines += ["## Mulan sets (uniform single positives, 3 draws; test mAP − AN)", ""]
-    if (NEW / "tabular" / "runs.json.gz").exists():
-        d = _bench_runs(NEW / "tabular")
-        sets = list(dict.fromkeys(r["dataset"] for r in d["runs"] if r["method"] == "auto"))
-        lines += [f"- new runs: `{d['command']}`; AN and every other row from the committed "
-                  "[table](../auto/table.md) (same draws)", "",
-                  "| row | " + " | ".join(sets) + " | mean |", "|---|" + "---:|" * (len(sets) + 1)]
-        new_auto = {s: float(np.mean([r["test_map"] for r in d["runs"] if r["method"] == "auto"
-                                      and r["dataset"] == s])) for s in sets}
-        vals = [new_auto[s] - committed["an"][s] for s in sets]
-        lines.append("| **auto with tree members (new)** | " + " | ".join(f"{v:+.1f}" for v in vals)
-                     + f" | {np.mean(vals):+.2f} |")
-        for name in ("**auto** (no full label)", "wan:mlp", "em-apl:mlp", "_per-set choice by full-label validation mAP_"):
-            row = committed["delta"].get(name)
-            if row:
-                v = [float(row[s]) for s in sets]
-                lines.append(f"| {name.replace('**auto** (no full label)', 'auto, committed')} | "
-                             + " | ".join(f"{x:+.1f}" for x in v) + f" | {np.mean(v):+.2f} |")
-        tree_dir = NEW / "tabular-tree"
-        if (tree_dir / "runs.json.gz").exists():
-            t = _bench_runs(tree_dir)
-            for m in dict.fromkeys(r["method"] for r in t["runs"]):
-                v = [float(np.mean([r["test_map"] for r in t["runs"] if r["method"] == m and r["dataset"] == s]))
-                     - committed["an"][s] for s in sets]
-                lines.append(f"| {m}:tree (full-label choice of round) | " + " | ".join(f"{x:+.1f}" for x in v)
-                             + f" | {np.mean(v):+.2f} |")
-            lines += ["", f"- tree rows: `{t['command']}`"]
-        lines.append("")
+    lines += _mulan_section()
     tpath = OUT / "timing.json"
     if tpath.exists():
         import json
