@@ -21,6 +21,12 @@ stopping ``PATIENCE`` rounds after the best, which is kept (early stopping by bo
 round).  Deterministic under a seed: the hist method on the CPU is deterministic
 (XGBoost's documentation), row and column subsampling draw from the seed.
 
+**Progress and checkpoints.**  ``log`` hears a line every :data:`PROGRESS_EVERY` rounds
+(and the last), and a :class:`~spmlkit.training.callbacks.ProgressBar` counting rounds
+(``spml train``) moves with every round.  With ``run_dir``, ``last.pt`` is written after
+each finished seed and a killed run resumes after the last one, to the same model
+(:mod:`spmlkit.training.tree_checkpoint` says why not mid-seed).
+
 The features are standardised as for the other heads (trees are invariant to it up to
 the histogram's bin edges), so a saved tree model predicts through the same path
 (:class:`spmlkit.models.trees.TreeHead`).
