@@ -391,7 +391,8 @@ def table(args) -> None:
              f"- load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores shared with 8 other "
              "agents' jobs: wall times are upper bounds)",
              "- `auto` (new) = the committed `auto` plus `wan:tree` (tabular) / `full-weighted:tree` (presence-only), "
-             "tree defaults from [choose.md](choose.md); every choice on observed labels only", ""]
+             "tree defaults from [choose.md](choose.md) and [choose-bins.md](choose-bins.md) (max_bin 32); every "
+             "choice on observed labels only", ""]
     # disdat
     lines += ["## disdat (4 regions, 142 species; target-group AUC chooses, no test label)", ""]
     import disdat
@@ -411,9 +412,9 @@ def table(args) -> None:
         secs = sum(cells[R]["seconds"] for R in done) / sum(cells[R]["n"] for R in done)
         lines.append(f"| {label} | " + " | ".join(f"{cells[R]['auc']:.3f}" for R in done)
                      + f" | {allv:.3f} | {secs:.1f} |")
-    lines += ["", "s/run: wall seconds per seed as each run recorded them, the new runs on a machine with load average "
-              "15-20 on 2 cores, the committed ones under their own (lighter) load: not comparable; the cost section "
-              "below measures a tree member against an MLP member in one process.", "",
+    lines += ["", "s/run: wall seconds per seed as each run recorded them, each under the load of its day on 2 shared "
+              "cores: not comparable; the cost section below measures a tree member against an MLP member in one "
+              "process.", "",
               "Published over the 142 species of the four regions (target-group background): RF down-sampled "
               "0.746, an ensemble of 5 SDMs 0.755; committed `auto` 0.745 over the 142.", ""]
     lines += _mulan_section()
