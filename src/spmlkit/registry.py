@@ -5,7 +5,9 @@ module, with no list to edit).  Every name table of spmlkit is one: losses
 (:data:`spmlkit.data.DATASETS`), backbones (:data:`spmlkit.features.BACKBONES`), heads
 (:data:`spmlkit.models.heads.HEADS`) and analyses
 (:data:`spmlkit.experiments.analyses.ANALYSES`); each kind has a ``register_<kind>``
-decorator and a contract test (tests/test_registry.py).
+decorator and a contract test (tests/test_registry.py).  A registry may pin the order it
+lists its entries in (``order``): the methods' is :data:`spmlkit.methods.order.ORDER`, so
+that moving a method's module reorders nothing.
 
 >>> r = Registry("colour", package=None)
 >>> r.add("red", 1, owner="a")
@@ -35,12 +37,24 @@ def import_submodules(package: str, skip: tuple[str, ...] = ("base",)) -> None:
 
 class Registry(dict):
     """A ``dict`` of specs by name.  ``add`` refuses a second, different registration of a
-    name; ``lookup`` and ``discover`` import the package's modules first."""
+    name; ``lookup`` and ``discover`` import the package's modules first.
 
-    def __init__(self, kind: str, package: str | None):
+    ``order`` pins the order the registry lists its entries in, whatever order their
+    modules are imported in: the names of ``order`` first, in that order, then any other
+    name in the order it was registered (a plug-in's).
+
+    >>> r = Registry("colour", package=None, order=("red", "green"))
+    >>> for name in ("blue", "green", "red"):
+    ...     r.add(name, name.upper(), owner=None)
+    >>> list(r)
+    ['red', 'green', 'blue']
+    """
+
+    def __init__(self, kind: str, package: str | None, order: tuple[str, ...] = ()):
         super().__init__()
         self.kind = kind
         self.package = package
+        self.order = tuple(order)
         self._owners: dict[str, Any] = {}
         self._discovered = package is None
 
@@ -49,6 +63,17 @@ class Registry(dict):
             raise ValueError(f"{self.kind} {name!r} registered twice")
         self[name] = spec
         self._owners[name] = owner
+        if self.order:
+            self._keep_order()
+
+    def _keep_order(self) -> None:
+        """Re-seat the entries in the pinned order (a stable sort: unpinned names keep
+        their registration order, after the pinned ones)."""
+        rank = {n: i for i, n in enumerate(self.order)}
+        items = sorted(self.items(), key=lambda kv: rank.get(kv[0], len(rank)))
+        if [k for k, _ in items] != list(self):
+            self.clear()
+            self.update(items)
 
     def discover(self) -> "Registry":
         if not self._discovered:

@@ -10,7 +10,7 @@ from tests.helpers.cli import run_cli as run
 
 def test_prepare_train_evaluate_predict(tmp_path, capsys, toy_csv):
     b = tmp_path / "bundle"
-    code, out, err = run(capsys, "prepare", toy_csv, "-o", b, "--labels-last", 3, "--seed", 1)
+    code, out, err = run(capsys, "prepare", toy_csv, "-o", b, "--labels-last", 3, "--full-labels", "--seed", 1)
     assert code == 0 and "train" in out and (b / "meta.json").exists()
     r = tmp_path / "run"
     code, out, err = run(capsys, "train", b, "-m", "an", "--epochs", 3, "--lr", "0.01", "-o", r)
@@ -34,7 +34,7 @@ def test_unknown_names_and_missing_files(tmp_path, capsys, toy_csv):
     assert code == 2 and "unknown dataset 'no_such_set'; expected one of:" in err
     code, _, err = run(capsys, "prepare", tmp_path / "missing.csv", "-o", tmp_path / "b")
     assert code == 2 and "missing.csv: file or folder not found" in err
-    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
+    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3, "--full-labels")
     code, _, err = run(capsys, "train", tmp_path / "b", "-m", "nope", "-o", tmp_path / "r")
     assert code == 2 and "unknown method 'nope'" in err
     code, _, err = run(capsys, "train", tmp_path / "b", "--param", "gamma", "-o", tmp_path / "r")

@@ -28,7 +28,7 @@ def test_explain_a_raster_model(tmp_path, capsys):
 
 
 def test_explain_needs_a_model_trained_on_covariates(tmp_path, capsys, toy_csv):
-    assert run(capsys, "prepare", toy_csv, "--label-columns", "a,b,c", "-o", tmp_path / "b")[0] == 0
+    assert run(capsys, "prepare", toy_csv, "--label-columns", "a,b,c", "--full-labels", "-o", tmp_path / "b")[0] == 0
     assert run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", "1", "-o", tmp_path / "run")[0] == 0
     code, out, err = run(capsys, "explain", tmp_path / "run", "-o", tmp_path / "ex")
     assert code == 2 and "no covariate encoding" in one_line_error(err) and not (tmp_path / "ex").exists()

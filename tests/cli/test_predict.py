@@ -314,7 +314,7 @@ def test_saved_model_keeps_its_stored_rule(observed_run, tmp_path):
 
 
 def test_shape_mismatch_on_predict(tmp_path, capsys, toy_csv):
-    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
+    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3, "--full-labels")
     run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 1, "-o", tmp_path / "r")
     np.save(tmp_path / "wrong.npy", np.zeros((2, 7), dtype=np.float32))
     code, _, err = run(capsys, "predict", tmp_path / "r", tmp_path / "wrong.npy", "-o", tmp_path / "o.csv")

@@ -1,6 +1,7 @@
 """Observed-only input: a CSV of image paths with one label each, a fully labelled
 validation file, and the errors a practitioner's file can produce (one line each)."""
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -311,7 +312,9 @@ def test_readme_own_table_line_on_single_positive_data_reports_observed_scores_o
     assert "test mAP " not in out
 
 
-def test_readme_own_table_line_on_multi_label_data_keeps_full_labels(tmp_path, capsys, monkeypatch):
+def test_readme_own_table_line_on_multi_label_data_asks_then_full_labels_keeps_them(tmp_path, capsys, monkeypatch):
+    """Rows that may be complete label sets: the README line asks (one line, nothing
+    written); with --full-labels, as the README's comment says, they are full labels."""
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(0)
     Y = rng.random((120, 4)) < 0.4
@@ -319,6 +322,9 @@ def test_readme_own_table_line_on_multi_label_data_keeps_full_labels(tmp_path, c
     Y[0] = [True, True, False, False]  # (at least one row with two positives)
     _wide_csv(tmp_path / "my.csv", Y)
     code, out, err = run(capsys, "prepare", *_readme_own_table_line())
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not Path("bundles/mine").exists()
+    assert "--label-columns 'label_*' complete label sets" in err and "--full-labels" in err
+    code, out, err = run(capsys, "prepare", *_readme_own_table_line(), "--full-labels")
     assert code == 0 and "exactly one positive" not in err and Bundle("bundles/mine").has_full_labels
 
 
@@ -353,7 +359,8 @@ def test_a_semicolon_csv_gets_a_delimiter_hint_and_delimiter_reads_it(tmp_path, 
     code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "-o", tmp_path / "b")
     assert code == 2 and err.count("\n") == 1 and not (tmp_path / "b").exists()
     assert f"{p}, line 1: the header is one column" in err and "--delimiter ';'" in err
-    code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "--delimiter", ";", "-o", tmp_path / "b")
+    code, out, err = run(capsys, "prepare", p, "--label-columns", "label_*", "--delimiter", ";", "--full-labels",
+                         "-o", tmp_path / "b")
     assert code == 0, err
     b = Bundle(tmp_path / "b")
     assert b.label_names == ["label_a", "label_b", "label_c"] and b.meta["n_features"] == 2

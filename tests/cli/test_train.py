@@ -5,7 +5,7 @@ from tests.helpers.cli import run_cli as run
 
 
 def test_corrupted_checkpoint_is_detected(tmp_path, capsys, toy_csv):
-    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
+    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3, "--full-labels")
     run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "-o", tmp_path / "r")
     ck = tmp_path / "r" / "last.pt"
     data = bytearray(ck.read_bytes())
@@ -19,7 +19,7 @@ def test_corrupted_checkpoint_is_detected(tmp_path, capsys, toy_csv):
 def test_val_rows_is_said_once_recorded_and_refused_when_malformed(tmp_path, capsys, toy_csv):
     import json
 
-    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3)
+    run(capsys, "prepare", toy_csv, "-o", tmp_path / "b", "--labels-last", 3, "--full-labels")
     code, out, err = run(capsys, "train", tmp_path / "b", "-m", "an", "--epochs", 2, "--val-rows", 5,
                          "-o", tmp_path / "r")
     assert code == 0 and err.count("fixed subsample of 5 of the") == 1

@@ -32,6 +32,7 @@ ALLOWED = [
     ("practitioner/explain.py", "fig.savefig(tmp"),
     ("practitioner/maps.py", "fig.savefig(tmp"),  # ownership.replace_file's temporary file
     ("practitioner/maps.py", "rio.open(t, \"w\""),
+    ("practitioner/sdm_maps.py", "rio.open(tmp, \"w\""),  # ownership.replace_file's temporary file
     ("data/formats/occurrences.py", "open(tmp, \"w\""),  # ownership.write_output_file's temporary file
     ("data/formats/npz.py", "``np.savez(f, X=X"),  # (docstring)
     ("catalogue.py", "tmp.write_text(text"),  # ownership.write_output_file's temporary file

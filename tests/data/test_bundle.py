@@ -113,7 +113,7 @@ def test_bundle_keeps_areas_for_the_largest_regime(tmp_path):
 def test_cannot_hold_out_names_the_dataset(tmp_path):
     p = tmp_path / "one.csv"
     p.write_text("f1,a,b\n1,1,1\n")
-    ds = load_any(str(p), labels_last=2)
+    ds = load_any(str(p), labels_last=2, observed=False)
     with pytest.raises(ConfigError) as exc:
         prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
     assert str(p) in str(exc.value) and "cannot hold out 20% of 1 examples" in str(exc.value)

@@ -182,7 +182,7 @@ def test_splc_counts_every_batch_of_the_epoch_on_any_device(on_cuda):
     from tests.helpers.cuda_standin import reports_cuda
     from spmlkit.methods import build_method
     from spmlkit.methods.base import Batch
-    from spmlkit.methods.zhang2021 import SelfPacedCorrection
+    from spmlkit.methods.robust_mlml import SelfPacedCorrection
 
     m = build_method("splc")
     c = m.component(SelfPacedCorrection)

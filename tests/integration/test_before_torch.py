@@ -67,6 +67,25 @@ CASES = {
     "explain: a folder that is not a model": lambda d: ["explain", d / "notamodel", "-o", d / "e"],
     "features: a missing bundle": lambda d: ["features", d / "missing"],
     "bench: a typo in a dataset name": lambda d: ["bench", "--datasets", "yeasst", "-o", d / "bench"],
+    "bench: a typo in a method name": lambda d: ["bench", "--datasets", d / "b", "--methods", "an", "rolee", "-o",
+                                                 d / "bench"],
+    "bench: a typo in a row with hyper-parameters": lambda d: ["bench", "--datasets", d / "b", "--methods",
+                                                               "rolle[storage=float16]", "-o", d / "bench"],
+    "bench: a LinearInit row in the linear setting": lambda d: ["bench", "--datasets", d / "b", "--methods",
+                                                                "role+li", "-o", d / "bench"],
+    "bench: a fine-tuning method in the linear setting": lambda d: ["bench", "--datasets", d / "b", "--methods",
+                                                                     "lac", "-o", d / "bench"],
+    "bench: a typo in --param's method": lambda d: ["bench", "--datasets", d / "b", "--methods", "an", "--param",
+                                                    "ann:ls_coef=0.1", "-o", d / "bench"],
+    "analyze: a typo in a method name": lambda d: ["analyze", "cole-k-sensitivity", d / "b", "--methods", "epr",
+                                                   "rolee", "-o", d / "an1"],
+    "analyze: a typo in the method": lambda d: ["analyze", "li-gradcam", d / "b", "--method", "opmll", "-o",
+                                                d / "an2"],
+    "analyze: a missing source": lambda d: ["analyze", "zhou-positive-loss", d / "missing", "-o", d / "an3"],
+    "analyze: zero epochs": lambda d: ["analyze", "cole-role-estimator", d / "b", "--epochs", "0", "-o", d / "an4"],
+    "analyze: a wrong device name": lambda d: ["analyze", "xie-sensitivity", d / "b", "--device", "gpu", "-o",
+                                               d / "an5"],
+    "analyze: a folder of the user's as --out": lambda d: ["analyze", "zhou-landscape", d / "b", "-o", d / "b"],
     "figures: a missing results folder": lambda d: ["figures", d / "missing"],
     "diagnose: a run that is not a model": lambda d: ["diagnose", d / "b", d / "model", d / "notamodel", "-o",
                                                       d / "diag"],
@@ -83,6 +102,30 @@ def test_a_bad_input_is_one_line_without_torch(world, case):
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("spml: error: "), p.stderr[-2000:]
     assert "TORCH WAS IMPORTED" not in p.stderr
+    assert not any((world / f"an{i}").exists() for i in range(1, 6)) and not (world / "bench").exists()
+
+
+@pytest.mark.parametrize("argv", [["bench", "--datasets", "{b}", "--methods", "an", "role[storage=float16]",
+                                   "--param", "an:ls_coef=0.1", "-o", "{d}/bench-ok"],
+                                  ["analyze", "cole-k-sensitivity", "{b}", "--methods", "epr", "role", "--epochs",
+                                   "1", "-o", "{d}/an-ok"]])
+def test_good_bench_and_analyze_options_pass_the_checks_before_torch(world, argv):
+    """The checks before torch refuse only mistakes: these commands get as far as torch."""
+    p = spml(*[a.format(b=world / "b", d=world) for a in argv])
+    assert "TORCH WAS IMPORTED" in p.stderr, p.stderr[-2000:]
+
+
+def test_data_commands_run_whole_without_torch(world, tmp_path):
+    """prepare, estimate-k, clean, datasets and methods never need torch: whole runs, and
+    their mistakes, under the guard."""
+    (tmp_path / "occ.csv").write_text("species,x,y\n" + "".join(f"Aus bus,{1 + i / 10},2\n" for i in range(20)))
+    for argv in (["prepare", world / "own.csv", "--label-column", "label", "-o", tmp_path / "b"],
+                 ["estimate-k", "yeast", "--trials", "50"], ["estimate-k", tmp_path / "b"],
+                 ["clean", tmp_path / "occ.csv", "-o", tmp_path / "clean.csv"], ["datasets"], ["methods", "role"]):
+        p = spml(*argv)
+        assert "TORCH WAS IMPORTED" not in p.stderr and p.returncode in (0, 2), (argv, p.stderr[-2000:])
+        assert p.returncode == 0 or argv[:2] == ["estimate-k", tmp_path / "b"], (argv, p.stderr[-2000:])
+    assert (tmp_path / "clean.csv").is_file() and (tmp_path / "b" / "meta.json").is_file()
 
 
 def test_predict_input_check_needs_a_model_first(world, tmp_path):

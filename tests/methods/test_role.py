@@ -8,7 +8,7 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods import Batch, build_method
+from spmlkit.methods import METHODS, Batch, build_method, get_method_spec
 from spmlkit.methods.label_store import (LOGIT_OBSERVED_NEGATIVE, LOGIT_OBSERVED_POSITIVE, LOGIT_UNOBSERVED_BOUND,
                                          initial_logits, storage_bytes)
 from spmlkit.methods.role import LabelEstimator
@@ -17,6 +17,14 @@ from tests.helpers.training_checks import assert_resume_equals_uninterrupted, me
 from tests.helpers.factories import single_positive, train_context
 
 STORAGES = ["float32", "float16", "memmap", "factorised"]
+
+
+def test_registered_with_regime_and_defaults():
+    get_method_spec("an")
+    assert METHODS["role"].regime == "single_positive" and METHODS["role"].family == "cole2021"
+    r = METHODS["role"].hyperparameters
+    assert (r["k"], r["lam"], r["lr_mult"], r["storage"], r["rank"], r["adam"]) == (None, 1.0, 10.0, "float32", 64,
+                                                                                    "dense")
 
 
 def observed_matrix(N=30, L=6, seed=0):

@@ -109,3 +109,24 @@ def test_bad_inputs(env, tmp_path):
     model.input = {"kind": "features"}
     with pytest.raises(ConfigError, match="records no covariate encoding"):
         predict_rasters(model, [tmp_path / "env2"], tmp_path / "p.tif")
+
+
+def test_the_valid_data_outline_is_drawn_where_data_meets_nodata_only():
+    """The map's "coastline": a contour of the nodata mask, in the legend; none when every
+    cell has data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from types import SimpleNamespace
+
+    from spmlkit.practitioner.maps import _data_outline
+
+    b = SimpleNamespace(left=0, right=4, bottom=0, top=3)
+    a = np.ma.masked_array(np.ones((3, 4)), mask=[[1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]])
+    fig, ax = plt.subplots()
+    assert _data_outline(ax, a, b) and "edge of the data" in ax.get_legend_handles_labels()[1][0]
+    fig2, ax2 = plt.subplots()
+    assert not _data_outline(ax2, np.ma.masked_array(np.ones((3, 4))), b) and not ax2.get_legend_handles_labels()[1]
+    plt.close(fig)
+    plt.close(fig2)

@@ -53,7 +53,7 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("round3")
     X, Y = table()
     write_csv(root / "t.csv", ["f0", "f1", "f2"], X, Y)
-    assert main(["prepare", str(root / "t.csv"), "--label-columns", "label_*", "-o", str(root / "B")]) == 0
+    assert main(["prepare", str(root / "t.csv"), "--label-columns", "label_*", "--full-labels", "-o", str(root / "B")]) == 0
     assert main(["train", str(root / "B"), "-m", "an", "--epochs", "1", "-o", str(root / "R")]) == 0
     return root
 
@@ -75,12 +75,12 @@ def reseal(b: Path, rel: str) -> None:
 def test_a_test_file_meets_the_training_table_by_name(tiny, tmp_path, capsys):
     X, Y = table(1)
     write_csv(tmp_path / "renamed.csv", ["f0", "f1", "fX"], X, Y)  # fX for f2: was taken by position
-    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--test", tmp_path / "renamed.csv", "--label-columns",
+    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--test", tmp_path / "renamed.csv", "--full-labels", "--label-columns",
                        "label_*", "-o", tmp_path / "B1")
     assert one_line_error(code, err) and "missing 'f2'" in err and "unexpected 'fX'" in err, err
     assert not (tmp_path / "B1").exists()
     write_csv(tmp_path / "reordered.csv", ["f2", "f0", "f1"], X[:, [2, 0, 1]], Y)  # same columns, other order
-    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--test", tmp_path / "reordered.csv", "--label-columns",
+    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--test", tmp_path / "reordered.csv", "--full-labels", "--label-columns",
                        "label_*", "-o", tmp_path / "B2")
     assert code == 0, err
     from spmlkit.data import Bundle
@@ -92,7 +92,7 @@ def test_a_test_file_meets_the_training_table_by_name(tiny, tmp_path, capsys):
 def test_evaluate_matches_a_bundles_features_to_the_model_by_name(tiny, tmp_path, capsys):
     X, Y = table(2)
     write_csv(tmp_path / "other.csv", ["f0", "f1", "fX"], X, Y)
-    assert run(capsys, "prepare", tmp_path / "other.csv", "--label-columns", "label_*", "-o", tmp_path / "O")[0] == 0
+    assert run(capsys, "prepare", tmp_path / "other.csv", "--label-columns", "label_*", "--full-labels", "-o", tmp_path / "O")[0] == 0
     code, out, err = run(capsys, "evaluate", tiny / "R", tmp_path / "O")
     assert one_line_error(code, err) and "feature columns differ" in err and "'fX'" in err and "mAP" not in out, err
 
@@ -106,12 +106,12 @@ def test_duplicate_and_empty_column_names_are_refused(tmp_path, capsys):
         if why is None:  # a header of numbers (and label names): a data line taken for the header
             p.write_text("\n".join(p.read_text().splitlines()[1:]) + "\n")
             why = "not column names: add a header line"
-        code, _, err = run(capsys, "prepare", p, "--labels-last", "4", "-o", tmp_path / "B")
+        code, _, err = run(capsys, "prepare", p, "--labels-last", "4", "--full-labels", "-o", tmp_path / "B")
         assert one_line_error(code, err) and why in err, err
 
 
 def test_an_id_column_is_never_also_a_label(tiny, tmp_path, capsys):
-    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--label-columns", "label_*", "--id-column", "label_0",
+    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--label-columns", "label_*", "--full-labels", "--id-column", "label_0",
                        "-o", tmp_path / "B")
     assert one_line_error(code, err) and "both the id column and a label column" in err, err
 
@@ -125,7 +125,7 @@ def test_contradictory_observations_are_refused_with_the_row(tmp_path, capsys):
 
 
 def test_evaluating_a_missing_split_is_refused(tiny, tmp_path, capsys):
-    assert run(capsys, "prepare", tiny / "t.csv", "--label-columns", "label_*", "--test-fraction", "0", "-o",
+    assert run(capsys, "prepare", tiny / "t.csv", "--label-columns", "label_*", "--full-labels", "--test-fraction", "0", "-o",
                tmp_path / "NT")[0] == 0
     code, out, err = run(capsys, "evaluate", tiny / "R", tmp_path / "NT", "--split", "test")
     assert one_line_error(code, err) and "no test split" in err and "nan" not in out, err
@@ -135,7 +135,7 @@ def test_labels_that_differ_say_how(tiny, tmp_path, capsys):
     X, Y = table(3)
     p = write_csv(tmp_path / "l.csv", ["f0", "f1", "f2"], X, Y)
     p.write_text(p.read_text().replace("label_3", "label_9", 1))
-    assert run(capsys, "prepare", p, "--label-columns", "label_*", "-o", tmp_path / "L")[0] == 0
+    assert run(capsys, "prepare", p, "--label-columns", "label_*", "--full-labels", "-o", tmp_path / "L")[0] == 0
     code, _, err = run(capsys, "evaluate", tiny / "R", tmp_path / "L")
     assert one_line_error(code, err) and "missing 'label_3'" in err and "unexpected 'label_9'" in err, err
 
@@ -218,7 +218,7 @@ def test_a_corrupt_feature_cache_advises_spml_features(tiny, tmp_path, capsys):
 
 # ------------------------------------------------------------------------ tracebacks
 def test_categorical_on_a_plain_table_is_one_line(tiny, tmp_path, capsys):
-    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--label-columns", "label_*", "--categorical", "f0",
+    code, _, err = run(capsys, "prepare", tiny / "t.csv", "--label-columns", "label_*", "--full-labels", "--categorical", "f0",
                        "-o", tmp_path / "B")
     assert one_line_error(code, err) and "--categorical applies to presence-only data" in err, err
 

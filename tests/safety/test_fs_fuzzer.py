@@ -81,11 +81,11 @@ def world(tmp_path_factory):
     'previous' state: spmlkit's own output, written by spmlkit)."""
     root = tmp_path_factory.mktemp("fuzz-world")
     csv = tiny_csv(root / "tiny.csv")
-    assert run_cli("prepare", csv, "--label-columns", "label_*", "-o", root / "B")[0] == 0
+    assert run_cli("prepare", csv, "--label-columns", "label_*", "--full-labels", "-o", root / "B")[0] == 0
     t = {"train": ("train", root / "B", "--epochs", "1", "--threads", "1", "-o"),
          "role": ("train", root / "B", "-m", "role", "--param", "storage=memmap", "--epochs", "1", "--threads", "1",
                   "-o"),
-         "prepare": ("prepare", csv, "--label-columns", "label_*", "-o"),
+         "prepare": ("prepare", csv, "--label-columns", "label_*", "--full-labels", "-o"),
          "bench": ("bench", "--datasets", root / "tiny.npz", "--methods", "an", "--lrs", "1e-3", "--batch-sizes", "8", "--seeds",
                    "1", "--epochs", "1", "--no-figures", "-o"),
          "an": ("train", root / "B", "-m", "an", "--epochs", "1", "--threads", "1", "-o")}
@@ -252,7 +252,7 @@ def argv_for(command: str, case: Case, flag: bool) -> list:
         return ["train", r / "B", "-m", "role", "--param", "storage=memmap", "--epochs", "1", "--threads", "1",
                 "-o", out, "--no-resume"]
     if command == "prepare":
-        return ["prepare", r / "tiny.csv", "--label-columns", "label_*", "-o", out, *(["--overwrite"] if flag else [])]
+        return ["prepare", r / "tiny.csv", "--label-columns", "label_*", "--full-labels", "-o", out, *(["--overwrite"] if flag else [])]
     if command == "bench":  # a second seed: a new group, trained into work/HASH
         return ["bench", "--datasets", r / "tiny.npz", "--methods", "an", "--lrs", "1e-3", "--batch-sizes", "8",
                 "--seeds", "2" if flag else "1", "--epochs", "1", "--no-figures", "-o", out]
@@ -682,7 +682,7 @@ def test_prepare_never_removes_a_hidden_folder_for_the_owner_file_in_it(world, t
     (hidden / ".spml-owner").write_text("1\nflock\n")
     (hidden / "objects.bin").write_text("the user's\n")
     before = snapshot(hidden)
-    code, err = run_cli("prepare", tmp_path / "tiny.csv", "--label-columns", "label_*", "-o", tmp_path / "B")
+    code, err = run_cli("prepare", tmp_path / "tiny.csv", "--label-columns", "label_*", "--full-labels", "-o", tmp_path / "B")
     assert code == 0, err
     assert hidden.is_dir() and snapshot(hidden) == before
 
@@ -690,7 +690,7 @@ def test_prepare_never_removes_a_hidden_folder_for_the_owner_file_in_it(world, t
 def test_overwrite_of_a_bundle_whose_manifest_is_gone_removes_nothing(world, tmp_path):
     """Issue 49: with a bundle's manifest gone, ``--overwrite`` deleted a user file in ``B/train/``."""
     shutil.copy(world / "tiny.csv", tmp_path / "tiny.csv")
-    argv = ("prepare", tmp_path / "tiny.csv", "--label-columns", "label_*", "-o", tmp_path / "B")
+    argv = ("prepare", tmp_path / "tiny.csv", "--label-columns", "label_*", "--full-labels", "-o", tmp_path / "B")
     assert run_cli(*argv)[0] == 0
     (tmp_path / "B" / ".spml-manifest").unlink()
     train = next(p for p in (tmp_path / "B").iterdir() if p.is_dir())
@@ -716,7 +716,7 @@ def test_a_prepare_stopped_by_a_file_size_limit_leaves_no_build_folder(world, tm
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))
 
-    res = subprocess.run([sys.executable, "-m", "spmlkit.cli", "prepare", str(tmp_path / "tiny.csv"), "--label-columns",
+    res = subprocess.run([sys.executable, "-m", "spmlkit.cli", "prepare", str(tmp_path / "tiny.csv"), "--full-labels", "--label-columns",
                           "label_*", "-o", str(tmp_path / "B")], cwd=tmp_path, env=env, preexec_fn=limit,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode != 0, res.stderr  # (the limit is reached)

@@ -976,7 +976,7 @@ def test_a_recipe_weighs_on_a_seeded_subsample_says_it_and_records_it(toy_bundle
     monkeypatch.setattr("warnings.warn", lambda msg, *a, **kw: said.append(msg))
     (sub,) = train(toy_bundle, cfg)
     w = sub.notes["weighed_on"]
-    assert w["of"] == n_val and 1 <= w["rows"] < n_val and w["seed"] == 0
+    assert w["of"] == n_val and 1 <= w["rows"] < n_val and w["seed"] == 0 and not w["within_validation_subsample"]
     assert said == [f"auto: members weighed by ensemble_selection on {w['rows']:,} of the {n_val:,} validation "
                     f"rows (a subsample seeded by 0; {w['labels']:,} labels with an observed positive): the "
                     "whole split is over the selection's size or memory budget"]
@@ -990,3 +990,36 @@ def test_a_recipe_weighs_on_a_seeded_subsample_says_it_and_records_it(toy_bundle
     (every,) = train(toy_bundle, cfg)
     assert every.notes["weighed_on"]["rows"] == n_val
     assert [m["weight"] for m in every.notes["members"]] == [m["weight"] for m in whole.notes["members"]]
+
+
+def test_members_are_weighed_within_the_rows_validation_scores(toy_bundle, monkeypatch):
+    """One validation policy: when validation scores a fixed subsample (``--val-rows``, or
+    the size rule), the members are weighed on those rows (or a seeded part of them), not
+    on rows their early stopping never saw."""
+    from spmlkit.training.validation import validation_rows
+
+    import spmlkit.training.recipe as recipe
+
+    seen = []
+    real = recipe._rows_logits
+
+    def spy(bundle, config, runs, kinds, rows, *a):
+        seen.append(np.asarray(rows).copy())
+        return real(bundle, config, runs, kinds, rows, *a)
+
+    monkeypatch.setattr(recipe, "_rows_logits", spy)
+    params = {"members": "an,l1r,wan", "lrs": "1e-2", "longer": 1}
+    n_val = toy_bundle.size("val")
+    cfg = TrainConfig(method="auto", params=params, val_rows=n_val // 2, **FAST)
+    (r,) = train(toy_bundle, cfg)
+    policy = validation_rows(n_val, toy_bundle.n_labels, cfg)
+    assert policy.subsampled and len(seen) == 1
+    assert set(seen[0].tolist()) == set(policy.rows.tolist())  # exactly the rows validation scored
+    w = r.notes["weighed_on"]
+    assert w["rows"] == n_val // 2 and w["within_validation_subsample"]
+    # over the selection's bound as well: a seeded part of those rows
+    seen.clear()
+    real_sub = recipe.selection_subsample
+    monkeypatch.setattr(recipe, "selection_subsample", lambda Z, **kw: real_sub(Z, **{**kw, "max_entries": 5 * 5}))
+    (r,) = train(toy_bundle, cfg)
+    assert set(seen[0].tolist()) < set(policy.rows.tolist()) and r.notes["weighed_on"]["rows"] == len(seen[0])

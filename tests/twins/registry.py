@@ -100,6 +100,8 @@ TWINS: list[Twin] = [
           LS + "test_top_k_written_from_logits_equals_top_k_written_from_probabilities")),
     Twin("training.validation:validation_rows", "a validation split of the subsample's rows alone",
          ("tests/training/test_validation.py::test_a_subsample_selects_as_a_validation_split_of_those_rows_alone",)),
+    Twin("methods.apl:lowest_by_threshold", "methods.apl.lowest_by_sort: one stable sort of every column",
+         (TR + "test_apl_lowest_by_threshold_equals_the_stable_sort",)),
     Twin("training.linear:feature_statistics", "numpy mean and std of the whole matrix",
          (TR + "test_feature_statistics_in_chunks_equal_numpy_on_the_whole_matrix",)),
     Twin("training.linear:FeatureStore.chunks", "the in-memory tensor",

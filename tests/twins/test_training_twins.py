@@ -58,3 +58,33 @@ def test_feature_store_chunks_from_disk_equal_the_in_memory_tensor(tmp_path, X, 
     got = list(disk.chunks(rows, start=start, stop=stop))
     assert all(len(c) <= rows for c in got)
     assert torch.equal(torch.cat(got) if got else mem.tensor[:0], mem.tensor[start:stop])
+
+
+@st.composite
+def apl_selection(draw):
+    """A key (probabilities with ties, or every key equal), a candidate mask (empty,
+    partial or every entry) and per-column counts from 0 to beyond the candidates."""
+    n, L = draw(st.integers(1, 25)), draw(st.integers(1, 5))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    values = draw(st.sampled_from(["continuous", "few", "equal"]))
+    key = {"continuous": rng.random((n, L)), "few": rng.choice([0.1, 0.5, 0.9], size=(n, L)),
+           "equal": np.full((n, L), 0.25)}[values].astype(np.float32)
+    share = draw(st.sampled_from([0.0, 0.5, 0.9, 1.0]))
+    candidates = rng.random((n, L)) < share
+    counts = rng.integers(0, n + 3, size=L)
+    return torch.from_numpy(key), torch.from_numpy(candidates), counts
+
+
+@TWIN
+@given(case=apl_selection(), negate=st.booleans())
+def test_apl_lowest_by_threshold_equals_the_stable_sort(case, negate):
+    """em-apl's selection of each column's lowest candidates (methods/apl.py): by threshold
+    (O(N·L), the CPU path) and by one stable column sort (its plain twin) pick the same
+    entries, ties broken by row index, with counts from 0 to beyond the candidates."""
+    from spmlkit.methods.apl import lowest_by_sort, lowest_by_threshold
+
+    key, candidates, counts = case
+    key = -key if negate else key  # (positive pseudo-labels select on -p)
+    fast = lowest_by_threshold(key, candidates, counts)
+    assert torch.equal(fast, lowest_by_sort(key, candidates, counts))
+    assert fast.sum(0).tolist() == np.minimum(counts, candidates.sum(0).numpy()).tolist()

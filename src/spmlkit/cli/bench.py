@@ -4,13 +4,16 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from ..catalogue import method_rows
 from ..config import DEFAULT_BATCH_SIZES, DEFAULT_LRS
-from ..data.registry import DATASETS, find_mulan_folder, unknown_dataset_error
+from ..errors import ConfigError
 from ..io import json_record_path, read_json
 from .common import (
     _add_device_option,
     _add_image_train_options,
     _add_log_to_option,
+    _check_method,
+    _check_source,
     _decimals,
     _image_overrides,
     _log_to,
@@ -23,16 +26,32 @@ from .common import (
 )
 
 
-def _check_datasets(entries, data_root) -> None:
-    """Before torch: each --datasets entry is a path, a dataset name or a Mulan folder under
-    the data root (the methods' names are checked with the registry, after)."""
-    for entry in entries:
-        if not Path(entry).exists() and entry not in DATASETS and find_mulan_folder(entry, data_root) is None:
-            raise unknown_dataset_error(entry, data_root)
+def _check_method_rows(rows, setting: str, params) -> None:
+    """Before torch: each --methods row names a registered method (from the catalogue, as
+    :func:`spmlkit.cli.common._check_method`) of the --setting, ``+li`` only when fine-tuning,
+    and each ``--param METHOD:...`` a registered method.  The rows' syntax (``role+li``,
+    ``role[storage=float16]``) is :func:`spmlkit.experiments.bench.spec.split_row`'s; the
+    hyper-parameters' names and values are checked by the bench's own validation, after."""
+    settings = {r["name"]: r["setting"] for r in method_rows()}
+    for row in rows or ():
+        name = row.partition("[")[0] if row.endswith("]") else row
+        base = name[:-len("+li")] if name.endswith("+li") else name
+        _check_method(base)
+        if settings.get(base, "any") not in ("any", setting):
+            raise ConfigError(f"method {base!r} is for the {settings[base]} setting, not --setting {setting}")
+        if base != name and setting != "finetune":
+            raise ConfigError(f"{row!r}: LinearInit rows need --setting finetune")
+    for item in params or ():
+        lhs = item.partition("=")[0]
+        if ":" in lhs:
+            _check_method(lhs.split(":", 1)[0].strip())
 
 
 def run(args) -> int:
-    _check_datasets(args.datasets, args.data_root)
+    # before torch (seconds to import, a minute on a loaded machine): the datasets and the methods' names
+    for entry in args.datasets:
+        _check_source(entry, args.data_root)
+    _check_method_rows(args.methods, args.setting, args.param)
     # lazy: torch-free CLI start-up
     from ..experiments.bench import (BenchSpec, check_device_options, check_engine_options, make_executor, run_bench,
                                      with_method_params)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..catalogue import method_names
+from ..data.registry import DATASETS, find_mulan_folder, unknown_dataset_error
 from ..errors import DataFormatError, UnknownNameError
 from ..labels import get_regime
 from ..practitioner.model_folder import read_model_description
@@ -93,6 +94,13 @@ def _check_method(name: str | None) -> None:
     known = set(live.METHODS.names()) if live is not None and hasattr(live, "METHODS") else set(method_names())
     if name not in known:
         raise UnknownNameError("method", name, known)
+
+
+def _check_source(entry, data_root=None) -> None:
+    """A data source a command prepares: an existing path, a dataset name or a Mulan
+    folder under the data root (one line naming the known datasets otherwise)."""
+    if not Path(entry).exists() and entry not in DATASETS and find_mulan_folder(entry, data_root) is None:
+        raise unknown_dataset_error(entry, data_root)
 
 
 def _check_exists(path, what: str = "file or folder") -> None:

@@ -18,9 +18,10 @@ def run(args) -> int:
     bundle = Bundle(args.bundle)
     ev = evaluate_model(model, bundle, args.split, empty=args.empty_classes)
     if bundle.meta.get("background_rows"):  # presence-only: per species, records against background
-        from ..practitioner.sdm_report import species_metrics, summary_lines  # lazy: torch-free CLI start-up
+        from ..practitioner.sdm_report import selected_model, species_metrics, summary_lines  # lazy: torch-free CLI start-up
 
-        ev["sdm"] = species_metrics(model, bundle)
+        # a refitted run: validation scored by the model chosen there (the refitted one learned those rows)
+        ev["sdm"] = species_metrics(model, bundle, selected=selected_model(args.model))
         if not args.json:
             if ev.get("labels") != "observed":  # surveyed sites: mAP and AUC as for any full labels, then the table
                 _print_full(ev, args)

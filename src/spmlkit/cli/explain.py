@@ -22,7 +22,7 @@ def run(args) -> int:
         raise ConfigError(f"give the bundle the model was trained on (its recorded bundle {source!r} is not there)")
     written = explain(model, Bundle(source), args.out, split=args.split,
                       species=_csv_list(args.species) if args.species else None, points=args.points,
-                      sample=args.sample, repeats=args.repeats, seed=args.seed)
+                      sample=args.sample, repeats=args.repeats, seed=args.seed, covariate_info=args.covariate_info)
     for p in written:
         print(p)
     return 0
@@ -48,4 +48,8 @@ def add_parser(sub) -> None:
                    help="background rows averaged over in the response curves (default 1000)")
     p.add_argument("--repeats", type=_pos_int, default=5, help="shuffles per covariate (default 5)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the sample and the shuffles (default 0)")
+    p.add_argument("--covariate-info", metavar="FILE",
+                   help="a sidecar (JSON or CSV) of the covariates' names, units and class names, drawn in the "
+                        "figures: {\"bio1\": {\"name\": ..., \"units\": ..., \"classes\": {\"1\": ...}}} or "
+                        "covariate,name,units,classes with classes as 1=name;2=name (docs/presence_only.md)")
     p.set_defaults(func=run)

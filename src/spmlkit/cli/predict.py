@@ -21,6 +21,9 @@ from .common import (
 def run(args) -> int:
     if args.rasters:
         return _run_rasters(args)
+    if args.mess or args.binary:
+        raise ConfigError(f"{'--mess' if args.mess else '--binary'} is a map beside the suitability maps: it needs "
+                          "--rasters")
     if args.input is None:
         raise ConfigError("give the input to predict (a bundle, features or images), or --rasters for maps")
     _check_model(args.model)  # before torch: a mistake is one line at once
@@ -76,7 +79,8 @@ def _run_rasters(args) -> int:
     model.device = _device(args)
     res = predict_rasters(model, args.rasters, args.out, per_species=args.per_species, maps=args.maps,
                           records=args.records, window_rows=args.window_rows, overwrite=args.overwrite,
-                          unseen_levels=args.unseen_levels, log=lambda m: print(m, file=sys.stderr))
+                          unseen_levels=args.unseen_levels, mess=args.mess, binary=args.binary,
+                          log=lambda m: print(m, file=sys.stderr))
     for path in res["written"]:
         print(path)
     print(res["message"])
@@ -147,5 +151,13 @@ def add_parser(sub) -> None:
     geo.add_argument("--unseen-levels", choices=("error", "nodata"), default="error",
                      help="--rasters: a cell whose categorical covariate has a level the model never saw: an error "
                           "naming the layer and the level (default), or nodata in the output (counted)")
+    geo.add_argument("--mess", action="store_true",
+                     help="--rasters: also write <out>_mess.tif, the MESS of each cell against the training rows' "
+                          "covariates (Elith et al. 2010): negative where a covariate is outside the training "
+                          "range, i.e. where the map extrapolates")
+    geo.add_argument("--binary", choices=("max-tss", "p10"),
+                     help="--rasters: also write <out>_binary.tif, 1 where a species' suitability is >= its "
+                          "threshold stored by spml train (max-tss: maximum sensitivity + specificity; p10: "
+                          "10th-percentile training presence), 0 below, 255 without data")
     _add_device_option(p, "the model")
     p.set_defaults(func=run)

@@ -83,9 +83,11 @@ def _table_options(args) -> dict:
             "window_rows": args.window_rows, "x_column": args.x_column, "y_column": args.y_column,
             "rank": args.rank, "covariates": _csv_list(args.covariates) if args.covariates else None,
             "split": args.split, "folds": args.folds, "spatial_test": args.spatial_test, "buffer": args.buffer,
-            "min_train_records": args.min_train_records}
+            "min_train_records": args.min_train_records,
+            "species": [n.strip() for n in args.species.split(",")] if args.species else None}
     else:
-        given = [o for o in ("crs", "mask", "bias", "covariates", "x_column", "y_column", "spatial_test", "buffer")
+        given = [o for o in ("crs", "mask", "bias", "covariates", "x_column", "y_column", "spatial_test", "buffer",
+                             "species")
                  if getattr(args, o, None)]
         if given or args.one_per_cell or args.background_points is not None:
             raise ConfigError(f"--{(given or ['background-points'])[0].replace('_', '-')} goes with --rasters "
@@ -178,12 +180,12 @@ def _table_arguments(p) -> None:
     p.add_argument("--observed", action="store_true",
                    help="labels are observations (+1 positive, -1 negative, 0/empty unknown; in label-set "
                         "columns a '-name' is a negative), not full labels: the bundle has no full labels and "
-                        "everything downstream says 'observed labels only'. The default for --label-column "
-                        "(one label per row) and for any table whose training rows have exactly one positive each")
+                        "everything downstream says 'observed labels only'. Without it or --full-labels, a table "
+                        "(any layout) is read as observed when its training rows are evidently partial (one "
+                        "label each, or one or two of 5+ labels), and otherwise refused, asking")
     p.add_argument("--full-labels", action="store_true",
                    help="the labels are complete label sets (e.g. multi-class data given with --label-column, or "
-                        "a table with exactly one positive per row, which are otherwise read as observed single "
-                        "positives)")
+                        "a table with one or two positives per row, which are otherwise read as observed)")
     p.add_argument("--val-file", help="a small FULLY labelled validation file in the same format and layout (with "
                                       "--label-column, that column may hold several names separated by "
                                       "--separator); used for validation instead of holding out training data")
@@ -220,6 +222,10 @@ def _raster_arguments(geo) -> None:
     geo.add_argument("--bias", help="--rasters: draw background with probability proportional to this raster "
                                     "(e.g. sampling effort)")
     geo.add_argument("--covariates", help="--rasters: comma-separated layers to use (default: every layer)")
+    geo.add_argument("--species", metavar="NAME[,NAME]",
+                     help="--rasters: keep only these species' records (names as spml clean writes them), as if "
+                          "the file held nothing else: the species' bundle, split and model do not depend on the "
+                          "other species in the file (default: every species, trained together)")
     geo.add_argument("--one-per-cell", action="store_true",
                      help="--rasters: keep one record per species and raster cell (the others are counted)")
     geo.add_argument("--off-raster", choices=("drop", "error"), default="drop",

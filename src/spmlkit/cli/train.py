@@ -1,6 +1,7 @@
 """``spml train``: auto (the default recipe) or one method on a bundle (the linear setting or fine-tuning)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from ..config import TrainConfig, parse_params
 from ..data import Bundle
+from ..errors import ConfigError
 from .common import (
     _add_device_option,
     _add_image_train_options,
@@ -73,12 +75,60 @@ def _method_named(args) -> bool:
     return isinstance(data, dict) and data.get("method") is not None
 
 
+def _refit(args, out: Path, bundle, config, device) -> bool:
+    """``--refit`` (default on presence-only data, :func:`spmlkit.practitioner.refit.refit_default`):
+    the run's choices trained again on training + validation rows; whether the run's model
+    is a refitted one."""
+    from ..practitioner.refit import REFIT_FILE, refit_default, refit_run  # lazy: torch-free CLI start-up
+
+    wanted = refit_default(bundle) if args.refit is None else args.refit
+    done = (out / REFIT_FILE).exists()
+    from ..training import distributed  # lazy: torch-free CLI start-up
+
+    if wanted and distributed.context().enabled:  # (rank 0 alone writes here; the refit would train alone)
+        print("note: no refit in a distributed run (torchrun): the model chosen on validation is kept; refit with "
+              "a plain 'spml train ... --refit' on the same --out", file=sys.stderr)
+        return done
+    if not wanted:
+        if done:
+            print(f"note: {out} holds a refitted model (refit.json; the validated one in selected_model/); "
+                  "--no-refit does not undo it: train into another --out", file=sys.stderr)
+        return done
+    info = refit_run(out, bundle, config, device=device, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if info is None:
+        print(f"run {out} already refitted (refit.json): not refitting")
+    else:
+        print(f"refitted on training + validation rows ({info['rows']['train']:,} + {info['rows']['val']:,}): "
+              f"{out / 'model'}; the model chosen on validation: {out / 'selected_model'}")
+    return True
+
+
+def _check_refit_and_cv(args, config, bundle) -> None:
+    """``--refit`` and ``--cv`` that cannot run on this bundle: one line, before anything is written."""
+    if args.refit and (config.setting == "finetune" or bundle.size("val") == 0):
+        raise ConfigError("--refit: " + ("it applies to the linear setting (heads on cached features), not to "
+                                         "fine-tuning" if config.setting == "finetune" else
+                                         f"bundle {args.bundle} has no validation split, so nothing is chosen on "
+                                         "held-out rows and there is nothing to add to training"))
+    if (args.cv or args.cv_blocks) and not bundle.meta.get("background_rows"):
+        raise ConfigError("--cv reports per-species metrics of records against background: it needs presence-only "
+                          f"data (bundle {args.bundle} has no background rows)")
+    if args.cv_blocks and not args.cv:
+        raise ConfigError("--cv-blocks G goes with --cv K (the number of folds)")
+    if args.cv is not None and args.cv < 3:
+        raise ConfigError(f"--cv {args.cv}: need at least 3 folds (one tests, the next validates, the others train)")
+    if args.cv and args.cv > bundle.size("train") + bundle.size("val"):
+        raise ConfigError(f"--cv {args.cv}: more folds than the bundle's {bundle.size('train') + bundle.size('val')} "
+                          "training and validation rows")
+
+
 def run(args) -> int:
     # before torch (seconds to import, a minute on a loaded machine): the options, the method's
     # name and the bundle, so that a mistake is one line at once
     config = _train_config(args)
     _check_method(config.method if _method_named(args) else None)
     bundle = Bundle(args.bundle)
+    _check_refit_and_cv(args, config, bundle)
     log_to = _log_to(args)  # a missing tracking library is refused before anything is written
     from ..device import validate_config  # lazy: torch-free CLI start-up
     from ..practitioner.report import run_summary_lines
@@ -128,10 +178,18 @@ def run(args) -> int:
             presence_only = bool(bundle.meta.get("background_rows"))
             for line in run_summary_lines(read_run_result(out), out, presence_only=presence_only):
                 print(line)
+            refitted = _refit(args, out, bundle, config, device)
             if presence_only:
                 from ..practitioner.sdm_report import store_run_metrics  # lazy: torch-free CLI start-up
 
-                for line in store_run_metrics(out, bundle):
+                for line in store_run_metrics(out, bundle, refitted=refitted):
+                    print(line)
+            if args.cv:
+                from ..practitioner.sdm_cv import CV_FILE, cross_validate, cv_lines  # lazy: torch-free CLI start-up
+
+                cv = cross_validate(out, bundle, config, k=args.cv, blocks=args.cv_blocks, seed=config.seed,
+                                    refit=refitted, device=device, log=lambda m: print(m, file=sys.stderr, flush=True))
+                for line in cv_lines(cv) + [f"cross-validated metrics: {out / CV_FILE}"]:
                     print(line)
         return 0
     finally:
@@ -187,6 +245,19 @@ def add_parser(sub) -> None:
                         "all, or N (a subsample of N rows drawn with --seed)")
     p.add_argument("--threads", type=_pos_int, help="torch threads while training (default: 1 in the linear setting, "
                                                "fast on quiet and busy CPUs alike; torch's choice when fine-tuning)")
+    p.add_argument("--refit", action=argparse.BooleanOptionalAction, default=None,
+                   help="after choosing on validation (learning rate, epoch, members), train those choices again on "
+                        "the training + validation rows and save that model (the validated one stays in "
+                        "RUN/selected_model); default: on for presence-only data (records and background), where "
+                        "a fifth of a hundred records is too much to leave out, off elsewhere (docs/presence_only.md)")
+    p.add_argument("--cv", type=_pos_int, metavar="K",
+                   help="presence-only data: after training, cross-validate the same configuration over K folds of "
+                        "the training + validation rows (each fold tests once, the next validates; refitted when "
+                        "the run is) and report each species' AUC, max TSS and Boyce index, mean ± sd over folds "
+                        "(RUN/cv_metrics.json); the bundle's test split is not used")
+    p.add_argument("--cv-blocks", type=_pos_int, metavar="G",
+                   help="--cv: folds of whole blocks of a G x G grid over the rows' places, balanced per species "
+                        "(spatial cross-validation; default: rows drawn at random)")
     p.add_argument("--config", help="YAML/JSON file with TrainConfig fields (options override it)")
     p.add_argument("-o", "--out", help="run folder (default runs/<bundle folder name>-<method>-lr<lr>-s<seed>)")
     p.add_argument("--no-resume", action="store_true", help="start over even if the run folder has a checkpoint")

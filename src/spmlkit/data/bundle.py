@@ -178,6 +178,7 @@ def _build_bundle(out: Path, parts: dict, train, observed_only: bool, dataset, r
             **({"encoding": dataset.encoding} if dataset.encoding is not None else {}),
             **({"places": dataset.places} if dataset.places is not None else {}),
             **({"feature_source": dataset.feature_source} if dataset.feature_source is not None else {}),
+            **({"label_reading": dataset.label_reading} if dataset.label_reading is not None else {}),
             "n_features": int(train.X.shape[1]) if train.X is not None else None,
             "has_full_labels": not observed_only,
             "full_label_splits": [sp for sp in SPLITS if parts[sp][0].Y is not None],

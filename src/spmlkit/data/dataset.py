@@ -118,6 +118,11 @@ class MultiLabelDataset:
     #: data that are a backbone's features read as a table (the embedded VOC 2007); None
     #: for the data's own features.  Recorded in the bundle (``meta.json["feature_source"]``)
     feature_source: str | None = None
+    #: how the labels were read, when a user decided or the reader's rule did
+    #: (:mod:`spmlkit.data.formats.label_rule`): ``"observed: declared (--observed)"``,
+    #: ``"full labels: declared (--full-labels)"``, ``"observed: evidently partial (...)"``;
+    #: None for a dataset's own full labels.  Recorded in the bundle (``meta.json["label_reading"]``)
+    label_reading: str | None = None
 
     def __post_init__(self):
         if "train" not in self.splits:

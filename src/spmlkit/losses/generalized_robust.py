@@ -19,7 +19,7 @@ with the generalized-cross-entropy (negative Box–Cox) surrogates::
 is positive — and ``v`` an instance/class re-weighting; both are computed from the
 detached prediction (no gradient flows through them) and are inputs of this loss
 (``soft_targets`` = k̂, ``weights`` = v), supplied by the schedule component of
-:mod:`spmlkit.methods.chen2024`.  ``q → 0`` gives the log losses (``−log p``,
+:mod:`spmlkit.methods.generalized_robust`.  ``q → 0`` gives the log losses (``−log p``,
 ``−log(1 − p)``); ``q = 1`` the mean absolute error (``1 − p``, ``p``), which is bounded
 and robust to the false negatives among the unobserved labels (Zhang & Sabuncu 2018).
 

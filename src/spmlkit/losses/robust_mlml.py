@@ -94,7 +94,7 @@ def focal_margin(logits: torch.Tensor, observed: torch.Tensor, *, margin: float 
                  gamma: float = 2.0) -> torch.Tensor:
     """Focal margin loss (Zhang Eq. 8): −(1−p_m)^γ log p_m on positives, −p^γ log(1−p) on all other entries.
 
-    The base loss of SPLC (:mod:`spmlkit.methods.zhang2021`): unobserved entries are
+    The base loss of SPLC (:mod:`spmlkit.methods.robust_mlml`): unobserved entries are
     assumed negative with the focal weight.  ``margin`` = 1, ``gamma`` = 2 (paper and
     code).  With ``margin=0`` this is the ``focal`` loss (Lin et al.) on AN targets.
 

@@ -152,15 +152,12 @@ class AsymmetricPseudoLabeler(Component):
 
     @staticmethod
     def _lowest(key: torch.Tensor, candidates: torch.Tensor, counts: np.ndarray) -> torch.Tensor:
-        """Mask of the ``counts[c]`` candidates with the lowest ``key`` in each column c."""
-        N, L = key.shape
-        masked = torch.where(candidates, key, torch.full_like(key, float("inf")))
-        order = torch.sort(masked, dim=0, stable=True).indices  # (N, L)
-        n = torch.as_tensor(counts, device=key.device).view(1, L)
-        take = torch.arange(N, device=key.device).view(N, 1) < n  # the first n_c ranks of each column
-        chosen = torch.zeros(N, L, dtype=torch.bool, device=key.device)
-        chosen.scatter_(0, order, take)
-        return chosen & candidates  # fewer candidates than n_c: take them all, nothing else
+        """Mask of the ``counts[c]`` candidates with the lowest ``key`` in each column c (ties
+        by row index).  On the CPU by each column's threshold (:func:`lowest_by_threshold`,
+        O(N·L)); elsewhere by one column-wise stable sort (:func:`lowest_by_sort`, its twin)."""
+        if key.device.type == "cpu":
+            return lowest_by_threshold(key, candidates, counts)
+        return lowest_by_sort(key, candidates, counts)
 
     def _write(self, g: int, mask: torch.Tensor, sign: int, probs: torch.Tensor, epoch: int) -> None:
         self.kind[g][mask] = sign
@@ -192,3 +189,42 @@ class AsymmetricPseudoLabeler(Component):
         self.kind.copy_(state["kind"])
         self.target.copy_(state["target"])
         self.assigned_epoch.copy_(state["assigned_epoch"])
+
+
+def lowest_by_sort(key: torch.Tensor, candidates: torch.Tensor, counts: np.ndarray) -> torch.Tensor:
+    """Mask of the ``counts[c]`` candidates with the lowest ``key`` in each column c, ties
+    broken by row index: one stable sort of every column (the plain twin of
+    :func:`lowest_by_threshold`; fast on a GPU, minutes on a CPU at 16,000 x 5,000)."""
+    N, L = key.shape
+    masked = torch.where(candidates, key, torch.full_like(key, float("inf")))
+    order = torch.sort(masked, dim=0, stable=True).indices  # (N, L)
+    n = torch.as_tensor(counts, device=key.device).view(1, L)
+    take = torch.arange(N, device=key.device).view(N, 1) < n  # the first n_c ranks of each column
+    chosen = torch.zeros(N, L, dtype=torch.bool, device=key.device)
+    chosen.scatter_(0, order, take)
+    return chosen & candidates  # fewer candidates than n_c: take them all, nothing else
+
+
+def lowest_by_threshold(key: torch.Tensor, candidates: torch.Tensor, counts: np.ndarray) -> torch.Tensor:
+    """The same mask as :func:`lowest_by_sort` without sorting: each column's ``counts[c]``-th
+    smallest masked key ``v_c`` by selection (``np.partition``, O(N) a column), then every
+    candidate below ``v_c`` and, of those equal to it, the first ones by row index until
+    ``counts[c]`` are taken (a cumulative count over the tied columns only).  Keys must not
+    be NaN (probabilities are not)."""
+    N, L = key.shape
+    counts = np.asarray(counts, dtype=np.int64).reshape(L)
+    masked = torch.where(candidates, key, torch.full_like(key, float("inf")))
+    m = masked.numpy()
+    kth = np.full(L, -np.inf, dtype=np.float64)  # (a column taking nothing: nothing is below -inf)
+    for c in np.flatnonzero(counts > 0):
+        k = int(min(counts[c], N)) - 1
+        kth[c] = np.partition(m[:, c], k)[k]
+    v = torch.from_numpy(kth).to(masked.dtype).view(1, L)
+    less = masked < v
+    tied = masked == v
+    need = torch.as_tensor(counts).view(1, L) - less.sum(0, keepdim=True)
+    ragged = torch.nonzero((tied.sum(0, keepdim=True) > need).view(L)).view(-1)  # more ties than places
+    if ragged.numel():
+        sub = tied[:, ragged]
+        tied[:, ragged] = sub & (sub.cumsum(0) <= need[:, ragged])
+    return (less | tied) & candidates

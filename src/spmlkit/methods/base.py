@@ -70,6 +70,7 @@ from ..params import check_params, constraints_from_signature
 from ..reading import env_megabytes
 from ..registry import Registry
 from ..sparse_labels import SparseLabels, as_sparse
+from .order import ORDER
 
 
 #: name of the components' scratch folder inside a run folder (removed when the run finishes;
@@ -558,7 +559,8 @@ class MethodSpec:
         return check_params(params, self.constraints, owner=f"method {self.name!r}")
 
 
-METHODS: Registry = Registry("method", package=__package__)
+#: every registered method, listed in the pinned order of :data:`.order.ORDER`
+METHODS: Registry = Registry("method", package=__package__, order=ORDER)
 
 
 def register_method(name: str, *, regime: str = "single_positive", reference: str = "", setting: str = "any",

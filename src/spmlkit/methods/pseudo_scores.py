@@ -40,7 +40,7 @@ import torch
 from ..errors import ConfigError, DataFormatError
 from ..io import load_numpy
 from .base import Batch, Component, Method, TrainContext, register_method, resolve_k
-from .chen2024 import gr_schedule
+from .generalized_robust import gr_schedule
 
 FAMILY = "vision-language"
 VLPL_REF = "Xing et al. 2023, VLPL (arXiv:2310.15985)"

@@ -82,6 +82,10 @@ MLP_WHEN = ("tabular", "always", "never")
 #: linear-setting budget of 25 epochs (Cole et al. 2021 §6.1); the best epoch is kept, so a
 #: run only loses an improvement that would have come after 5 flat epochs
 PATIENCE = 5
+#: auto's cost budget at scale, in runs, and the training entries from which it applies
+#: (spmlkit.training.budget, whose docstring gives the reasons)
+BUDGET = 4.0
+BUDGET_FROM = 2 ** 27
 
 
 def _names(text: str, what: str) -> tuple[str, ...]:
@@ -107,7 +111,7 @@ class Recipe:
                  presence_members: tuple = (), presence_head: str | None = None, presence_single: tuple = (),
                  longer: int = 2,
                  rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int | None = None,
-                 params: dict | None = None):
+                 budget: float = 4.0, budget_from: int = 2 ** 27, params: dict | None = None):
         self.name = name
         self.members = tuple(members)
         self.presence_members = tuple(presence_members)
@@ -120,6 +124,8 @@ class Recipe:
         self.steps = int(steps)
         self.mlp = mlp
         self.patience = None if patience is None else int(patience)
+        self.budget = float(budget)
+        self.budget_from = int(budget_from)
         self.params = dict(params or {})
 
     def members_for(self, presence_only: bool, backbone_features: bool = False, n_labels: int | None = None) -> tuple:
@@ -174,7 +180,8 @@ def parse_members(text: str, what: str = "members") -> tuple:
 def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: str = "ensemble_selection",
                presence_members: str = PRESENCE_MEMBERS, presence_head: str = PRESENCE_HEAD,
                presence_single: str = PRESENCE_SINGLE_MEMBERS, longer: int = 2,
-               rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int = PATIENCE) -> Recipe:
+               rounds: int = 20, steps: int = 10, mlp: str = "tabular", patience: int = PATIENCE,
+               budget: float = BUDGET, budget_from: int = BUDGET_FROM) -> Recipe:
     """spmlkit's recipe: em-apl, gr, wan, l1r (and em-apl, wan with an MLP head on tabular data), chosen and weighed on observed labels.
 
     ``members``: comma-separated registered methods, each optionally ``:linear`` / ``:mlp``
@@ -188,6 +195,10 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
     ``patience``: a member's run stops after this many epochs without a better observed
     validation score (its best epoch is kept; a value >= the epochs runs every epoch; the
     run's own ``--patience``, when given, takes precedence).
+    ``budget`` / ``budget_from``: from ``budget_from`` training entries (N x L) the members
+    train within ``budget`` times the epochs of one run — learning rates by successive
+    halving after one epoch, no longer try, members in order while the budget lasts
+    (:mod:`spmlkit.training.budget`; said and recorded); below it nothing changes.
     ``presence_members`` /
     ``presence_head``: the members and their head on presence-only data (background rows),
     chosen by ``target_group_auc`` there; ``presence_single``: the members on presence-only
@@ -213,5 +224,10 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
                             ("patience", patience, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"method 'auto': {key} must be an integer >= {low}, got {value!r}")
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not (budget > 0 and budget < float("inf")):
+        raise ConfigError(f"method 'auto': budget must be a positive number of runs, got {budget!r}")
+    if isinstance(budget_from, bool) or not isinstance(budget_from, int) or budget_from < 0:
+        raise ConfigError(f"method 'auto': budget_from must be an integer >= 0 (training entries), got {budget_from!r}")
     return Recipe("auto", names, rates, combine, presence_members=po_names, presence_head=presence_head,
-                  presence_single=single, longer=longer, rounds=rounds, steps=steps, mlp=mlp, patience=patience)
+                  presence_single=single, longer=longer, rounds=rounds, steps=steps, mlp=mlp, patience=patience,
+                  budget=budget, budget_from=budget_from)

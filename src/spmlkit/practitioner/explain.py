@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from .. import ownership
+from ..data.covariate_info import class_label, covariate_label, read_covariate_info
 from ..errors import ConfigError
 from ..io import safe_filename
 from ..ownership import atomic_path
@@ -164,8 +165,9 @@ def _savefig(fig, path: Path) -> None:
         fig.savefig(tmp, format="png", dpi=110, metadata={"Software": "spmlkit explain"})
 
 
-def response_figure(rows: list[dict], species: str, enc, path: Path) -> Path:
-    """One panel per covariate: the partial dependence of ``species`` (probability 0-1)."""
+def response_figure(rows: list[dict], species: str, enc, path: Path, info: dict | None = None) -> Path:
+    """One panel per covariate: the partial dependence of ``species`` (probability 0-1);
+    ``info``: the covariates' names, units and class names (:mod:`spmlkit.data.covariate_info`)."""
     import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
     matplotlib.use("Agg")
@@ -179,11 +181,12 @@ def response_figure(rows: list[dict], species: str, enc, path: Path) -> Path:
         pts = [(r["value"], r["probability"]) for r in rows if r["species"] == species and r["covariate"] == c]
         v, p = np.array(pts).T
         if c in enc.levels:
-            ax.bar([f"{x:g}" for x in v], p, color="#4c72b0")
-            ax.tick_params(axis="x", labelsize=7, rotation=90 if len(v) > 6 else 0)
+            ax.bar([class_label(info, c, x) for x in v], p, color="#4c72b0")
+            named = any(class_label(info, c, x) != f"{x:g}" for x in v)
+            ax.tick_params(axis="x", labelsize=7, rotation=90 if len(v) > 6 or named else 0)
         else:
             ax.plot(v, p, color="#4c72b0")
-        ax.set_title(c, fontsize=9)
+        ax.set_title(covariate_label(info, c), fontsize=9)
         ax.set_ylim(0, 1)
     for ax in axes.ravel()[len(covs):]:
         ax.axis("off")
@@ -196,7 +199,7 @@ def response_figure(rows: list[dict], species: str, enc, path: Path) -> Path:
     return path
 
 
-def importance_figure(rows: list[dict], species: list[str], path: Path, split: str) -> Path:
+def importance_figure(rows: list[dict], species: list[str], path: Path, split: str, info: dict | None = None) -> Path:
     """One panel per species: the AUC drop of each covariate (mean ± sd), largest on top."""
     import matplotlib  # lazy: matplotlib, only when a figure is drawn
 
@@ -207,7 +210,7 @@ def importance_figure(rows: list[dict], species: list[str], path: Path, split: s
                                                         + 1.6), squeeze=False)
     for ax, sp in zip(axes[0], species):
         rs = sorted((r for r in rows if r["species"] == sp), key=lambda r: r["auc_drop"])
-        ax.barh([r["covariate"] for r in rs], [r["auc_drop"] for r in rs], xerr=[r["auc_drop_sd"] for r in rs],
+        ax.barh([covariate_label(info, r["covariate"]) for r in rs], [r["auc_drop"] for r in rs], xerr=[r["auc_drop_sd"] for r in rs],
                 color="#dd8452")
         auc = rs[0]["auc"] if rs else float("nan")
         ax.set_title(f"{sp}\n(AUC {auc:.3f} on {split})", fontstyle="italic", fontsize=9)
@@ -220,11 +223,12 @@ def importance_figure(rows: list[dict], species: list[str], path: Path, split: s
 
 
 def explain(model, bundle, out, *, split: str = "val", species=None, points: int = 50, sample: int = 1000,
-            repeats: int = 5, seed: int = 0) -> list[str]:
+            repeats: int = 5, seed: int = 0, covariate_info=None) -> list[str]:
     """Response curves and permutation importance of ``model`` on ``bundle``, written into
     the folder ``out`` (a new or empty one, or one ``spml explain`` wrote): ``response.csv``,
     ``importance.csv``, ``response_<species>.png`` (for each of ``species``, default all)
-    and ``importance.png``.  Returns the paths written."""
+    and ``importance.png``; ``covariate_info``: a sidecar of the covariates' names, units and
+    class names for the figures (:mod:`spmlkit.data.covariate_info`).  Returns the paths written."""
     if list(bundle.label_names) != list(model.label_names):
         raise ConfigError(f"{bundle.path}: its species are not the model's; give the bundle the model was trained on")
     names = list(model.label_names)
@@ -236,6 +240,7 @@ def explain(model, bundle, out, *, split: str = "val", species=None, points: int
     if enc is None:
         raise ConfigError("this model records no covariate encoding (it was trained on ready-made features, not on "
                           "named covariates): nothing to explain per covariate")
+    info = None if covariate_info is None else read_covariate_info(covariate_info, enc.covariates)
     data = explain_data(bundle, split=split, sample=sample, seed=seed)
     resp = response_curves(model, data.reference, points=points)
     imp = permutation_importance(model, data.held_out, data.pos, data.neg, repeats=repeats, seed=seed)
@@ -248,8 +253,8 @@ def explain(model, bundle, out, *, split: str = "val", species=None, points: int
     written += [str(out / "response.csv"), str(out / "importance.csv")]
     for sp in chosen:
         p = out / f"response_{safe_filename(sp.replace(' ', '_'))}.png"
-        response_figure(resp, sp, enc, p)
+        response_figure(resp, sp, enc, p, info)
         written.append(str(p))
-    importance_figure(imp, chosen, out / "importance.png", split)
+    importance_figure(imp, chosen, out / "importance.png", split, info)
     written.append(str(out / "importance.png"))
     return written

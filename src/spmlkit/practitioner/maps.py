@@ -38,6 +38,7 @@ from ..data.rasters import parse_crs, rasterio, same_crs
 from ..errors import ConfigError, DataFormatError
 from ..io import safe_filename
 from ..ownership import replace_file
+from . import sdm_maps
 
 #: what the maps' values are (stored in every GeoTIFF's tags, on every colour bar): the sigmoid
 #: of the model's logit, trained on presences against background (or other species'
@@ -123,14 +124,15 @@ def _requested(maps, species: list[str]) -> list[str]:
 
 def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str | None = None, records=None,
                     window_rows: int | None = None, overwrite: bool = False, unseen_levels: str = "error",
-                    log=None) -> dict:
+                    mess: bool = False, binary: str | None = None, log=None) -> dict:
     """Write ``model``'s probability of each species on the grid of ``rasters`` (module
     docstring); returns ``{"written": [paths], "message": str, "cells": ..., "seconds": ...}``.
 
     The steps: open the rasters and check the outputs, open each map under a temporary
     name (:func:`_map_profile`, :func:`_open_maps`), then window by window read the cells'
     values (:func:`_window_values`), predict (:func:`_probabilities`) and write
-    (:func:`_write_window`); last the figures and the message."""
+    (:func:`_write_window`); last the figures and the message.  ``mess`` / ``binary``: the
+    MESS map and the binary maps at a stored threshold (:mod:`.sdm_maps`), beside them."""
     enc = model.encoding
     if enc is None:
         raise ConfigError("this model records no covariate encoding (it was trained on ready-made features, not on "
@@ -142,11 +144,13 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     want = _requested(maps, species)
     tifs, pngs = output_paths(out, species, per_species=per_species, maps=want)
     inputs = _inputs(stack, rasters, records, model)
+    extra = sdm_maps.plan(model, out, species, _unique_safe_names(species), per_species=per_species, mess_map=mess,
+                          binary=binary, records=records)
     if per_species:  # a folder of maps spmlkit makes (and lists); its own maps are replaced, nothing else
         ownership.register_kind("maps", "a maps folder", layout=("*.tif", "*.png"))
         ownership.claim(out, "maps", inputs=inputs, create=False)
     else:
-        _check_outputs(tifs + pngs, inputs, overwrite)
+        _check_outputs(tifs + pngs + sdm_maps.files(extra), inputs, overwrite)
     overlay = _training_records(model, records, species, stack) if want else None
     if per_species:
         ownership.claim(out, "maps", inputs=inputs)
@@ -172,6 +176,7 @@ def predict_rasters(model, rasters, out, *, per_species: bool = False, maps: str
     seconds = time.perf_counter() - t0
     window_rows = min(stack.window_rows(window_rows), stack.height)
     written = [str(t) for t in tifs]
+    written += sdm_maps.write(extra, stack, tifs, profile, out_nodata, per_species=per_species, window_rows=window_rows)
     for s, png in zip(want, pngs):
         src = tifs[species.index(s)] if per_species else tifs[0]
         band = 1 if per_species else species.index(s) + 1
@@ -300,6 +305,23 @@ def _training_records(model, records, species: list[str], stack) -> dict | None:
     return out
 
 
+#: the colour of the valid-data outline (the edge between cells with data and nodata: a coastline
+#: where the nodata is the sea), drawn from the raster itself, with no outside map data
+OUTLINE_COLOUR = "#3a3a3a"
+
+
+def _data_outline(ax, a, bounds) -> bool:
+    """Draw the edge of the raster's valid cells (a contour of the nodata mask at 0.5) on
+    ``ax``, labelled for the legend; False when every cell (or none) has data."""
+    valid = ~np.ma.getmaskarray(a)
+    if valid.all() or not valid.any():
+        return False
+    ax.contour(valid.astype(np.float32), levels=[0.5], colors=OUTLINE_COLOUR, linewidths=0.6, origin="upper",
+               extent=(bounds.left, bounds.right, bounds.bottom, bounds.top))
+    ax.plot([], [], color=OUTLINE_COLOUR, linewidth=0.6, label="edge of the data (grey: no data)")
+    return True
+
+
 def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: int = 1600) -> Path:
     """A PNG of band ``band`` of the GeoTIFF ``tif`` (the model's output 0-1, :data:`SCALE`;
     nodata cells grey, apart from low values), the species name as title, a colour bar,
@@ -322,6 +344,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad=NODATA_COLOUR)  # no data (sea) is not a low value
     im = ax.imshow(a, extent=(b.left, b.right, b.bottom, b.top), vmin=0, vmax=1, cmap=cmap,
                    interpolation="nearest")
+    outline = _data_outline(ax, a, b)
     parts = records if isinstance(records, dict) else {"records": records} if records is not None else {}
     style = {"train": ("#d62728", "o", "training records"), "val": ("#ff7f0e", "^", "validation records"),
              "records": ("#d62728", "o", "records")}
@@ -330,7 +353,7 @@ def map_figure(tif, band: int, species: str, out, *, records=None, max_pixels: i
             colour, marker, what = style.get(split, style["records"])
             ax.scatter(xy[:, 0], xy[:, 1], s=8, c=colour, marker=marker, edgecolors="white", linewidths=0.4,
                        label=f"{what} ({len(xy)})")
-    if any(xy is not None and len(xy) for xy in parts.values()):
+    if outline or any(xy is not None and len(xy) for xy in parts.values()):
         ax.legend(loc="lower left", fontsize=8, framealpha=0.8)
     ax.set_title(species, fontstyle="italic")
     ax.set_xlabel("longitude" if geographic else "x")

@@ -318,7 +318,8 @@ def _run_training(bundle: Bundle, config: TrainConfig, out: Path, *, resume: boo
         raise ConfigError(problem)
     if done is not None:  # a finished run: nothing to do (run_training ends it)
         return _skipped(done, out, callbacks, end=False)
-    if dctx.is_main and log is not None and resume and (out / "last.pt").exists():
+    # (a tree run says itself after which seeds it resumes: its last.pt counts seeds, not epochs)
+    if dctx.is_main and log is not None and resume and (out / "last.pt").exists() and config.head != "tree":
         linear = config.setting != "finetune"  # (fine-tuning counts its own epochs)
         epoch = load_run_checkpoint(out / "last.pt", epochs=config.epochs if linear else None)["epoch"]
         log(f"resuming {out} after epoch {epoch} (from last.pt; --no-resume starts over)")

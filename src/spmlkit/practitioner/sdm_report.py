@@ -52,16 +52,21 @@ def _clean(v):
     return None if isinstance(v, float) and math.isnan(v) else v
 
 
-def species_metrics(model, bundle) -> dict:
+def species_metrics(model, bundle, *, selected=None) -> dict:
     """``{"species": {name: {split: {...}}}, "thresholds": {name: {...}}}`` (module
-    docstring); splits without rows are left out."""
+    docstring); splits without rows are left out.  ``selected``: the model chosen on
+    validation when ``model`` is its refit on training + validation rows
+    (:mod:`.refit`): the validation split, and the maximum-TSS threshold found on it, are
+    then that model's (the refitted one has learned those rows), and the
+    10th-percentile training presence is the refitted model's on every record it trained
+    on (training and validation)."""
     names = list(model.label_names)
     out = {"species": {n: {} for n in names}, "thresholds": {}}
     cache = {}
     for split in SPLITS:
         if int(bundle.meta["sizes"].get(split, 0)) == 0:
             continue
-        s = cache[split] = _scores(model, bundle, split)
+        s = cache[split] = _scores(selected if split == "val" and selected is not None else model, bundle, split)
         Y = bundle.labels(split) if split != "train" else None
         if Y is not None:  # surveyed presence/absence
             Yd = as_sparse(Y).dense() if not isinstance(Y, np.ndarray) else np.asarray(Y)
@@ -80,29 +85,59 @@ def species_metrics(model, bundle) -> dict:
             tss, _ = max_tss(p, b)
             out["species"][n][split] = {"contrast": "background", "records": int(len(pos)), "background": int(len(bg)),
                                         "auc": _clean(auc(p, b)), "tss": _clean(tss), "boyce": _clean(boyce_index(p, b))}
+    if selected is not None and "val" in cache:  # the refitted model's training presences include validation's
+        cache["refit_val"] = _scores(model, bundle, "val")
     for k, n in enumerate(names):
         out["thresholds"][n] = _thresholds(bundle, cache, k)
+    if selected is not None:
+        out["refit"] = {"val": "the model chosen on validation (selected_model/)",
+                        "test": "the model refitted on training + validation rows (model/)",
+                        "thresholds": "the refitted model on its training and validation rows"}
     return out
 
 
+def _training_rows(bundle, cache: dict, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The model's scores of species ``k`` at its training records and training background:
+    the training split, and with a refitted model (``cache["refit_val"]``) the validation
+    split too (it trained on both)."""
+    if "train" not in cache:
+        return None
+    pos, bg = _rows(bundle.observations("train"), k)
+    rec, back = [cache["train"][pos, k]], [cache["train"][bg, k]]
+    if "refit_val" in cache:
+        vpos, vbg = _rows(bundle.observations("val"), k)
+        rec.append(cache["refit_val"][vpos, k])
+        back.append(cache["refit_val"][vbg, k])
+    return np.concatenate(rec), np.concatenate(back)
+
+
+def _share(b: np.ndarray, t: float) -> float | None:
+    return _clean(float((b >= t).mean()) if len(b) and not math.isnan(t) else float("nan"))
+
+
 def _thresholds(bundle, cache: dict, k: int) -> dict:
-    """The species' thresholds (module docstring) and the share of background above each."""
+    """The species' thresholds (module docstring) and the share of background above each.
+    The maximum TSS is found on validation; for a refitted model (``cache["refit_val"]``),
+    on every row it trained on, as MaxEnt's "maximum training sensitivity plus
+    specificity" (Phillips et al. 2006; Liu et al. 2005), so that both thresholds are on
+    the scale of the model that draws the map."""
     res = {}
-    if "train" in cache:
-        pos, bg = _rows(bundle.observations("train"), k)
-        s = cache["train"][:, k]
-        t10 = percentile_threshold(s[pos])
-        res["p10_training_presence"] = {"threshold": _clean(t10),
-                                        "background_above": _clean(float((s[bg] >= t10).mean()) if len(bg) else
-                                                                   float("nan"))}
-    src = "val" if "val" in cache and bundle.labels("val") is None else "train" if "train" in cache else None
-    if src is not None:
-        pos, bg = _rows(bundle.observations(src), k)
-        s = cache[src][:, k]
-        tss, t = max_tss(s[pos], s[bg])
-        res["max_tss"] = {"threshold": _clean(t), "on": src, "tss": _clean(tss),
-                          "background_above": _clean(float((s[bg] >= t).mean()) if len(bg) and not math.isnan(t)
-                                                     else float("nan"))}
+    training = _training_rows(bundle, cache, k)
+    if training is not None:
+        rec, back = training
+        t10 = percentile_threshold(rec)
+        res["p10_training_presence"] = {"threshold": _clean(t10), "background_above": _share(back, t10)}
+    if "refit_val" in cache and training is not None:
+        src, (p, b) = "train+val", training
+    elif "val" in cache and bundle.labels("val") is None:
+        pos, bg = _rows(bundle.observations("val"), k)
+        src, p, b = "val", cache["val"][pos, k], cache["val"][bg, k]
+    elif training is not None:
+        src, (p, b) = "train", training
+    else:
+        return res
+    tss, t = max_tss(p, b)
+    res["max_tss"] = {"threshold": _clean(t), "on": src, "tss": _clean(tss), "background_above": _share(b, t)}
     return res
 
 
@@ -153,11 +188,28 @@ def is_presence_only(bundle) -> bool:
     return bool(bundle.meta.get("background_rows"))
 
 
-def store_run_metrics(run_dir, bundle) -> list[str]:
+def selected_model(model_path):
+    """The model chosen on validation when ``model_path`` (a run folder or its ``model/``)
+    holds a refitted model (``refit.json``, :mod:`.refit`), else None."""
+    path = Path(model_path)
+    for run in (path, path.parent):
+        if (run / "refit.json").is_file() and (run / "selected_model").is_dir() and (run / "model").is_dir():
+            if path in (run, run / "model"):
+                return load_model(run / "selected_model")
+    return None
+
+
+def store_run_metrics(run_dir, bundle, *, refitted: bool = False) -> list[str]:
     """After ``spml train`` on presence-only data: the per-species table of the run's model
     on the bundle's validation and test splits, written to ``RUN/sdm_metrics.json``
-    (with the thresholds); returns the lines to print."""
+    (with the thresholds); returns the lines to print.  ``refitted``: the run's model is
+    refitted on training + validation rows (:mod:`.refit`), validation is scored by the
+    model chosen there (``RUN/selected_model``)."""
     run_dir = Path(run_dir)
-    metrics = species_metrics(load_model(run_dir), bundle)
+    ownership.folder(run_dir, "run")  # (also a finished run started again: nothing trained, the folder claimed here)
+    selected = load_model(run_dir / "selected_model") if refitted else None
+    metrics = species_metrics(load_model(run_dir), bundle, selected=selected)
     ownership.write_json(run_dir / "sdm_metrics.json", metrics)
-    return summary_lines(metrics) + [f"per-species metrics and thresholds: {run_dir / 'sdm_metrics.json'}"]
+    note = (["  (val: the model chosen on validation, RUN/selected_model; test: the model refitted on training + "
+             "validation rows, RUN/model)"] if refitted else [])
+    return summary_lines(metrics) + note + [f"per-species metrics and thresholds: {run_dir / 'sdm_metrics.json'}"]

@@ -40,11 +40,12 @@ from ..methods.base import TrainContext, build_method, state_budget_bytes
 from ..models.heads import MixedHeads, build_head
 from ..models.trees import stack_member_states
 from ..sparse_labels import as_sparse
-from . import distributed
+from . import budget as budgeting, distributed
 from .callbacks import EpochFunction, tagged
 from .ensemble import SELECTION_ENTRIES, observed_map, selection_subsample, weigh
 from .linear import FeatureStore, split_scores, streamed_split_scores, train_linear
 from .trees import train_trees, working_bytes
+from .validation import validation_rows
 from .prepare import make_evaluator, n_background, prepare_run, training_regime
 from .result import RunResult
 from .scores import ScoreView
@@ -217,9 +218,13 @@ def _weigh(bundle, config: TrainConfig, recipe, runs, kinds: list[str], Z_val, c
     if len(runs) == 1 and math.isfinite(_score(runs[0])):  # (one member: nothing to weigh)
         return np.ones(1), None
     observed = criterion is metrics.observed_positive_map
-    rows = selection_subsample(Z_val, seed=seed, n_members=len(runs), budget_bytes=state_budget_bytes(device),
-                               observed=observed)
     n, L = Z_val.shape
+    # within the rows the members' validation scored (the validation policy, training/validation.py)
+    policy = validation_rows(n, L, config)
+    rows = selection_subsample(policy.take(Z_val), seed=seed, n_members=len(runs),
+                               budget_bytes=state_budget_bytes(device), observed=observed)
+    if policy.subsampled:
+        rows = policy.rows if rows is None else policy.rows[rows]
     if held and rows is None and n * L <= SELECTION_ENTRIES:  # (as every committed table was weighed)
         P = _probabilities(runs, [r.state["val_logits"] for r in runs])
         return weigh(recipe.combine, P, np.asarray(Z_val), criterion, rounds=recipe.rounds, steps=recipe.steps,
@@ -231,10 +236,12 @@ def _weigh(bundle, config: TrainConfig, recipe, runs, kinds: list[str], Z_val, c
     labels = np.flatnonzero((Z == 1).any(0)) if observed else np.arange(Z.shape[1])
     P = _probabilities(runs, [x[:, labels] for x in _rows_logits(bundle, config, runs, kinds, rows, mean, std,
                                                                   device)])
-    where = {"rows": int(len(rows)), "of": n, "seed": int(seed), "labels": int(len(labels))}
+    where = {"rows": int(len(rows)), "of": n, "seed": int(seed), "labels": int(len(labels)),
+             "within_validation_subsample": policy.subsampled}
     msg = (f"auto: members weighed by {recipe.combine} on {len(rows):,} of the {n:,} validation rows "
            f"(a subsample seeded by {seed}; {len(labels):,} labels{' with an observed positive' if observed else ''})"
-           ": the whole split is over the selection's size or memory budget")
+           + (": the rows validation scores (its fixed subsample), within the selection's size and memory budget"
+              if policy.subsampled else ": the whole split is over the selection's size or memory budget"))
     if len(rows) == n:
         msg = f"auto: members weighed by {recipe.combine} on the {n:,} validation rows scored again from their heads"
     log = getattr(recipe, "log", None)
@@ -286,6 +293,26 @@ def _trees_within_budget(members, parts, n_runs: int, log=None) -> tuple[tuple, 
         msg = f"auto: member {d['method']!r} dropped: {reason}"
         log(msg) if log is not None else warnings.warn(msg, stacklevel=3)
     return tuple((name, h) for name, h in members if h != "tree"), dropped
+
+
+def _cost_plan(bundle, config: TrainConfig, recipe, members, parts) -> budgeting.BudgetPlan:
+    """The members within the recipe's cost budget at this size (:func:`spmlkit.training.budget.plan`;
+    below ``recipe.budget_from`` training entries: every member, nothing changed), said in
+    one line each when the budget applies."""
+    dim = int(bundle.features("train", config.feature_set).shape[-1])
+    plan = budgeting.plan(members, n_train=len(parts.observed), n_labels=parts.observed.shape[1],
+                          epochs=config.epochs, n_lrs=len(recipe.lrs), in_features=dim, hidden=config.hidden,
+                          budget=recipe.budget, budget_from=recipe.budget_from)
+    if plan.active:
+        log = getattr(recipe, "log", None)
+        lines = [f"auto: at {len(parts.observed):,} x {parts.observed.shape[1]:,} training entries the members train "
+                 f"within {plan.budget_epochs:g} epochs of one run (method param budget={recipe.budget:g} runs): "
+                 f"each member's learning rates {', '.join(f'{lr:g}' for lr in recipe.lrs)} train one epoch and "
+                 "the best goes on (successive halving); no longer try",
+                 *(f"auto: member {d['method']!r} dropped: {d['reason']}" for d in plan.dropped)]
+        for line in lines:
+            log(line) if log is not None else warnings.warn(line, stacklevel=3)
+    return plan
 
 
 def _validation_observations(bundle, config: TrainConfig, recipe):
@@ -358,7 +385,9 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
                                          log=getattr(recipe, "log", None))
     members = tuple((name, h) for name, h in members if name in fits)
     members, tree_dropped = _trees_within_budget(members, parts, len(unique_seeds), log=getattr(recipe, "log", None))
-    dropped = [*dropped, *tree_dropped]
+    plan = _cost_plan(bundle, base, recipe, members, parts)
+    members = plan.members
+    dropped = [*dropped, *tree_dropped, *plan.dropped]
     callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
         ownership.folder(run_dir, "run")
@@ -369,6 +398,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i,
                                          "member_epochs": cfg.epochs})
         train = train_trees if cfg.head == "tree" else train_linear  # (a tree member: boosting rounds)
+        if plan.active and cfg.head != "tree" and len(lrs_) > 1:  # (at scale: lrs by successive halving)
+            member = [*member, budgeting.LearningRateHalving(at=1)]
         return train(bundle, cfg, lrs=lrs_, seeds=seeds_, run_dir=sub_dir, resume=resume,
                      callbacks=member, keep_state=True, device=parts.device)
 
@@ -382,7 +413,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         runs = run_member(i, label, cfg, m_lrs, m_seeds)
         for s in unique_seeds:
             best = max((r for r in runs if r.seed == s), key=_score)
-            if recipe.longer > 1 and math.isfinite(_score(best)) and best.best_epoch == best.epochs_run == cfg.epochs:
+            if (recipe.longer > 1 and not plan.active and math.isfinite(_score(best))
+                    and best.best_epoch == best.epochs_run == cfg.epochs):
                 # peaked at its last epoch: a longer try, kept when the criterion says it is better
                 (longer,) = run_member(i, label, cfg.replace(epochs=cfg.epochs * recipe.longer), [best.lr], [s],
                                        tag=f"-x{recipe.longer}-lr{best.lr:g}-s{s}")
@@ -412,6 +444,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
                  "patience": patience, "combine": recipe.combine}
         if weighed_on is not None:
             notes["weighed_on"] = weighed_on
+        if plan.active:
+            notes["budget"] = plan.notes()
         if dropped:
             notes["dropped"] = dropped
         val_logits, test_logits, val_score, scored = _combined_scores(bundle, base, parts, kept, kinds, head_state, w,

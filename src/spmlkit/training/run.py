@@ -42,7 +42,7 @@ class ProgressPlan(NamedTuple):
     per_member: int
     steps: int
     total: int
-    unit: str  # "epoch", or "step" when fine-tuning (minutes per epoch: progress in optimizer steps)
+    unit: str  # "epoch"; "step" when fine-tuning (minutes per epoch: progress in optimizer steps); "round": trees
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,12 @@ def _run_linear(bundle, config, method, *, log, **kw):
 
 
 def _run_trees(bundle, config, method, *, log, **kw):
-    return trees.train_trees(bundle, config, method=method, **kw)
+    return trees.train_trees(bundle, config, method=method, log=log, **kw)
+
+
+def _plan_trees(config: TrainConfig, method: Method, n_train: int) -> ProgressPlan:
+    n_seeds = len(dict.fromkeys(int(s) for s in config.members(None, None)[1]))
+    return ProgressPlan(trees.ROUNDS, 1, trees.ROUNDS * n_seeds, "round")  # (boosting rounds, at most)
 
 
 def _plan_finetune(config: TrainConfig, method: Method, n_train: int) -> ProgressPlan:
@@ -83,7 +88,7 @@ TRAINERS = {
                       lambda c, m, n: ProgressPlan(c.epochs, 1, c.epochs * max(1, len(m.members)), "epoch")),
     "finetune": Trainer("finetune", _run_finetune, _plan_finetune),
     "linear": Trainer("linear", _run_linear, lambda c, m, n: ProgressPlan(c.epochs, 1, c.epochs, "epoch")),
-    "trees": Trainer("trees", _run_trees, lambda c, m, n: ProgressPlan(c.epochs, 1, c.epochs, "epoch")),
+    "trees": Trainer("trees", _run_trees, _plan_trees),
 }
 
 

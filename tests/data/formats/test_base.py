@@ -9,7 +9,7 @@ from spmlkit.errors import DataFormatError, UnknownNameError
 def test_load_any_detects_formats(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("f,l\n1,0\n2,1\n")
-    ds = load_any(str(p), labels_last=1)
+    ds = load_any(str(p), labels_last=1, observed=False)
     assert ds.splits["train"].Y.shape == (2, 1)
     with pytest.raises(DataFormatError, match="not found"):
         load_any(str(tmp_path / "missing.csv"))

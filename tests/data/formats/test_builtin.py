@@ -38,8 +38,8 @@ def test_a_tab_separated_table_loads_like_the_comma_separated_one(tmp_path):
     rows = [["f1", "f2", "a", "b"], ["0.5", "1", "1", "0"], ["2", "-1", "1", "1"]]
     (tmp_path / "t.csv").write_text("\n".join(",".join(r) for r in rows) + "\n")
     (tmp_path / "t.tsv").write_text("\n".join("\t".join(r) for r in rows) + "\n")
-    a = load_any(str(tmp_path / "t.csv"), labels_last=2)
-    b = load_any(str(tmp_path / "t.tsv"), labels_last=2)
+    a = load_any(str(tmp_path / "t.csv"), labels_last=2, observed=False)
+    b = load_any(str(tmp_path / "t.tsv"), labels_last=2, observed=False)
     assert a.label_names == b.label_names == ["a", "b"]
     assert np.array_equal(a.splits["train"].X, b.splits["train"].X)
     assert np.array_equal(a.splits["train"].Y, b.splits["train"].Y) and b.splits["train"].Y.sum() == 3

@@ -9,7 +9,7 @@ import pytest
 
 from spmlkit.data import Bundle, load_any
 from spmlkit.data.formats import read_table
-from spmlkit.errors import DataFormatError
+from spmlkit.errors import ConfigError, DataFormatError
 from tests.helpers.cli import run_cli as run
 from tests.helpers.cli import strict_one_line_error as one_line_error
 
@@ -176,21 +176,24 @@ def test_wide_table_with_one_positive_per_row_is_read_as_observed(tmp_path, caps
     assert code == 0 and "exactly one positive" not in err and Bundle(tmp_path / "f").has_full_labels
     with pytest.warns(UserWarning, match="read as observed single positives"):
         assert not load_any(str(p), labels_last=3).has_full_labels
-    # a genuinely multi-label table says nothing; --observed / --full-labels say nothing either
+    # --observed / --full-labels say nothing; a table that may be multi-label is asked about
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds = load_any(str(p), labels_last=3, observed=True)
         assert not ds.has_full_labels
         assert load_any(str(p), labels_last=3, observed=False).has_full_labels
         p.write_text("f1,a,b\n1,1,1\n2,0,1\n")
-        assert load_any(str(p), labels_last=2).has_full_labels
+        with pytest.raises(ConfigError, match="--labels-last 2"):
+            load_any(str(p), labels_last=2)
+        assert load_any(str(p), labels_last=2, observed=False).has_full_labels
 
 
 def test_python_api_label_column_default_and_override(tmp_path):
     p = _photos(tmp_path)
     seen = []
     ds = load_any(str(p), path_column="path", label_column="label", log=seen.append)
-    assert not ds.has_full_labels and len(seen) == 1 and any("one label per row" in n for n in ds.notes)
+    assert not ds.has_full_labels and len(seen) == 1 and "one label per row" in seen[0]
+    assert any("observed single positives" in n for n in ds.notes)
     seen.clear()
     ds = load_any(str(p), path_column="path", label_column="label", observed=False, log=seen.append)
     assert ds.has_full_labels and not seen  # observed=False: the caller said the labels are complete

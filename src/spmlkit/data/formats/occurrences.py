@@ -186,6 +186,27 @@ class CleanRecords:
         return self.notes + lines
 
 
+def select_species(clean: CleanRecords, names, source) -> CleanRecords:
+    """Only the records of the species ``names`` (``spml prepare --species``), before
+    anything else reads them: a species' bundle made from a shared file is then the bundle
+    of a file of that species' records alone (same background, same split, same model).  A
+    name no record has is a one-line :class:`DataFormatError` listing those there are."""
+    want = list(dict.fromkeys(str(n).strip() for n in names if str(n).strip()))
+    have = sorted(set(clean.species))
+    missing = [n for n in want if n not in have]
+    if not want or missing:
+        shown = ", ".join(map(repr, have[:8])) + (", ..." if len(have) > 8 else "")
+        raise DataFormatError(source, f"--species {missing[0] if missing else ''!r}: no record of that species "
+                                      f"(the species here: {shown})")
+    keep = [i for i, s in enumerate(clean.species) if s in want]
+    out = CleanRecords(species=[clean.species[i] for i in keep], xy=clean.xy[keep], ids=[clean.ids[i] for i in keep],
+                       read=clean.read, dropped=clean.dropped,
+                       spellings={k: v for k, v in clean.spellings.items() if k in want}, notes=list(clean.notes))
+    out.notes.append(f"--species: the records of {', '.join(map(repr, want))} only ({len(keep)} of {clean.kept}; "
+                     "the other species' records are not read)")
+    return out
+
+
 def clean_records(paths, *, species_column: str | None = None, x_column: str | None = None,
                   y_column: str | None = None, id_column: str | None = None, rank: str = "species",
                   geographic: bool = True) -> CleanRecords:
@@ -332,13 +353,14 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
                        one_per_cell: bool = False, off_raster: str = "drop",
                        window_rows: int | None = None, name: str | None = None, label_column: str | None = None,
                        x_column: str | None = None, y_column: str | None = None, rank: str = "species",
-                       log=None) -> MultiLabelDataset:
+                       species=None, log=None) -> MultiLabelDataset:
     """The :class:`MultiLabelDataset` of records on a raster stack (module docstring):
     training = the records (one observed positive each) + ``background`` rows drawn from
     the valid cells; validation (and with ``spatial_test`` the test split) by whole blocks of
     a ``val_blocks`` × ``val_blocks`` grid when given (:func:`spmlkit.data.spatial_splits.spatial_split`:
     ``split`` blocks or checkerboard, ``folds``, ``buffer``, ``min_train_records``).  ``log``
     hears the counts (records read, kept, dropped per reason; records per species and split).
+    ``species``: the species to keep (:func:`select_species`); default every species.
 
     The steps: open the rasters and clean the records, read the covariates under them and
     keep the records on valid cells (:func:`_records_on_valid_cells`), draw the background,
@@ -355,6 +377,8 @@ def records_on_rasters(records, rasters, *, crs: str | None = None, categorical=
     R.check_crs(rec_crs, stack, records=f"the records ({Path(records).name}, {'--crs' if crs else 'default'})")
     clean = clean_records(records, species_column=label_column, x_column=x_column, y_column=y_column, rank=rank,
                           geographic=bool(rec_crs.is_geographic))
+    if species:  # one species (or a few) from a shared file: as if the file held only theirs
+        clean = select_species(clean, species, records)
     values, status = R.extract(stack, clean.xy, window_rows=window_rows)
     keep, dropped = _records_on_valid_cells(R, records, stack, clean, status, off_raster, one_per_cell)
     idx = np.flatnonzero(keep)

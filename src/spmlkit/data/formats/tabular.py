@@ -14,9 +14,12 @@ A header row is required.  Labels come in one of two layouts:
   observed positives, and a name prefixed with ``-`` is an observed negative.
 * **single** — one column (``label_column``) holding exactly one label name per row
   (the practitioner's ``path,label`` file); the cell is not split, an empty cell is an
-  error.  Otherwise it reads like a set column.  :func:`load_table_dataset` (and
-  ``spml prepare``) read such a table as observed single positives unless told that its
-  labels are complete (``observed=False``, ``--full-labels``).
+  error.  Otherwise it reads like a set column.
+
+Unless told (``observed=True``/``--observed``, ``observed=False``/``--full-labels``),
+:func:`load_table_dataset` (and ``spml prepare``) read the labels of every layout by one
+rule (:mod:`.label_rule`): evidently partial rows are observed positives, anything else
+is refused, asking.
 
 ``label_names`` fixes the label vocabulary and its order; a name outside it is an
 error naming the line.  Without it the labels are the sorted names found.
@@ -44,6 +47,7 @@ import numpy as np
 from ...errors import DataFormatError, did_you_mean
 from ...labels import MISSING_LABELS, check_label_names, normalize_label
 from ...reading import open_text
+from .label_rule import READ_DECLARED, read_by_the_rule
 from .table_checks import (CLASS_CODES, check_header, columns_listed, describe_name_difference,
                            refuse_contradicting_ids)
 from ...sparse_labels import SparseLabels
@@ -346,14 +350,18 @@ def _set_label_entries(path: Path, block, lay: _Layout, labels: _Labels, codes: 
                 if not name:
                     continue
                 labels.index.setdefault(name, len(labels.index))
-            if neg and not observed:
-                raise DataFormatError(path, f"negative label {t!r} is only meaningful for observations "
-                                            "(--observed)", line=line)
+            if neg and not observed and not (lay.single and cell in CLASS_CODES):  # (codes: refused when read)
+                raise _negative_error(path, t, line)
             rows.append(n + k)
             cols.append(labels.index[name])
             vals.append(-1 if neg else 1)
             where.append(line)
     labels.add(rows, cols, vals, where)
+
+
+def _negative_error(path: Path, name: str, line: int) -> DataFormatError:
+    return DataFormatError(path, f"negative label {name!r} is only meaningful for observations (--observed)",
+                           line=line)
 
 
 def _wide_label_entries(path: Path, block, lines: list[int], lay: _Layout, labels: _Labels, n: int,
@@ -374,6 +382,8 @@ def _wide_label_entries(path: Path, block, lines: list[int], lay: _Layout, label
         hint = ("; a column of label names is --label-column (singular: one name per row) or "
                 "--label-set-column (several names per cell), not --label-columns"
                 if len(lab_idx) == 1 and lay.label_columns is not None else "")
+        if not observed and cells[r, j] in ("-1", ""):
+            hint += "; -1 and empty cells are observations (negative, unknown): pass --observed"
         raise DataFormatError(path, f"label column {lay.header[lab_idx[j]]!r} has value "
                                     f"{block[r][1][lab_idx[j]]!r}; expected {exp}{hint}", line=block[r][0])
     v = np.where(cells == "1", 1, np.where(cells == "-1", -1, 0)).astype(np.int8)
@@ -477,6 +487,9 @@ def read_table(path: str | Path, *, label_columns: list[str] | None = None, labe
         raise DataFormatError(path, "no data rows after the header")
     rows, cols, vals, where = labels.arrays()
     label_names, cols = _found_label_names(path, lay, labels, codes, label_names, cols)
+    if not observed and lay.label_set_column is not None and bool((vals == -1).any()):  # a code beside names
+        e = int(np.flatnonzero(vals == -1)[0])
+        raise _negative_error(path, "-" + label_names[cols[e]], int(where[e]))
     return _table_split(path, lay, label_names, (rows, cols, vals, where), all_lines, ids, paths, X_blocks,
                         observed)
 
@@ -622,17 +635,13 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
                        observed: bool | None = None, log=None, **kwargs) -> MultiLabelDataset:
     """A dataset from a training table and an optional test table with the same layout.
 
-    ``observed=None`` (the default) decides from the layout: a one-label-per-row table
-    (``label_column``) holds observed single positives, so it is read as observations
-    (one line about it goes to ``log`` and the dataset's notes); pass ``observed=False``
-    when its labels really are complete (multi-class data); every other layout is read
-    as full labels."""
-    notes = []
-    if observed is None:
-        observed = kwargs.get("label_column") is not None
-        if observed:
-            notes.append(SINGLE_LABEL_NOTE.format(file=Path(train).name, column=kwargs["label_column"]))
-    kwargs["observed"] = observed
+    ``observed=True`` reads the labels as observations, ``observed=False`` as complete
+    label sets; ``observed=None`` (the default: the user said neither) reads them by one
+    rule for every layout (:mod:`.label_rule`): rows that are evidently partial (exactly
+    one positive each, or one or two of at least five labels) are observed positives, with
+    one line about it to ``log`` (after the tables are read, so that a refusal comes
+    first, alone); anything else is refused, asking for ``--observed`` or ``--full-labels``."""
+    kwargs["observed"] = bool(observed)
     tr, labels, feats = read_table(train, **kwargs)
     splits = {"train": tr}
     if test is not None:
@@ -650,12 +659,6 @@ def load_table_dataset(train: str | Path, *, test: str | Path | None = None, nam
 
             te = dataclasses.replace(te, X=te.X[:, [feats_te.index(f) for f in feats]])
         splits["test"] = te
-    if notes and log is not None:  # (said once the tables are read: a refusal comes first, alone)
-        log(notes[-1])
-    return MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits,
-                             source=str(train), feature_names=feats, notes=notes)
-
-
-SINGLE_LABEL_NOTE = ("{file}: one label per row (column {column!r}) is read as observed single positives, as with "
-                     "--observed; if each row's label is its complete label set (multi-class data), pass "
-                     "--full-labels (observed=False)")
+    ds = MultiLabelDataset(name=name or Path(train).stem, label_names=labels, splits=splits, source=str(train),
+                           feature_names=feats, label_reading=None if observed is None else READ_DECLARED[observed])
+    return ds if observed is not None else read_by_the_rule(ds, str(train), kwargs, log=log)

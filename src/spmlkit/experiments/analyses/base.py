@@ -209,16 +209,17 @@ def _fmt(v):
     return "" if v is None else v
 
 
-def prepare_out(out: str | Path, source=None) -> Path:
+def prepare_out(out: str | Path, source=None, *, create: bool = True) -> Path:
     """The analysis' output folder: new, empty, or one an analysis wrote (its marker);
     a folder of the user's, or one that is (or holds, or lies in) the analysed ``source``,
-    is refused in one line, never written into."""
+    is refused in one line, never written into.  ``create=False`` checks only (the CLI,
+    before torch)."""
     ownership.register_kind("analysis", "an analysis output folder",
                             layout=("*.csv", "*.json", "*.png", "*.npz", "bundle"))
     inputs = [] if source is None or hasattr(source, "labels") else [str(source)]
     if hasattr(source, "path"):
         inputs = [source.path]
-    return ownership.claim(out, "analysis", inputs=inputs)
+    return ownership.claim(out, "analysis", inputs=inputs, create=create)
 
 
 def seed_list(seed: int, seeds: int) -> list[int]:

@@ -113,7 +113,8 @@ def method_params(spec, name: str) -> dict:
 
 def default_methods(setting: str = "linear") -> list[str]:
     """Every registered method usable in ``setting``, in the row order of Cole Table 1:
-    by regime group, AN first among the single-positive rows, then registration order."""
+    by regime group, AN first among the single-positive rows, then the registry's order
+    (pinned by :data:`spmlkit.methods.order.ORDER`, so moving a module changes nothing)."""
     methods = _methods_registry()
     names = [n for n, s in methods.items() if s.setting in ("any", setting) and getattr(s, "in_default_bench", True)]
     order = {n: i for i, n in enumerate(methods)}

@@ -6,7 +6,7 @@ from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
 from spmlkit.methods import Batch, build_method
-from spmlkit.methods.chen2024 import GRSchedule
+from spmlkit.methods.generalized_robust import GRSchedule
 from spmlkit.training import train_linear
 from tests.helpers.factories import setup_method
 

@@ -1,5 +1,6 @@
-"""Zhang et al. (2021), "Simple and Robust Loss Design for Multi-Label Learning with Missing
-Labels" (arXiv:2112.07368): Hill loss and SPLC (self-paced loss correction).
+"""Robust losses for multi-label learning with missing labels as methods: focal margin, Hill
+and SPLC (self-paced loss correction), from Zhang et al. (2021), "Simple and Robust Loss
+Design for Multi-Label Learning with Missing Labels" (arXiv:2112.07368).
 
 ==================  ================================================  ===================================
 method              loss / parts                                      defaults (source)

@@ -7,7 +7,7 @@ from spmlkit.errors import ConfigError
 from spmlkit.losses import get_loss
 from spmlkit.losses.robust_mlml import focal_margin_positive
 from spmlkit.methods import build_method
-from spmlkit.methods.zhang2021 import SelfPacedCorrection
+from spmlkit.methods.robust_mlml import SelfPacedCorrection
 from spmlkit.training import train_linear
 from tests.helpers.training_checks import assert_resume_equals_uninterrupted
 from tests.helpers.factories import batch_of, setup_method

@@ -1,5 +1,6 @@
-"""GR-Loss (Chen et al., IJCAI 2024, "Boosting Single Positive Multi-label Classification
-with Generalized Robust Loss", arXiv:2405.03501).
+"""The generalized robust loss as a method, ``gr``: GR-Loss with its epoch schedule (Chen
+et al., IJCAI 2024, "Boosting Single Positive Multi-label Classification with Generalized
+Robust Loss", arXiv:2405.03501).
 
 The loss (:func:`spmlkit.losses.generalized_robust.generalized_robust`) needs, for every
 unobserved entry, a soft pseudo-label ``k̂`` and a weight ``v``, both functions of the

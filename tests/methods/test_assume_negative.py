@@ -1,5 +1,5 @@
 """Cole et al. (2021) Table 1 rows that are plain losses on a label regime
-(spmlkit.methods.baselines): bce, iun, iu and an."""
+(spmlkit.methods.assume_negative): bce, iun, iu and an."""
 import pytest
 import torch
 
