@@ -351,3 +351,28 @@ def test_every_helper_on_sparse_labels_equals_the_dense_answer():
         with pytest.raises(DataFormatError) as e:
             as_full_labels(bad, source="y.npz")
         assert str(e.value) == "y.npz: full labels must be 0 or 1; these hold -1 (observations?)"
+
+
+def test_observe_of_no_rows_keeps_the_form_and_the_fill_and_dense_stays_dense():
+    from spmlkit.labels import REGIMES, observation_stats
+    from spmlkit.sparse_labels import SparseLabels
+
+    for regime in ("full", "single_positive", "partial"):
+        Z = observe(np.zeros((0, 3), bool), regime)
+        assert isinstance(Z, np.ndarray) and Z.dtype == np.int8 and Z.shape == (0, 3)
+        S = observe(SparseLabels.empty(0, 3, dtype=bool), regime)
+        assert isinstance(S, SparseLabels) and S.shape == (0, 3) and S.fill == REGIMES[regime].fill
+    Y = np.random.default_rng(0).random((7, 4)) < 0.5
+    for rows in (None, 3):
+        assert isinstance(observe(Y, "single_positive", rows_per_block=rows), np.ndarray)
+    Z2 = SparseLabels.from_dense(np.array([[1, 1, 0], [0, 0, 0], [0, 0, 0]], np.int8))
+    assert observation_stats(Z2)["examples_without_observed_positive"] == 2
+
+
+def test_text_labels_are_refused_with_their_position():
+    with pytest.raises(DataFormatError) as e:
+        as_full_labels(np.array([["1", "a"]]), source="y.csv")
+    assert str(e.value) == "y.csv: label value '1' at row 1, label column 1; expected 0 or 1"
+    with pytest.raises(DataFormatError) as e:
+        as_observations(np.array([["b"]]), source="z.csv")
+    assert str(e.value).startswith("z.csv: observation value 'b' at row 1, label column 1;")
