@@ -215,3 +215,24 @@ def test_streamed_evaluation_equals_the_whole_one(tmp_path, monkeypatch, observe
             assert a == b
 
     close(whole, streamed)
+
+
+# ----------------------------------------------- mutation survivors (issue 44): the streamed tally pinned
+def test_the_set_tally_of_no_block_one_entry_and_float_sets():
+    import math
+    import warnings
+
+    from spmlkit.practitioner.evaluation import SetTally
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the mean F1 of no example is nan
+        r = SetTally(3, observed=False).result()
+    assert (r["micro_precision"], r["micro_recall"], r["mean_predicted_labels"], r["empty_sets"]) == (0, 0, 0.0, 0.0)
+    assert math.isnan(r["example_f1"])
+    o = SetTally(3, observed=True).result()
+    assert (o["mean_predicted_labels"], o["empty_sets"], o["observed_negative_rate"]) == (0.0, 0.0, None)
+    t = SetTally(3, observed=False)
+    t.add(np.array([[1.0, 0.0, 0.0]]), np.array([[1.0, 0.0, 0.0]]))  # one predicted label, the one true label
+    r = t.result()
+    assert r["micro_precision"] == r["micro_recall"] == r["example_f1"] == 100.0
+    assert r["mean_predicted_labels"] == 1.0 and r["empty_sets"] == 0.0
