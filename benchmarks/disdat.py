@@ -9,7 +9,10 @@ Per region (``OUT/runs-<R>.json.gz``, gzip-compressed JSON, resumable by region)
 records view (one example per record) with the 10,000 random background rows as
 training rows with no observed label; ``spml prepare``'s split (seed 0): 20 % of the records and background rows held
 out for validation; the surveyed presence/absence sites as test, each species scored
-on its own group's sites (the label mask).
+on its own group's sites (the label mask).  ``--val-block-folds G`` holds out whole
+spatial blocks instead: fold 1 of 5 folds of the blocks of a G × G grid, each fold
+holding about a fifth of every species' records and of the background
+(:func:`block_fold_validation`; ``auto_table.py``'s disdat part, G = 10).
 
 **Choices without the test labels.**  Every choice (each method's learning rate, its
 epoch, and the "best spmlkit" row) is made by the **presence-vs-background AUC on the

@@ -103,3 +103,10 @@ def test_auto_table_names_the_split(vb, vf, expect):
                               selection="target_group_auc", val_blocks=vb, val_block_folds=vf)
     assert auto_table.split_of(disdat.grid_line(args)) == expect
     assert auto_table.split_of(None) == "?"
+
+
+def test_auto_table_shows_commands_as_typed_in_the_repository():
+    auto_table = _load("bench_auto_table", "auto_table.py")
+    run = f"{sys.executable} /elsewhere/wt/x/benchmarks/disdat.py --methods '' --out /elsewhere/wt/x/benchmarks/r/d"
+    assert auto_table.rel(run) == "python benchmarks/disdat.py --methods '' --out benchmarks/r/d"
+    assert auto_table.rel("python benchmarks/a.py --data /data/disdat") == "python benchmarks/a.py --data /data/disdat"
