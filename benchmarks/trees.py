@@ -60,9 +60,11 @@ BINS = [256, 64, 32]
 BIN_TOLERANCE = 0.25
 
 
-def _bundles(data_root: Path, tmp: Path, regions: list[str], sets: list[str], val_blocks: int | None = None):
+def _bundles(data_root: Path, tmp: Path, regions: list[str], sets: list[str], val_blocks: int | None = None,
+             val_block_folds: int | None = None):
     """``(name, bundle, method, selection)`` for the disdat regions (random validation
-    records, or whole spatial blocks with ``val_blocks``) and the Mulan sets."""
+    records, or whole spatial blocks with ``val_blocks``, or fold 1 of the balanced block
+    folds of a G x G grid with ``val_block_folds``, as ``disdat.py``) and the Mulan sets."""
     import disdat
 
     from spmlkit.data import load_any, prepare_bundle
@@ -71,6 +73,8 @@ def _bundles(data_root: Path, tmp: Path, regions: list[str], sets: list[str], va
     for region in regions:
         ds = load_presence_only_folder(data_root / "disdat", region, view="records", val_blocks=val_blocks,
                                        categorical=disdat.KNOWN_CATEGORICAL[region])
+        if val_block_folds:
+            ds = disdat.block_fold_validation(ds, val_block_folds)
         yield region, prepare_bundle(ds, tmp / region, seed=0, log=lambda m: None), "full-weighted", "target_group_auc"
     for name in sets:
         ds = load_any(name, data_root=str(data_root))
@@ -213,7 +217,8 @@ def optimism(args) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for name, bundle, method, selection in _bundles(Path(args.data_root), Path(tmp),
                                                               [r for r in args.regions.split(",") if r], [],
-                                                              val_blocks=args.val_blocks):
+                                                              val_blocks=args.val_blocks,
+                                                              val_block_folds=args.val_block_folds):
                 for head in ("mlp", "tree"):
                     trace.clear()
                     lrs = [1e-3] if head == "tree" else [1e-3, 1e-2]
@@ -232,15 +237,17 @@ def optimism(args) -> None:
              f"- wall time: {(time.perf_counter() - t0) / 60:.1f} min", "",
              " ".join(optimism.__doc__.split("\n\n")[1].split()), "",
              "target-group AUC ×100 on validation records ("
-             + ("a random 20% of the records" if args.val_blocks is None else
-                f"whole spatial blocks: --val-blocks {args.val_blocks}, as benchmarks/disdat.py")
+             + (f"whole spatial blocks: --val-blocks {args.val_blocks}, as benchmarks/disdat.py" if args.val_blocks
+                else f"fold 1 of 5 balanced folds of whole blocks: --val-block-folds {args.val_block_folds}, as "
+                     "benchmarks/disdat.py" if args.val_block_folds else "a random 20% of the records")
              + "); 'candidates' = epochs × lrs (MLP) or rounds (tree).", "",
              "| region | head | candidates | full split: best | halves: selected | halves: honest | optimism |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for name, head, n, best, sel, honest in rows:
         lines.append(f"| {name} | {head} | {n} | {best:.2f} | {sel:.2f} | {honest:.2f} | {sel - honest:+.2f} |")
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / ("optimism.md" if args.val_blocks is None else "optimism-blocks.md")).write_text("\n".join(lines) + "\n")
+    name = "optimism-blocks.md" if args.val_blocks else "optimism-block-folds.md" if args.val_block_folds else "optimism.md"
+    (OUT / name).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
@@ -490,6 +497,9 @@ def main(argv=None) -> int:
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--val-blocks", type=int, default=None, metavar="G",
                    help="optimism: validation records in whole spatial blocks of a G x G grid (default: random rows)")
+    p.add_argument("--val-block-folds", type=int, default=None, metavar="G",
+                   help="optimism: validation on fold 1 of 5 balanced folds of whole blocks of a G x G grid "
+                        "(benchmarks/disdat.py --val-block-folds)")
     args = p.parse_args(argv)
     {"choose": choose, "choose-bins": choose_bins, "optimism": optimism, "timing": timing, "table": table, "bins": bins}[args.part](args)
     return 0

@@ -72,6 +72,10 @@ def test_the_day_runs_on_a_crop(shared_data, tmp_path, capsys, monkeypatch):
         pytest.skip("dismo_ex not in the shared data")
     env = crop(shared_data, tmp_path / "crop")
     monkeypatch.chdir(tmp_path)
+    # the covariate sidecar the section shows (its CSV block), as the reader would save it
+    text = (REPO / "docs" / "presence_only.md").read_text(encoding="utf-8")
+    (sidecar,) = re.findall(r"```\n(covariate,name,units,classes\n.*?)```", text, re.S)
+    (tmp_path / "covariates.csv").write_text(sidecar, encoding="utf-8")
     outputs = {}
     for cmd in section_commands():
         argv = shlex.split(cmd)[1:]

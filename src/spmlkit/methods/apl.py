@@ -219,10 +219,10 @@ def lowest_by_threshold(key: torch.Tensor, candidates: torch.Tensor, counts: np.
     for c in np.flatnonzero(counts > 0):
         k = int(min(counts[c], N)) - 1
         kth[c] = np.partition(m[:, c], k)[k]
-    v = torch.from_numpy(kth).to(masked.dtype).view(1, L)
+    v = torch.from_numpy(kth).to(device=key.device, dtype=masked.dtype).view(1, L)
     less = masked < v
     tied = masked == v
-    need = torch.as_tensor(counts).view(1, L) - less.sum(0, keepdim=True)
+    need = torch.as_tensor(counts, device=key.device).view(1, L) - less.sum(0, keepdim=True)
     ragged = torch.nonzero((tied.sum(0, keepdim=True) > need).view(L)).view(-1)  # more ties than places
     if ragged.numel():
         sub = tied[:, ragged]

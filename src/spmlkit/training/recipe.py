@@ -295,6 +295,31 @@ def _trees_within_budget(members, parts, n_runs: int, log=None) -> tuple[tuple, 
     return tuple((name, h) for name, h in members if h != "tree"), dropped
 
 
+def _after_longer_try(recipe, plan, best, cfg: TrainConfig, train_one):
+    """``best``, or its longer try when that scores higher: a chosen run that peaked at its
+    last epoch trains again at its learning rate for ``recipe.longer`` × the epochs
+    (``train_one(config, lr)``); never at scale (the cost budget, :mod:`.budget`)."""
+    if not (recipe.longer > 1 and not plan.active and math.isfinite(_score(best))
+            and best.best_epoch == best.epochs_run == cfg.epochs):
+        return best
+    longer = train_one(cfg.replace(epochs=cfg.epochs * recipe.longer), best.lr)
+    longer.notes = {"longer_from": best.epochs_run}
+    return longer if _score(longer) > _score(best) else best
+
+
+def _members_within_budgets(bundle, config: TrainConfig, recipe, members, parts, n_runs: int,
+                            n_seeds: int) -> tuple[tuple, list, budgeting.BudgetPlan]:
+    """The members that train — within the memory budget (per-entry state of ``n_runs``
+    stacked runs, a tree head's dense arrays per seed) and, at scale, the cost budget — the
+    dropped ones with their reasons, and the cost plan."""
+    log = getattr(recipe, "log", None)
+    fits, dropped = _within_state_budget(list(dict.fromkeys(name for name, _ in members)), parts, n_runs, log=log)
+    members = tuple((name, h) for name, h in members if name in fits)
+    members, tree_dropped = _trees_within_budget(members, parts, n_seeds, log=log)
+    plan = _cost_plan(bundle, config, recipe, members, parts)
+    return plan.members, [*dropped, *tree_dropped, *plan.dropped], plan
+
+
 def _cost_plan(bundle, config: TrainConfig, recipe, members, parts) -> budgeting.BudgetPlan:
     """The members within the recipe's cost budget at this size (:func:`spmlkit.training.budget.plan`;
     below ``recipe.budget_from`` training entries: every member, nothing changed), said in
@@ -381,13 +406,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
     unique_seeds = list(dict.fromkeys(int(s) for s in seeds))
     m_lrs = [lr for lr in recipe.lrs for _ in unique_seeds]
     m_seeds = [s for _ in recipe.lrs for s in unique_seeds]
-    fits, dropped = _within_state_budget(list(dict.fromkeys(name for name, _ in members)), parts, len(m_lrs),
-                                         log=getattr(recipe, "log", None))
-    members = tuple((name, h) for name, h in members if name in fits)
-    members, tree_dropped = _trees_within_budget(members, parts, len(unique_seeds), log=getattr(recipe, "log", None))
-    plan = _cost_plan(bundle, base, recipe, members, parts)
-    members = plan.members
-    dropped = [*dropped, *tree_dropped, *plan.dropped]
+    members, dropped, plan = _members_within_budgets(bundle, base, recipe, members, parts, len(m_lrs),
+                                                     len(unique_seeds))
     callbacks = [*callbacks, *([EpochFunction(on_epoch)] if on_epoch is not None else [])]
     if run_dir is not None and distributed.context().is_main:  # the members' folders: inside one spmlkit made
         ownership.folder(run_dir, "run")
@@ -413,15 +433,8 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         runs = run_member(i, label, cfg, m_lrs, m_seeds)
         for s in unique_seeds:
             best = max((r for r in runs if r.seed == s), key=_score)
-            if (recipe.longer > 1 and not plan.active and math.isfinite(_score(best))
-                    and best.best_epoch == best.epochs_run == cfg.epochs):
-                # peaked at its last epoch: a longer try, kept when the criterion says it is better
-                (longer,) = run_member(i, label, cfg.replace(epochs=cfg.epochs * recipe.longer), [best.lr], [s],
-                                       tag=f"-x{recipe.longer}-lr{best.lr:g}-s{s}")
-                longer.notes = {"longer_from": best.epochs_run}
-                if _score(longer) > _score(best):
-                    best = longer
-            chosen[s].append(best)
+            chosen[s].append(_after_longer_try(recipe, plan, best, cfg, lambda c, lr: run_member(
+                i, label, c, [lr], [s], tag=f"-x{recipe.longer}-lr{lr:g}-s{s}")[0]))
     first = chosen[unique_seeds[0]][0].state
     mean, std = first["mean"], first["std"]
     kinds_order = list(dict.fromkeys(h for _, h in members))
