@@ -142,3 +142,66 @@ def test_a_categorical_covariate_is_permuted_as_one_one_hot_block(seed):
             assert np.array_equal(np.sort(block[:, 0]), np.sort(orig[:, 0]))  # a permutation of the column
         moved[c] += int((block != orig).any())
     assert all(v > 0 for v in moved.values())  # every covariate is really permuted
+
+
+# ----------------------------------------------- mutation survivors (issue 44): explain_data pinned
+class _FakeBundle:
+    """What explain_data reads of a bundle: features, observations, labels, masks, sizes."""
+
+    def __init__(self, Z_train, Z_val=None, Y_val=None, M_val=None, n_val=3, path="b"):
+        import numpy as np
+
+        from spmlkit.sparse_labels import SparseLabels
+
+        self.path, self.n_val = path, n_val
+        self.X = {"train": np.arange(len(Z_train) * 2, dtype=float).reshape(-1, 2),
+                  "val": -np.arange(n_val * 2, dtype=float).reshape(-1, 2)}
+        self.Z = {"train": SparseLabels.from_dense(np.asarray(Z_train, np.int8)),
+                  "val": None if Z_val is None else SparseLabels.from_dense(np.asarray(Z_val, np.int8))}
+        self.Y, self.M = Y_val, M_val
+
+    def features(self, split):
+        return self.X[split]
+
+    def observations(self, split):
+        return self.Z[split]
+
+    def size(self, split):
+        return len(self.X["train"]) if split == "train" else self.n_val
+
+    def labels(self, split):
+        return self.Y
+
+    def label_mask(self, split):
+        return self.M
+
+
+def test_explain_data_takes_background_rows_and_the_contrast_of_the_split():
+    import numpy as np
+
+    from spmlkit.errors import ConfigError
+    from spmlkit.practitioner.explain import explain_data
+
+    Z = [[1, 0], [0, 0], [0, 1], [0, 0], [0, 0]]  # rows 1, 3 and 4: background (nothing observed)
+    Zv = [[1, 0], [0, 0], [0, 1]]
+    d = explain_data(_FakeBundle(Z, Z_val=Zv))
+    assert d.reference.tolist() == [[2.0, 3.0], [6.0, 7.0], [8.0, 9.0]] and d.split == "val"
+    assert d.held_out.tolist() == (-np.arange(6.0).reshape(3, 2)).tolist() and d.contrast == "background"
+    assert d.pos.tolist() == [[True, False], [False, False], [False, True]]
+    assert d.neg.tolist() == [[False, False], [True, True], [False, False]]
+    sub = explain_data(_FakeBundle(Z, Z_val=Zv), sample=2, seed=4)
+    pick = np.sort(np.random.default_rng(4).choice(np.array([1, 3, 4]), 2, replace=False))
+    assert sub.reference.tolist() == (np.arange(10.0).reshape(5, 2)[pick]).tolist()
+    every = explain_data(_FakeBundle([[1, 0], [0, 1]], Z_val=Zv))  # no background row: every training row
+    assert every.reference.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    Y = np.array([[1, 0], [0, 1], [0, 0]])
+    M = np.array([[1, 1], [0, 1], [1, 0]])
+    s = explain_data(_FakeBundle(Z, Y_val=Y, M_val=M), split="val")
+    assert s.contrast == "surveyed absences" and s.pos.tolist() == [[True, False], [False, True], [False, False]]
+    assert s.neg.tolist() == [[False, True], [False, False], [True, False]]
+    u = explain_data(_FakeBundle(Z, Y_val=Y))
+    assert u.neg.tolist() == (Y == 0).tolist() and u.pos.tolist() == (Y == 1).tolist()
+    with pytest.raises(ConfigError) as e:
+        explain_data(_FakeBundle(Z, Z_val=Zv, n_val=0, path="bund"), split="test")
+    assert str(e.value) == ("bund: the 'test' split is empty; permutation importance needs held-out rows "
+                            "(--split val or test)")
