@@ -7,7 +7,7 @@ import torch
 
 from spmlkit.training import distributed
 from spmlkit.training.finetune import train_finetune
-from tests.helpers.torchrun import worker_cases
+from tests.helpers.torchrun import exit_worker, worker_cases
 
 
 def no_decoder_dropout(on: bool) -> None:
@@ -42,3 +42,4 @@ def main(bundle_path: str, out: str, cases_json: str) -> None:
 
 if __name__ == "__main__":
     main(*sys.argv[1:4])
+    exit_worker()  # (after the results and the teardown: not the interpreter's, tests/helpers/torchrun.py)

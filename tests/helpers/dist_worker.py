@@ -10,7 +10,7 @@ import torch
 
 from spmlkit.training import distributed
 from spmlkit.training.linear import train_linear
-from tests.helpers.torchrun import worker_cases
+from tests.helpers.torchrun import exit_worker, worker_cases
 
 
 def main(bundle_path: str, out: str, cases_json: str, cli_json: str = "[]") -> None:
@@ -53,3 +53,4 @@ def main(bundle_path: str, out: str, cases_json: str, cli_json: str = "[]") -> N
 
 if __name__ == "__main__":
     main(*sys.argv[1:5])
+    exit_worker()  # (after the results and the teardown: not the interpreter's, tests/helpers/torchrun.py)
