@@ -81,9 +81,19 @@ def _bundles(data_root: Path, tmp: Path, regions: list[str], sets: list[str], va
         yield name, prepare_bundle(ds, tmp / name, seed=0, log=lambda m: None), "wan", "observed_map"
 
 
+def _run_header(title: str, date: str, t0: float) -> list[str]:
+    """A table's first lines: its title, then the command, date, machine, load average and
+    wall time (in minutes, from ``t0``) of this invocation, then a blank line."""
+    from spmlkit.experiments.machine import machine_info  # (lazy: the module's commands import spmlkit late)
+
+    return [title, "", f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`", f"- date: {date}",
+            f"- machine: {machine_info(threads=1, setting='linear')}",
+            f"- load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 shared cores)",
+            f"- wall time: {(time.perf_counter() - t0) / 60:.1f} min", ""]
+
+
 def choose(args) -> None:
     from spmlkit.config import TrainConfig
-    from spmlkit.experiments.machine import machine_info
     from spmlkit.training import trees
 
     t0, date = time.perf_counter(), dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -104,11 +114,7 @@ def choose(args) -> None:
     names = list(dict.fromkeys(k[0] for k in scores))
     regret = {c: np.mean([max(scores[n, *d] for d in GRID) - scores[n, *c] for n in names]) for c in GRID}
     best = min(GRID, key=lambda c: regret[c])
-    lines = ["# The tree head's defaults, chosen on validation scores of the shared data", "",
-             f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`", f"- date: {date}",
-             f"- machine: {machine_info(threads=1, setting='linear')}",
-             f"- load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 shared cores)",
-             f"- wall time: {(time.perf_counter() - t0) / 60:.1f} min", "",
+    lines = [*_run_header("# The tree head's defaults, chosen on validation scores of the shared data", date, t0),
              "Validation criterion per set (disdat: target-group AUC ×100 on held-out records, full-weighted loss; "
              "Mulan: observed-label mAP ×100 on the validation single positives, WAN); seed 0; no test label read. "
              "Regret = the set's best candidate minus the candidate, mean over the sets.", "",
@@ -128,7 +134,6 @@ def choose_bins(args) -> None:
     as chosen there): the smallest candidate of :data:`BINS` whose mean regret is within
     :data:`BIN_TOLERANCE` of the lowest, a rule fixed before the run."""
     from spmlkit.config import TrainConfig
-    from spmlkit.experiments.machine import machine_info
     from spmlkit.training import trees
 
     t0, date = time.perf_counter(), dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -151,11 +156,7 @@ def choose_bins(args) -> None:
     regret = {b: float(np.mean([max(scores[n, c] for c in BINS) - scores[n, b] for n in names])) for b in BINS}
     low = min(regret.values())
     best = min(b for b in BINS if regret[b] <= low + BIN_TOLERANCE)
-    lines = ["# The tree head's max_bin, chosen on validation scores of the shared data", "",
-             f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`", f"- date: {date}",
-             f"- machine: {machine_info(threads=1, setting='linear')}",
-             f"- load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 shared cores)",
-             f"- wall time: {(time.perf_counter() - t0) / 60:.1f} min", "",
+    lines = [*_run_header("# The tree head's max_bin, chosen on validation scores of the shared data", date, t0),
              f"max_depth {trees.MAX_DEPTH}, eta {trees.ETA:g} (from [choose.md](choose.md)); the criteria of choose.md "
              "(disdat: target-group AUC ×100 on held-out records, full-weighted loss; Mulan: observed-label mAP ×100 "
              "on the validation single positives, WAN); seed 0; no test label read. Regret = the set's best candidate "
@@ -186,7 +187,6 @@ def optimism(args) -> None:
     own levels cancel.  A model whose optimism is larger can look better on the full
     validation split than its honest score says.  No test label is read."""
     from spmlkit.config import TrainConfig
-    from spmlkit.experiments.machine import machine_info
     from spmlkit.metrics import presence_target_group_auc
     from spmlkit.training import prepare
     from spmlkit.training.run import train
@@ -230,11 +230,7 @@ def optimism(args) -> None:
                     print(rows[-1], flush=True)
     finally:
         prepare.make_evaluator = real
-    lines = ["# Why the target-group AUC picks the tree: split-half validation (no test label)", "",
-             f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`", f"- date: {date}",
-             f"- machine: {machine_info(threads=1, setting='linear')}",
-             f"- load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (2 shared cores)",
-             f"- wall time: {(time.perf_counter() - t0) / 60:.1f} min", "",
+    lines = [*_run_header("# Why the target-group AUC picks the tree: split-half validation (no test label)", date, t0),
              " ".join(optimism.__doc__.split("\n\n")[1].split()), "",
              "target-group AUC ×100 on validation records ("
              + (f"whole spatial blocks: --val-blocks {args.val_blocks}, as benchmarks/disdat.py" if args.val_blocks

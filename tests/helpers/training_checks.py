@@ -1,7 +1,8 @@
-"""Checks shared by the method tests: a stacked grid against separate runs, and a killed
-run resumed from its checkpoint against an uninterrupted one."""
+"""Checks shared by the method tests: a stacked grid against separate runs, a killed
+run resumed from its checkpoint against an uninterrupted one, and a paper's rows registered."""
 from __future__ import annotations
 
+from spmlkit.methods import METHODS, build_method, get_method_spec
 from spmlkit.training import train_linear
 
 
@@ -39,3 +40,15 @@ def host_reads_during(monkeypatch, fn):
         monkeypatch.setattr(torch.Tensor, name, spy)
     out = fn()
     return out, list(calls)
+
+
+def assert_rows_registered(names, *, family: str) -> None:
+    """Each method of ``names`` (a paper's table rows) is registered in ``family`` on the
+    single-positive regime with a reference, and builds a method of that name that stacks
+    members."""
+    get_method_spec("an")
+    for name in names:
+        spec = METHODS[name]
+        assert spec.family == family and spec.regime == "single_positive" and spec.reference
+        m = build_method(name)
+        assert m.name == name and m.supports_members

@@ -5,21 +5,17 @@ import torch
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods import METHODS, Batch, build_method, get_method_spec
+from spmlkit.methods import Batch, build_method
 from spmlkit.methods.weight_norm import WeightNorm, classifier_weights
 from spmlkit.models.heads import StackedLinear, StackedMLP
 from spmlkit.training import train_linear
+from tests.helpers.training_checks import assert_rows_registered
 
 NAMES = ["l1r", "l2r"]
 
 
 def test_all_rows_registered():
-    get_method_spec("an")
-    for name in NAMES:
-        spec = METHODS[name]
-        assert spec.family == "zhou2022" and spec.regime == "single_positive" and spec.reference
-        m = build_method(name)
-        assert m.name == name and m.supports_members
+    assert_rows_registered(NAMES, family="zhou2022")
 
 
 def test_defaults():

@@ -1,16 +1,12 @@
 """Zhou et al.'s (2022) label smoothing rows (ls, n-ls): registration and defaults."""
-from spmlkit.methods import METHODS, build_method, get_method_spec
+from spmlkit.methods import build_method
+from tests.helpers.training_checks import assert_rows_registered
 
 NAMES = ["ls", "n-ls"]
 
 
 def test_all_rows_registered():
-    get_method_spec("an")
-    for name in NAMES:
-        spec = METHODS[name]
-        assert spec.family == "zhou2022" and spec.regime == "single_positive" and spec.reference
-        m = build_method(name)
-        assert m.name == name and m.supports_members
+    assert_rows_registered(NAMES, family="zhou2022")
 
 
 def test_defaults():
