@@ -26,10 +26,11 @@ import datetime as dt
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from snapshot import snapshot_src  # (benchmarks/snapshot.py: this script's folder is on sys.path)
 
 import numpy as np
 
@@ -82,10 +83,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         w = Path(tmp)
-        with open(w / "before.tar", "wb") as fh:
-            subprocess.run(["git", "archive", args.before, "src"], cwd=ROOT, stdout=fh, check=True)
-        with tarfile.open(w / "before.tar") as t:
-            t.extractall(w / "before", filter="data")
+        snapshot_src(args.before, w)  # (w / "before" / "src": the code before the change)
         before, after = w / "before" / "src", ROOT / "src"
         make_model(w, [args.small, args.large])
         s, g = args.small, args.large

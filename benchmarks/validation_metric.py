@@ -24,10 +24,11 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from snapshot import snapshot_src  # (benchmarks/snapshot.py: this script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,10 +105,7 @@ def main() -> int:
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         w = Path(tmp)
-        with open(w / "before.tar", "wb") as fh:
-            subprocess.run(["git", "archive", args.before, "src"], cwd=ROOT, stdout=fh, check=True)
-        with tarfile.open(w / "before.tar") as t:
-            t.extractall(w / "before", filter="data")
+        snapshot_src(args.before, w)  # (w / "before" / "src": the code before the change)
         for n in Ns:
             res[n] = {"produce": cell(None, n, L, "produce", args.cap),
                       "before": cell(w / "before" / "src", n, L, "metric", args.cap),
