@@ -92,7 +92,10 @@ MODULES: dict[str, list[str]] = {
     "data/bundle_checks.py": ["tests/data/test_bundle_checks.py", "tests/data/test_bundle.py"],
     # the fast paths of the sparse labels, streamed prediction and evaluation, with their twins (issue 44)
     "sparse_labels.py": ["tests/test_sparse_labels.py", "tests/twins/test_labels_twins.py"],
-    "practitioner/inference.py": ["tests/practitioner/test_inference.py", "tests/twins/test_practitioner_twins.py"],
+    # with every test file that calls it: reading features and images, the logit rules, the saved model, the CLI
+    "practitioner/inference.py": ["tests/practitioner/test_inference.py", "tests/twins/test_practitioner_twins.py",
+                                  "tests/features/test_extract.py", "tests/practitioner/test_logit_sets.py",
+                                  "tests/practitioner/test_saved.py", "tests/cli/test_predict.py"],
     "practitioner/evaluation.py": ["tests/practitioner/test_evaluation.py", "tests/twins/test_practitioner_twins.py"],
     "practitioner/explain.py": ["tests/practitioner/test_explain.py"],
     "practitioner/maps.py": ["tests/practitioner/test_maps.py"],
