@@ -226,3 +226,149 @@ def test_a_pipe_given_as_the_input_table_is_refused_not_waited_on(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(DataFormatError, match="not a regular file"):
         _csv_header(fifo)
+
+
+# ------------------------------------- mutation survivors (issue 44): the image lists and writers pinned
+def test_image_list_messages_are_whole_lines_naming_the_file_and_line(tmp_path):
+    from spmlkit.features.transforms import IMAGE_SUFFIXES
+
+    def message(source, **kw):
+        with pytest.raises(DataFormatError) as e:
+            list_images(source, **kw)
+        return str(e.value)
+
+    (tmp_path / "empty").mkdir()
+    assert message(tmp_path / "empty") == (f"{tmp_path / 'empty'}: no image files ({', '.join(IMAGE_SUFFIXES)}) in "
+                                           "this folder")
+    assert message(tmp_path / "nothing.txt") == f"{tmp_path / 'nothing.txt'}: file or folder not found"
+    (tmp_path / "e.csv").write_text("")
+    assert message(tmp_path / "e.csv") == f"{tmp_path / 'e.csv'}: empty file; expected a header row"
+    (tmp_path / "w.csv").write_text(",".join(f"c{i}" for i in range(10)) + "\n")
+    assert message(tmp_path / "w.csv") == (f"{tmp_path / 'w.csv'}, line 1: no image path column 'path' in the header "
+                                           f"{[f'c{i}' for i in range(8)]}; name it with --path-column")
+    (tmp_path / "t.csv").write_text("name,path\nfirst,a.png\n")
+    assert message(tmp_path / "t.csv", id_column="id") == (f"{tmp_path / 't.csv'}, line 1: id column 'id' is not "
+                                                           "in the header")
+    (tmp_path / "s.csv").write_text("name,path\nfirst,a.png\n\nsecond\n")  # a row without its path column
+    assert message(tmp_path / "s.csv", check_files=False) == (f"{tmp_path / 's.csv'}, line 4: empty image path in "
+                                                              "column 'path'")
+    (tmp_path / "b.csv").write_text("name,path\nfirst, \n")
+    assert message(tmp_path / "b.csv", check_files=False) == (f"{tmp_path / 'b.csv'}, line 2: empty image path in "
+                                                              "column 'path'")
+    (tmp_path / "h.csv").write_text("name,path\n\n")
+    assert message(tmp_path / "h.csv") == f"{tmp_path / 'h.csv'}: no image paths listed"
+    (tmp_path / "l.txt").write_text("\n\nmissing.png\n")
+    assert message(tmp_path / "l.txt") == (f"{tmp_path / 'l.txt'}, line 3: image file 'missing.png' not found "
+                                           f"(looked for {tmp_path / 'missing.png'})")
+
+
+def test_image_lists_read_tabs_a_bom_absolute_paths_and_bad_bytes(tmp_path):
+    _images(tmp_path / "imgs", ["a.png", "b.png"])
+    absolute = str(tmp_path / "imgs" / "b.png")
+    for name in ("l.tsv", "l.tab", "l.TSV"):
+        (tmp_path / name).write_text(f"id\tpath\nx,1\timgs/a.png\ny\t{absolute}\n")
+        assert list_images(tmp_path / name, id_column="id") == ([str(tmp_path / "imgs/a.png"), absolute],
+                                                                ["x,1", "y"])
+    (tmp_path / "l.csv").write_text("id\tpath\nx\timgs/a.png\n")  # a CSV: commas only
+    with pytest.raises(DataFormatError, match="line 1: no image path column 'path'"):
+        list_images(tmp_path / "l.csv")
+    (tmp_path / "l.csv").write_text("id,path\nx,imgs/a.png\n")
+    assert list_images(tmp_path / "l.csv") == ([str(tmp_path / "imgs/a.png")], ["imgs/a.png"])
+    (tmp_path / "bom.txt").write_bytes("\ufeffimgs/a.png\n".encode("utf-8"))
+    assert list_images(tmp_path / "bom.txt") == ([str(tmp_path / "imgs/a.png")], ["imgs/a.png"])
+    (tmp_path / "bad.txt").write_bytes(b"imgs/caf\xe9.png\n")  # not UTF-8: replaced, then not found
+    with pytest.raises(DataFormatError, match="bad.txt, line 1: image file 'imgs/caf\ufffd.png' not found"):
+        list_images(tmp_path / "bad.txt")
+
+
+def test_the_header_of_a_table_is_read_with_its_delimiter(tmp_path):
+    from spmlkit.practitioner.inference import _csv_header
+
+    for name in ("t.tsv", "t.tab", "t.TSV"):
+        (tmp_path / name).write_text("id\tb,c\n1\t2\n")
+        assert _csv_header(tmp_path / name) == ["id", "b,c"]
+    (tmp_path / "t.csv").write_text("id, b\tc\n1,2\n")
+    assert _csv_header(tmp_path / "t.csv") == ["id", "b\tc"]
+    (tmp_path / "x.csv").write_bytes(b"id,caf\xe9\n1,2\n")  # not UTF-8: replaced, not a traceback
+    assert _csv_header(tmp_path / "x.csv") == ["id", "caf\ufffd"]
+
+
+class _RuleModel:
+    """A model whose label-set rule is ``expected_k`` with an estimate of 1 label."""
+
+    label_sets = {"rule": "expected_k", "k_estimate": 1.0}
+
+    def __init__(self):
+        self.asked = []
+
+    def label_sets_from_proba(self, P, **kw):
+        self.asked.append(kw)
+        return np.ones_like(P, dtype=bool)
+
+
+def test_predicted_label_sets_pass_every_override_and_warn_against_the_right_k():
+    from spmlkit.practitioner.inference import predicted_label_sets
+
+    m = _RuleModel()
+    P = np.full((4, 3), 0.5)
+    S, used, warning = predicted_label_sets(m, P, rule="expected_k", k=3.0, min_labels=2)
+    assert m.asked == [{"rule": "expected_k", "threshold": None, "k": 3.0, "min_labels": 2}]
+    assert used == {"rule": "expected_k", "k_estimate": 1.0, "k": 3.0, "min_labels": 2}
+    assert S.all() and warning is None  # 3 labels a row, as the given k says
+    _, used, warning = predicted_label_sets(m, P)
+    assert used == m.label_sets and warning.startswith("label sets look implausible: 3.00 labels per example on "
+                                                       "average against an expected k = 1.00")
+
+
+def test_the_matrix_writers_keep_places_separators_and_formats(tmp_path):
+    from spmlkit.practitioner.inference import write_top_k_chunks
+
+    xy = np.array([[1.5, -2.0], [3.0, 4.25]])
+    write_probabilities(tmp_path / "p.csv", ["a", "b"], ["cat", "dog"], np.array([[0.5, 1e-7], [1.0, 0.0]]), xy=xy)
+    assert (tmp_path / "p.csv").read_text() == "id,x,y,cat,dog\na,1.5,-2,0.5,1e-07\nb,3,4.25,1,0\n"
+    write_label_sets(tmp_path / "s.csv", ["a", "b"], ["cat", "dog"], np.array([[2, 1], [0, 0]]), separator="|",
+                     xy=xy)
+    assert (tmp_path / "s.csv").read_text() == "id,x,y,labels\na,1.5,-2,cat|dog\nb,3,4.25,\n"
+
+    class Progress:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+    bar = Progress()
+    P = np.array([[1e-7, 0.5, 0.25], [0.9, 0.1, 2e-8]], np.float32)
+    write_top_k_chunks(tmp_path / "k.csv", ["a", "b"], ["cat", "dog", "eel"], [(0, P[:1]), (1, P[1:])], 3,
+                       separator="|", progress=bar)
+    assert bar.n == 2
+    text = (tmp_path / "k.csv").read_text().splitlines()
+    assert text[0] == "id,labels,probabilities" and text[1] == "a,dog|eel|cat,0.5|0.25|1e-07"
+    assert text[2] == "b,cat|dog|eel,0.9|0.1|2e-08"
+    L = np.log(P / (1 - P))
+    write_top_k_chunks(tmp_path / "kl.csv", ["a", "b"], ["cat", "dog", "eel"], [(0, L)], 2, logits=True)
+    assert (tmp_path / "kl.csv").read_text().splitlines()[1:] == ["a,dog;eel,0.5;0.25", "b,cat;dog,0.9;0.1"]
+
+
+def test_image_features_say_what_is_missing(monkeypatch):
+    from spmlkit import features
+    from spmlkit.errors import ConfigError, SpmlError
+    from spmlkit.practitioner.inference import feature_extractor, image_features
+
+    with pytest.raises(ConfigError) as e:
+        image_features(object(), ["a.png"])  # a model recording no input at all
+    assert str(e.value) == ("this model was trained on feature vectors, not images: give features (.npy / .npz / CSV), "
+                            "or pass --backbone to extract image features anyway")
+
+    class Model:
+        input = {"kind": "images", "feature_set": "mine-32"}
+
+    with pytest.raises(ConfigError) as e:
+        image_features(Model(), ["a.png"])
+    assert str(e.value) == ("the model does not record which backbone made its features (feature set 'mine-32'); "
+                            "pass --backbone (and --image-size)")
+    monkeypatch.delattr(features, "extract_image_features")
+    with pytest.raises(SpmlError) as e:
+        feature_extractor()
+    assert str(e.value).startswith("predicting from image files needs spmlkit.features.extract_image_features (the "
+                                   "images extension that provides 'spml features'); it is not available here (")
+    assert str(e.value).endswith("). Extract features yourself and pass them as .npy/.npz/CSV instead")
