@@ -92,16 +92,22 @@ MODULES: dict[str, list[str]] = {
     "data/bundle_checks.py": ["tests/data/test_bundle_checks.py", "tests/data/test_bundle.py"],
     # the fast paths of the sparse labels, streamed prediction and evaluation, with their twins (issue 44)
     "sparse_labels.py": ["tests/test_sparse_labels.py", "tests/twins/test_labels_twins.py"],
-    # with every test file that calls it: reading features and images, the logit rules, the saved model, the CLI
+    # with every test file that imports from it: reading features and images, the logit rules, the saved model
+    # (tests/cli/test_predict.py drives whole ``spml predict`` runs, ~10 s a mutant on a loaded machine: left out,
+    # its cases are unit tests in test_inference.py)
     "practitioner/inference.py": ["tests/practitioner/test_inference.py", "tests/twins/test_practitioner_twins.py",
                                   "tests/features/test_extract.py", "tests/practitioner/test_logit_sets.py",
-                                  "tests/practitioner/test_saved.py", "tests/cli/test_predict.py"],
+                                  "tests/practitioner/test_saved.py"],
     "practitioner/evaluation.py": ["tests/practitioner/test_evaluation.py", "tests/twins/test_practitioner_twins.py"],
     "practitioner/explain.py": ["tests/practitioner/test_explain.py"],
-    "practitioner/maps.py": ["tests/practitioner/test_maps.py"],
+    # with the MESS and binary maps (sdm_maps calls predict_rasters) and ``spml predict --rasters``
+    "practitioner/maps.py": ["tests/practitioner/test_maps.py", "tests/practitioner/test_sdm_maps.py",
+                             "tests/cli/test_predict.py"],
     "training/callbacks.py": ["tests/training/test_callbacks.py"],
     "training/ensemble.py": ["tests/training/test_ensemble.py"],
-    "data/formats/occurrences.py": ["tests/data/formats/test_occurrences.py"],
+    # with ``spml clean`` and ``spml prepare --rasters``, which call it
+    "data/formats/occurrences.py": ["tests/data/formats/test_occurrences.py", "tests/cli/test_clean.py",
+                                    "tests/cli/test_prepare.py"],
 }
 
 #: decorators left on their function (mutmut then leaves it unmutated, or handles it itself)

@@ -344,6 +344,11 @@ def test_importance_figure_draws_the_drops_largest_on_top(tmp_path, monkeypatch)
     assert all(ax.get_xlabel() == "AUC drop when shuffled" for ax in (a, b, c))
     (zero,) = [ln for ln in a.lines if ln.get_linestyle() == "-" and tuple(ln.get_xdata()) == (0, 0)]
     assert to_hex(zero.get_color()) == "#000000" and zero.get_linewidth() == 0.6
+    kept.clear()  # one covariate: one bar a panel, the species' AUC read from it
+    importance_figure([r for r in _importance_rows() if r["covariate"] == "temp"], ["B"], path.parent / "one.png",
+                      "val")
+    ((one, _),) = kept
+    assert one.axes[0].get_title() == "B\n(AUC 0.700 on val)" and len(one.axes[0].patches) == 1
     size, meta = _png(path)
     assert size[0] == 1386 and abs(size[1] - (0.35 * 3 + 1.6) * 110) < 1 and meta.get("Software") == "spmlkit explain"
 

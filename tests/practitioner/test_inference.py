@@ -372,3 +372,131 @@ def test_image_features_say_what_is_missing(monkeypatch):
     assert str(e.value).startswith("predicting from image files needs spmlkit.features.extract_image_features (the "
                                    "images extension that provides 'spml features'); it is not available here (")
     assert str(e.value).endswith("). Extract features yourself and pass them as .npy/.npz/CSV instead")
+
+
+def test_image_features_pass_the_recorded_weights_and_device_and_check_the_shape(tmp_path):
+    from spmlkit.errors import ConfigError, SpmlError
+    from spmlkit.practitioner.inference import image_features
+
+    asked = []
+
+    def extractor(paths, **kw):
+        asked.append(kw)
+        return np.arange(2 * len(paths), dtype=np.float64).reshape(len(paths), 2)
+
+    class Model:
+        input = {"kind": "images", "backbone": "tiny-random", "image_size": 32, "backbone_weights": "bb.pt",
+                 "extractor_options": {"pool": "avg"}}
+        device = "cuda:1"
+
+    with pytest.raises(ConfigError) as e:
+        image_features(Model(), ["a.png"], extractor=extractor)  # no folder to find the weights in
+    assert str(e.value) == ("the model's fine-tuned backbone weights are stored next to it; load it from its "
+                            "folder")
+    m = Model()
+    m.path = tmp_path
+    X = image_features(m, ["a.png", "b.png"], batch_size=3, extractor=extractor)
+    assert X.dtype == np.float32 and X.tolist() == [[0, 1], [2, 3]]
+    assert asked[-1] == {"backbone": "tiny-random", "image_size": 32, "pool": "avg", "batch_size": 3,
+                         "weights": str(tmp_path / "bb.pt"), "device": "cuda:1"}
+
+    class OnCpu:
+        input = {"kind": "images", "backbone": "tiny-random"}
+
+    image_features(OnCpu(), ["a.png"], extractor=extractor)
+    assert asked[-1] == {"backbone": "tiny-random", "image_size": None}  # no device option on the CPU
+    with pytest.raises(SpmlError) as e:
+        image_features(OnCpu(), ["a.png"], extractor=lambda paths, **kw: np.zeros((3, 2)))
+    assert str(e.value) == "the feature extractor returned shape (3, 2) for 1 image(s)"
+
+
+def test_feature_files_name_themselves_in_every_refusal(tmp_path):
+    def message(path, **kw):
+        with pytest.raises(DataFormatError) as e:
+            read_features(path, **kw)
+        return str(e.value)
+
+    assert message(tmp_path / "none.npy") == f"{tmp_path / 'none.npy'}: file not found"
+    np.save(tmp_path / "flat.npy", np.zeros(3, np.float32))
+    assert message(tmp_path / "flat.npy").startswith(f"{tmp_path / 'flat.npy'}: features must be a 2-D")
+    np.savez(tmp_path / "flat.npz", X=np.zeros(3, np.float32))
+    assert message(tmp_path / "flat.npz").startswith(f"{tmp_path / 'flat.npz'}: features must be a 2-D")
+    np.savez(tmp_path / "y.npz", Y=np.zeros((2, 2)))
+    assert message(tmp_path / "y.npz") == f"{tmp_path / 'y.npz'}: no 'X' array; found ['Y']"
+    np.savez(tmp_path / "both.npz", features=np.zeros((2, 2)), X=np.ones((2, 2)))
+    assert read_features(tmp_path / "both.npz")[0].tolist() == [[1, 1], [1, 1]]  # X first
+    np.savez(tmp_path / "t.npz", X_test=np.full((1, 2), 2.0))
+    assert read_features(tmp_path / "t.npz")[0].tolist() == [[2, 2]]
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert "site" in message(tmp_path / "x.csv", columns=["a", "b"], id_column="site")  # a named id must be there
+
+
+def test_an_empty_table_has_no_header_and_chunks_are_bounded_below(tmp_path):
+    from spmlkit.practitioner.inference import _csv_header, chunk_rows
+
+    (tmp_path / "e.csv").write_text("")
+    assert _csv_header(tmp_path / "e.csv") == []
+    assert chunk_rows(1, values=100) == 100 and chunk_rows(0, values=100) == 100 and chunk_rows(3, values=100) == 33
+    assert chunk_rows(200, values=100) == 1
+
+
+def test_prediction_input_from_a_bundle_takes_the_test_split_and_numbers_rows_without_ids(tmp_path, monkeypatch):
+    from spmlkit.data import Bundle
+    from spmlkit.practitioner.inference import prediction_input
+    from tests.helpers.image_fixtures import tiny_digits_bundle
+
+    b = tiny_digits_bundle(tmp_path)
+
+    class FineTuned:
+        image = object()  # the whole network: it takes image files
+        input = {}
+        info = {}
+
+    inp = prediction_input(FineTuned(), b.path)
+    assert inp.X == b.paths("test") and inp.ids == b.ids("test")
+    val = prediction_input(FineTuned(), b.path, split="val")
+    assert val.X == b.paths("val") and val.ids == b.ids("val")
+    monkeypatch.setattr(Bundle, "ids", lambda self, split: None)
+    assert prediction_input(FineTuned(), b.path).ids == [str(i) for i in b.index("test")]
+    (tmp_path / "list.txt").write_text("\n".join(b.paths("val")[:2]) + "\n")
+    listed = prediction_input(FineTuned(), tmp_path / "list.txt")  # image files, scored by the network itself
+    assert listed.X == b.paths("val")[:2] and listed.ids == b.paths("val")[:2]
+
+    class NoInput:  # a model without an input record
+        info = {}
+
+    np.save(tmp_path / "x.npy", np.array([[1, 2]], np.float32))
+    got = prediction_input(NoInput(), tmp_path / "x.npy")
+    assert got.X.tolist() == [[1, 2]] and got.ids == ["0"]
+
+
+def test_prediction_input_from_a_bundle_reads_the_models_feature_set_and_checks_its_columns(tmp_path):
+    from spmlkit.data import prepare_bundle
+    from spmlkit.data.dataset import MultiLabelDataset, Split
+    from spmlkit.features import extract_features
+    from spmlkit.practitioner.inference import prediction_input
+    from tests.helpers.image_fixtures import tiny_digits_bundle
+
+    b = tiny_digits_bundle(tmp_path)
+    for size in (32, 40):
+        extract_features(b, backbone="tiny-random", image_size=size, batch_size=8, progress=False,
+                         log=lambda m: None)
+
+    class Model:
+        def __init__(self, input, info):
+            self.input, self.info = input, info
+
+    for model in (Model({"feature_set": "tiny-random-40"}, {}), Model({}, {"feature_set": "tiny-random-40"}),
+                  Model(None, {"feature_set": "tiny-random-40"})):
+        inp = prediction_input(model, b.path, split="val")
+        assert np.array_equal(inp.X, b.features("val", "tiny-random-40")) and inp.ids == b.ids("val")
+    Y = np.eye(2, dtype=bool)[np.arange(6) % 2]
+    ds = MultiLabelDataset("named", ["p", "q"], {"train": Split(X=np.zeros((6, 2)), Y=Y),
+                                                 "test": Split(X=np.arange(12.0).reshape(6, 2), Y=Y)},
+                           feature_names=["a", "b"])
+    nb = prepare_bundle(ds, tmp_path / "named", log=lambda m: None)
+    assert prediction_input(Model({"feature_names": ["a", "b"]}, {}), nb.path).X.tolist() == ds.splits["test"].X.tolist()
+    with pytest.raises(DataFormatError) as e:
+        prediction_input(Model({"feature_names": ["b", "a"]}, {}), nb.path)
+    assert str(e.value) == (f"{nb.path / 'meta.json'}: the bundle's feature columns differ from the model's (names or "
+                            "order); predict from a bundle prepared like the training one")

@@ -197,3 +197,53 @@ def test_selection_on_a_subsample_is_close_to_selection_on_the_whole_set():
     every = np.arange(400)
     np.testing.assert_array_equal(E.bagged_ensemble_selection(P[:, every], Z[every], rounds=8, steps=4, seed=3),
                                   whole)
+
+
+# ------------------------------------------ mutation survivors (issue 44): messages, defaults, chunking
+def test_the_refusals_are_whole_lines():
+    P, Z = _data(3)
+
+    def message(fn, *a, **kw):
+        with pytest.raises(ConfigError) as e:
+            fn(*a, **kw)
+        return str(e.value)
+
+    assert message(E.member_scores, P[:, :5], Z) == ("member scores must be (members, rows, labels) matching the "
+                                                     "observations (120, 6), got (3, 5, 6)")
+    assert message(E.member_scores, P[0], Z) == ("member scores must be (members, rows, labels) matching the "
+                                                 "observations (120, 6), got (120, 6)")
+    bad = np.full_like(P, np.nan)
+    assert message(E.member_scores, bad, Z) == ("no member of the recipe has finite validation scores (every member "
+                                                "failed)")
+    never = lambda z, p: float("nan")  # noqa: E731 - a criterion no member scores on
+    for fn in (E.select_best, E.uniform, E.ensemble_selection):
+        assert message(fn, P, Z, never) == "no member of the recipe has a finite validation score"
+    assert message(E.combine_probabilities, P, [0, 0, 0]) == "no member has a positive weight"
+    assert message(E.weigh, "vote", P, Z) == ("unknown combination rule 'vote' (ensemble_selection, mean_probability, "
+                                              "select)")
+
+
+def test_weigh_passes_its_settings_and_the_defaults_are_twenty_resamples_of_ten_steps():
+    P, Z = _data(4, n=60)
+    np.testing.assert_array_equal(E.weigh("ensemble_selection", P, Z, rounds=3, steps=4, seed=7),
+                                  E.bagged_ensemble_selection(P, Z, rounds=3, steps=4, seed=7))
+    assert not np.array_equal(E.weigh("ensemble_selection", P, Z, rounds=3, steps=4, seed=7),
+                              E.weigh("ensemble_selection", P, Z, rounds=3, steps=4, seed=8))
+    default = E.weigh("ensemble_selection", P, Z)
+    np.testing.assert_array_equal(default, E.bagged_ensemble_selection(P, Z, rounds=20, steps=10, seed=0))
+    np.testing.assert_array_equal(E.bagged_ensemble_selection(P, Z), default)
+    w = E.ensemble_selection(P, Z)  # ten steps: multiples of 1/10
+    assert np.allclose(w * 10, np.round(w * 10)) and w.sum() == pytest.approx(1.0)
+    assert E.DEFAULT_ROUNDS == 20 and E.DEFAULT_STEPS == 10
+    np.testing.assert_array_equal(E.weigh("select", P, Z), E.select_best(P, Z))
+    np.testing.assert_array_equal(E.weigh("mean_probability", P, Z), E.uniform(P, Z))
+    crit = lambda z, p: -float(np.abs(p - 0.5).sum())  # noqa: E731 - another criterion, passed through
+    np.testing.assert_array_equal(E.weigh("select", P, Z, crit), E.select_best(P, Z, crit))
+
+
+@pytest.mark.parametrize("gather", [1, 2, 7, 10 ** 9])
+def test_the_observed_maps_are_the_same_gathered_in_any_block(gather, monkeypatch):
+    P, Z = _data(5, n=30)
+    whole = E._observed_maps(Z, P)
+    monkeypatch.setattr(E, "_GATHER_ENTRIES", gather)
+    np.testing.assert_array_equal(E._observed_maps(Z, P), whole)
