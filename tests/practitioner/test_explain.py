@@ -594,3 +594,11 @@ def test_explain_data_flags_are_boolean_and_the_mask_is_the_splits():
     u = explain_data(b)
     assert u.pos.dtype == bool and u.neg.dtype == bool and u.neg.tolist() == [[False, True], [True, False],
                                                                               [True, True]]
+
+
+def test_a_table_of_one_row_is_written_with_its_own_header(tmp_path):
+    from spmlkit.practitioner.explain import _write_csv
+
+    out = _claimed(tmp_path)
+    _write_csv(out / "one.csv", [{"covariate": "temp", "auc": 1 / 3, "n": 2}])
+    assert (out / "one.csv").read_bytes() == b"covariate,auc,n\ntemp,0.333333,2\n"
