@@ -500,3 +500,64 @@ def test_prediction_input_from_a_bundle_reads_the_models_feature_set_and_checks_
         prediction_input(Model({"feature_names": ["b", "a"]}, {}), nb.path)
     assert str(e.value) == (f"{nb.path / 'meta.json'}: the bundle's feature columns differ from the model's (names or "
                             "order); predict from a bundle prepared like the training one")
+
+
+def test_streamed_writers_check_their_rows_and_report_progress(tmp_path):
+    from spmlkit.practitioner.inference import (iter_probabilities, write_label_set_chunks, write_probability_chunks,
+                                                write_top_k_chunks)
+
+    np.savez(tmp_path / "obj.npz", X=np.array([{"a": 1}], dtype=object))  # refused unread, naming the file
+    with pytest.raises(DataFormatError) as e:
+        read_features(tmp_path / "obj.npz")
+    assert str(e.value).startswith(f"{tmp_path / 'obj.npz'}: array 'X' holds Python objects")
+
+    class Progress:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+    P = np.array([[0.5, 0.25], [0.125, 1.0], [0.0, 0.75]])
+    chunks = [(0, P[:2]), (2, P[2:])]
+    bar = Progress()
+    write_probability_chunks(tmp_path / "p.npy", [], ["a", "b"], chunks, n_rows=3, progress=bar)
+    assert bar.n == 3 and np.load(tmp_path / "p.npy").tolist() == P.tolist()
+    write_probability_chunks(tmp_path / "q.npy", ["r", "s", "t"], ["a", "b"], chunks)  # rows: one per id
+    assert np.load(tmp_path / "q.npy").tolist() == P.tolist()
+    with pytest.raises(ValueError) as e:
+        write_probability_chunks(tmp_path / "x.npy", ["r", "s", "t"], ["a", "b"], chunks[::-1])
+    assert str(e.value) == "chunks out of order: row 2 after 0 rows"
+    with pytest.raises(ValueError) as e:
+        write_probability_chunks(tmp_path / "y.npy", ["r", "s", "t"], ["a", "b"], chunks[:1])
+    assert str(e.value) == "2 rows predicted, 3 expected"
+    bar = Progress()
+    write_probability_chunks(tmp_path / "p.csv", ["r", "s", "t"], ["a", "b"], chunks, progress=bar)
+    assert bar.n == 3
+    bar = Progress()
+    write_label_set_chunks(tmp_path / "s.csv", ["r", "s", "t"], ["a", "b"], [(0, P[:2] > 0.3), (2, P[2:] > 0.3)],
+                           progress=bar)
+    assert bar.n == 3
+    xy = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    write_top_k_chunks(tmp_path / "k.csv", ["r", "s", "t"], ["a", "b"], chunks, 1, xy=xy)
+    assert (tmp_path / "k.csv").read_text() == ("id,x,y,labels,probabilities\nr,1,2,a,0.5\ns,3,4,b,1\n"
+                                                "t,5,6,b,0.75\n")
+
+    class Model:
+        label_names = ["a", "b"]
+
+        def __init__(self):
+            self.rows = []
+
+        def predict_proba(self, X):
+            return np.full((len(X), 2), 0.5)
+
+        def iter_decision_function(self, X, rows):
+            self.rows.append(rows)
+            for s in range(0, len(X), rows):
+                yield s, np.zeros((min(rows, len(X) - s), 2), np.float32)
+
+    m = Model()
+    (start, got), = iter_probabilities(m, ["a.png", "b.png"])  # image paths: scored in one piece
+    assert start == 0 and got.tolist() == [[0.5, 0.5], [0.5, 0.5]]
+    out = list(iter_probabilities(m, np.zeros((5, 3)), rows=2))
+    assert m.rows == [2] and [s for s, _ in out] == [0, 2, 4] and out[0][1].dtype == np.float64
