@@ -561,3 +561,93 @@ def test_streamed_writers_check_their_rows_and_report_progress(tmp_path):
     assert start == 0 and got.tolist() == [[0.5, 0.5], [0.5, 0.5]]
     out = list(iter_probabilities(m, np.zeros((5, 3)), rows=2))
     assert m.rows == [2] and [s for s, _ in out] == [0, 2, 4] and out[0][1].dtype == np.float64
+
+
+def test_prediction_input_reads_each_layout_of_a_covariate_model(tmp_path):
+    """A model with a covariate encoding: its bundle (ids and places), a table in the raw
+    training layout (by name, levels one-hot, ids and places passed through, an unseen
+    level refused naming the line), a table of encoded columns by name, a .npy by position."""
+    pytest.importorskip("rasterio")
+    from spmlkit.data import prepare_bundle
+    from spmlkit.data.encoding import CovariateEncoding
+    from spmlkit.data.formats.occurrences import records_on_rasters
+    from spmlkit.practitioner.inference import prediction_input
+    from tests.helpers.rasters import located_records, linear_model, make_stack, write_records
+
+    env = make_stack(tmp_path / "env")
+    ds = records_on_rasters(write_records(tmp_path / "r.csv", located_records(25)), [env], background=80)
+    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    enc = CovariateEncoding.from_dict(b.meta["encoding"])
+    model = linear_model(enc, b.label_names, np.zeros((5, 2)))
+    inp = prediction_input(model, b.path)
+    assert np.array_equal(inp.X, b.features("test")) and inp.ids == b.ids("test")
+    assert np.array_equal(inp.xy, b.xy("test"))
+    for name, sep in (("raw.csv", ","), ("raw.tsv", "\t"), ("raw.TAB", "\t")):
+        (tmp_path / name).write_text(sep.join(["temp", "site", "x", "y", "soil", "rain"]) + "\n"
+                                     + sep.join(["1.5", "s1", "10", "20", "3", "7"]) + "\n"
+                                     + sep.join(["2.5", "s2", "11", "21", "1", "8"]) + "\n")
+        raw = prediction_input(model, tmp_path / name, id_column="site")
+        assert raw.X.tolist() == [[7, 0, 0, 1, 1.5], [8, 1, 0, 0, 2.5]] and raw.ids == ["s1", "s2"], name
+        assert raw.xy.tolist() == [[10, 20], [11, 21]], name
+    (tmp_path / "noid.csv").write_text("temp,soil,rain\n1.5,3,7\n2.5,2,8\n")
+    assert prediction_input(model, tmp_path / "noid.csv").ids == ["0", "1"]
+    (tmp_path / "unseen.csv").write_text("temp,soil,rain\n1.5,3,7\n2.5,9,8\n")
+    with pytest.raises(DataFormatError, match=r"unseen.csv, line 3: .*soil"):
+        prediction_input(model, tmp_path / "unseen.csv")
+    (tmp_path / "enc.csv").write_text("id,temp,soil=3,soil=2,soil=1,rain\nq,1.5,1,0,0,7\n")  # encoded, by name
+    got = prediction_input(model, tmp_path / "enc.csv", id_column="id")
+    assert got.X.tolist() == [[7, 0, 0, 1, 1.5]] and got.ids == ["q"]
+    notes = []
+    np.save(tmp_path / "x.npy", np.ones((2, 5), np.float32))
+    model.input = {"kind": "features"}  # no names: columns by position, and said so, except for arrays
+    assert prediction_input(model, tmp_path / "x.npy", log=notes.append).X.shape == (2, 5) and notes == []
+    np.savez(tmp_path / "x.npz", X=np.ones((2, 5), np.float32))
+    assert prediction_input(model, tmp_path / "x.npz", log=notes.append).ids == ["0", "1"] and notes == []
+
+
+def test_prediction_input_from_image_lists_and_tables(tmp_path):
+    from spmlkit.practitioner.inference import prediction_input
+
+    _images(tmp_path / "imgs", ["a.png", "b.png"])
+    asked = []
+
+    def extractor(paths, **kw):
+        asked.append((list(paths), kw))
+        return np.zeros((len(paths), 3))
+
+    class Model:
+        input = {"kind": "images", "backbone": "tiny-random", "image_size": 32}
+        info = {}
+
+    for source in (tmp_path / "imgs", ):
+        got = prediction_input(Model(), source, extractor=extractor, batch_size=5)
+        assert got.ids == ["a.png", "b.png"] and got.X.shape == (2, 3) and asked[-1][1]["batch_size"] == 5
+    (tmp_path / "l.TXT").write_text("imgs/b.png\n")
+    assert prediction_input(Model(), tmp_path / "l.TXT", extractor=extractor).ids == ["imgs/b.png"]
+    for name, sep in (("t.csv", ","), ("t.TSV", "\t"), ("t.tab", "\t")):
+        (tmp_path / name).write_text(f"name{sep}path\nfirst{sep}imgs/a.png\n")
+        got = prediction_input(Model(), tmp_path / name, id_column="name", extractor=extractor)
+        assert got.ids == ["first"] and asked[-1][0] == [str(tmp_path / "imgs" / "a.png")], name
+    (tmp_path / "f.csv").write_text("name,file\nfirst,imgs/b.png\n")
+    got = prediction_input(Model(), tmp_path / "f.csv", path_column="file", extractor=extractor)
+    assert got.ids == ["imgs/b.png"] and asked[-1][0] == [str(tmp_path / "imgs" / "b.png")]
+
+    class Features:  # a table with a 'path' column is features for a model trained on features
+        input = {"kind": "features", "feature_names": ["path", "b"]}
+        info = {}
+
+    (tmp_path / "p.csv").write_text("path,b\n1,2\n")
+    assert prediction_input(Features(), tmp_path / "p.csv").X.tolist() == [[1, 2]]
+
+
+def test_logits_of_image_paths_come_in_one_float32_piece():
+    from spmlkit.practitioner.inference import iter_logits
+
+    class Model:
+        label_names = ["a", "b"]
+
+        def decision_function(self, X):
+            return np.arange(2.0 * len(X)).reshape(len(X), 2)
+
+    ((start, got),) = iter_logits(Model(), ["a.png", "b.png"])
+    assert start == 0 and got.dtype == np.float32 and got.tolist() == [[0, 1], [2, 3]]
