@@ -651,3 +651,61 @@ def test_logits_of_image_paths_come_in_one_float32_piece():
 
     ((start, got),) = iter_logits(Model(), ["a.png", "b.png"])
     assert start == 0 and got.dtype == np.float32 and got.tolist() == [[0, 1], [2, 3]]
+
+
+class _Scorer:
+    """Linear logits ``X @ W``; keeps the row blocks it was asked for."""
+
+    label_names = ["a", "b", "c"]
+
+    def __init__(self, spec):
+        self.label_sets = dict(spec)
+        self.blocks = []
+
+    def iter_decision_function(self, X, rows):
+        self.blocks.append(rows)
+        W = np.array([[1.0, -1.0, 0.5], [0.25, 2.0, -1.0]], np.float32)
+        for s in range(0, len(X), rows):
+            yield s, (np.asarray(X[s:s + rows], np.float32) @ W)
+
+
+def test_predict_to_file_takes_a_batch_rule_whole_and_records_the_rule_it_used(tmp_path, monkeypatch):
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    monkeypatch.setattr(inference, "CHUNK_ROWS", 2)
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    inp = PredictionInput(X, [f"r{i}" for i in range(5)])
+    batch = {"rule": "expected_k", "k": 1 / 3, "per": "batch"}
+    m = _Scorer(batch)
+    predict_to_file(m, inp, tmp_path / "s.csv", kind="labels")
+    assert m.blocks == [5]  # the collection's rule: one piece, whatever the chunk size
+    for kind in ("proba", "top_k"):
+        m = _Scorer(batch)
+        predict_to_file(m, inp, tmp_path / f"{kind}.csv", kind=kind, top_k=1)
+        assert m.blocks == [2], kind  # chunked
+    m = _Scorer(batch)
+    got = predict_to_file(m, inp, tmp_path / "t.csv", kind="labels", rule="threshold", threshold=0.7, min_labels=1)
+    assert got["used"] == {"rule": "threshold", "k": 1 / 3, "per": "batch", "threshold": 0.7, "min_labels": 1}
+    got = predict_to_file(_Scorer(batch), inp, tmp_path / "k.csv", kind="labels", k=0.5)
+    assert got["used"] == {"rule": "expected_k", "k": 0.5, "per": "batch"}
+
+
+def test_the_csv_limit_is_a_whole_line_and_its_bound_is_inclusive(tmp_path, monkeypatch):
+    from spmlkit.errors import ConfigError
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    class Rows:  # a length only: refused before a row is read
+        def __len__(self):
+            return 16_666_667
+
+    with pytest.raises(ConfigError) as e:
+        predict_to_file(_Scorer({"rule": "top_k", "k": 1}), PredictionInput(Rows(), []), tmp_path / "p.csv")
+    assert str(e.value) == ("16666667 rows x 3 labels = 50,000,001 probabilities is too many for a CSV (the limit is "
+                            f"50,000,000, about 450 MB of text); write them as a binary matrix with -o "
+                            f"{tmp_path / 'p.npy'} (float32, rows in the input's order), or ask for --labels or --top-k")
+    monkeypatch.setattr(inference, "CSV_MAX_VALUES", 6)
+    inp = PredictionInput(np.zeros((2, 2)), ["r0", "r1"])
+    predict_to_file(_Scorer({"rule": "top_k", "k": 1}), inp, tmp_path / "six.csv")  # 2 x 3 = the limit: written
+    assert (tmp_path / "six.csv").read_text().count("\n") == 3
