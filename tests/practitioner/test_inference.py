@@ -709,3 +709,13 @@ def test_the_csv_limit_is_a_whole_line_and_its_bound_is_inclusive(tmp_path, monk
     inp = PredictionInput(np.zeros((2, 2)), ["r0", "r1"])
     predict_to_file(_Scorer({"rule": "top_k", "k": 1}), inp, tmp_path / "six.csv")  # 2 x 3 = the limit: written
     assert (tmp_path / "six.csv").read_text().count("\n") == 3
+
+
+def test_predict_to_file_scores_in_the_blocks_it_is_asked_for(tmp_path):
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    inp = PredictionInput(np.random.default_rng(1).normal(size=(5, 2)), [f"r{i}" for i in range(5)])
+    for kind in ("proba", "top_k", "labels"):
+        m = _Scorer({"rule": "top_k", "k": 1})
+        predict_to_file(m, inp, tmp_path / f"{kind}.csv", kind=kind, top_k=1, rows=2)
+        assert m.blocks == [2], kind
