@@ -719,3 +719,48 @@ def test_predict_to_file_scores_in_the_blocks_it_is_asked_for(tmp_path):
         m = _Scorer({"rule": "top_k", "k": 1})
         predict_to_file(m, inp, tmp_path / f"{kind}.csv", kind=kind, top_k=1, rows=2)
         assert m.blocks == [2], kind
+
+
+def test_predict_to_file_says_what_it_wrote_and_shows_progress_on_large_outputs(tmp_path, monkeypatch):
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    bars = []
+
+    class Bar:
+        def __init__(self, *args, **kw):
+            self.args, self.kw, self.n, self.closed = args, kw, 0, False
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(inference, "progress_bar", Bar)
+    inp = PredictionInput(np.zeros((5, 2)), [f"r{i}" for i in range(5)], np.arange(10.0).reshape(5, 2))
+    got = predict_to_file(_Scorer({"rule": "top_k", "k": 1}), inp, tmp_path / "p.csv")
+    assert got == {"message": f"wrote probabilities for 5 example(s) x 3 labels to {tmp_path / 'p.csv'}",
+                   "warning": None}
+    (bar,) = bars
+    assert bar.args == (5, "predict 5 rows x 3 labels", "row") and bar.kw == {"disable": True}
+    assert bar.n == 5 and bar.closed
+    assert (tmp_path / "p.csv").read_text().splitlines()[:2] == ["id,x,y,a,b,c", "r0,0,1,0.5,0.5,0.5"]
+    got = predict_to_file(_Scorer({"rule": "top_k", "k": 1}), inp, tmp_path / "p.npy")
+    assert got["message"] == (f"wrote probabilities (float32 .npy, rows in the input's order, columns in "
+                              f"model.json's label_names order) for 5 example(s) x 3 labels to {tmp_path / 'p.npy'}")
+
+    class Many:  # 5,000,000 rows x 2 labels = 10,000,000 values: a bar (as the environment allows)
+        def __len__(self):
+            return 5_000_000
+
+    class Nothing(_Scorer):
+        label_names = ["a", "b"]
+
+        def iter_decision_function(self, X, rows):
+            return iter(())
+
+    bars.clear()
+    predict_to_file(Nothing({"rule": "top_k", "k": 1}), PredictionInput(Many(), []), tmp_path / "m.csv")
+    assert bars[0].kw == {"disable": None}
