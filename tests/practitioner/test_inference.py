@@ -764,3 +764,53 @@ def test_predict_to_file_says_what_it_wrote_and_shows_progress_on_large_outputs(
     bars.clear()
     predict_to_file(Nothing({"rule": "top_k", "k": 1}), PredictionInput(Many(), []), tmp_path / "m.csv")
     assert bars[0].kw == {"disable": None}
+
+
+@pytest.mark.parametrize("over", [dict(rule="threshold", threshold=0.6), dict(rule="top_k", k=2),
+                                  dict(rule="threshold", threshold=0.99, min_labels=1), dict(k=2),
+                                  dict(threshold=0.3, rule="threshold"), dict(rule="threshold", threshold=0.9)])
+def test_streamed_label_sets_apply_every_override_and_count_sets_over_all_chunks(tmp_path, monkeypatch, over):
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file, rule_warning_k, used_rule
+    from spmlkit.practitioner.labelsets import apply_rule_to_logits, format_label_sets, label_set_stats_warning
+    from spmlkit.practitioner.report import describe_rule
+
+    X = np.random.default_rng(2).normal(size=(7, 2)) * 2
+    m = _Scorer({"rule": "expected_k", "k": 1.2})
+    logits = np.concatenate([b for _, b in m.iter_decision_function(X, 7)])
+    S = apply_rule_to_logits(logits, inference.model_rule_spec(m, over.get("rule")), **over)  # the dense twin
+    inp = PredictionInput(X, [f"r{i}" for i in range(7)], np.zeros((7, 2)))
+    got = predict_to_file(m, inp, tmp_path / "s.csv", kind="labels", rows=2, **over)
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert lines[0] == "id,x,y,labels" and [ln.split(",")[3] for ln in lines[1:]] == format_label_sets(S, m.label_names)
+    used = used_rule(m, **over)
+    mean, empty = S.sum() / 7, (~S.any(1)).sum() / 7
+    assert got == {"message": f"wrote label sets for 7 example(s) to {tmp_path / 's.csv'} (rule: "
+                              f"{describe_rule(used['rule'], used)}; {mean:.2f} labels per example)",
+                   "warning": label_set_stats_warning(mean, empty, rule_warning_k(m, used, over.get("k"))),
+                   "used": used}
+
+
+def test_streamed_top_k_keeps_places_and_progress(tmp_path, monkeypatch):
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+
+    seen = []
+
+    class Bar:
+        def __init__(self, *args, **kw):
+            self.n = 0
+            seen.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(inference, "progress_bar", Bar)
+    inp = PredictionInput(np.zeros((3, 2)), ["p", "q", "r"], np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    got = predict_to_file(_Scorer({"rule": "top_k", "k": 1}), inp, tmp_path / "k.csv", kind="top_k", top_k=5, rows=2)
+    assert got == {"message": f"wrote the top 3 labels of 3 example(s) to {tmp_path / 'k.csv'}", "warning": None}
+    assert seen[0].n == 3
+    assert (tmp_path / "k.csv").read_text().splitlines()[:2] == ["id,x,y,labels,probabilities", "p,1,2,a;b;c,0.5;0.5;0.5"]
