@@ -100,9 +100,8 @@ MODULES: dict[str, list[str]] = {
                                   "tests/practitioner/test_saved.py"],
     "practitioner/evaluation.py": ["tests/practitioner/test_evaluation.py", "tests/twins/test_practitioner_twins.py"],
     "practitioner/explain.py": ["tests/practitioner/test_explain.py"],
-    # with the MESS and binary maps (sdm_maps calls predict_rasters) and ``spml predict --rasters``
-    "practitioner/maps.py": ["tests/practitioner/test_maps.py", "tests/practitioner/test_sdm_maps.py",
-                             "tests/cli/test_predict.py"],
+    # with the MESS and binary maps beside the suitability map (``spml predict --rasters --mess --binary``)
+    "practitioner/maps.py": ["tests/practitioner/test_maps.py", "tests/practitioner/test_sdm_maps.py"],
     "training/callbacks.py": ["tests/training/test_callbacks.py"],
     "training/ensemble.py": ["tests/training/test_ensemble.py"],
     # with ``spml clean`` and ``spml prepare --rasters``, which call it
