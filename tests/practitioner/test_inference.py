@@ -814,3 +814,62 @@ def test_streamed_top_k_keeps_places_and_progress(tmp_path, monkeypatch):
     assert got == {"message": f"wrote the top 3 labels of 3 example(s) to {tmp_path / 'k.csv'}", "warning": None}
     assert seen[0].n == 3
     assert (tmp_path / "k.csv").read_text().splitlines()[:2] == ["id,x,y,labels,probabilities", "p,1,2,a;b;c,0.5;0.5;0.5"]
+
+
+def test_label_sets_of_no_rows_and_their_progress(tmp_path, monkeypatch):
+    from spmlkit.practitioner import inference
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+    from spmlkit.practitioner.report import describe_rule
+
+    m = _Scorer({"rule": "top_k", "k": 1})
+    got = predict_to_file(m, PredictionInput(np.zeros((0, 2)), []), tmp_path / "none.csv", kind="labels")
+    assert got == {"message": f"wrote label sets for 0 example(s) to {tmp_path / 'none.csv'} (rule: "
+                              f"{describe_rule('top_k', m.label_sets)}; 0.00 labels per example)", "warning": None,
+                   "used": m.label_sets}
+    counts = []
+
+    class Bar:
+        def __init__(self, *args, **kw):
+            counts.append(0)
+
+        def update(self, k):
+            counts[-1] += k
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(inference, "progress_bar", Bar)
+    predict_to_file(m, PredictionInput(np.zeros((3, 2)), ["a", "b", "c"]), tmp_path / "s.csv", kind="labels", rows=2)
+    assert counts == [3]
+
+
+def test_ids_are_quoted_as_csv_fields_and_gzip_output_is_reproducible(tmp_path):
+    import gzip
+
+    write_probabilities(tmp_path / "q.csv", ['a"b', "aX", "c,d"], ["cat"], np.array([[0.5], [0.25], [1.0]]))
+    assert (tmp_path / "q.csv").read_text() == 'id,cat\n"a""b",0.5\naX,0.25\n"c,d",1\n'
+    write_probabilities(tmp_path / "p.csv.gz", ["r"], ["cat"], np.array([[0.5]]))
+    raw = (tmp_path / "p.csv.gz").read_bytes()
+    assert raw[3] == 0 and raw[4:8] == b"\0\0\0\0"  # no file name, no time stamp: the same bytes every time
+    assert gzip.decompress(raw) == b"id,cat\nr,0.5\n"
+
+
+def test_the_prediction_file_check_names_the_option_and_what_it_writes(tmp_path):
+    from spmlkit.errors import ConfigError
+    from spmlkit.practitioner.inference import check_prediction_output
+
+    (tmp_path / "mine.csv").write_text("a user's file\n")
+    with pytest.raises(ConfigError) as e:
+        check_prediction_output(tmp_path / "mine.csv", label_names=[])
+    assert str(e.value).startswith(f"refusing to replace {tmp_path / 'mine.csv'}: it is not a prediction file "
+                                   "spmlkit wrote") and str(e.value).endswith("choose a new file with -o/--out or "
+                                                                               "pass --overwrite")
+    assert check_prediction_output(tmp_path / "mine.csv", label_names=[], overwrite=True) == tmp_path / "mine.csv"
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(ConfigError) as e:
+        check_prediction_output(tmp_path / "dir", label_names=[], option="--to")
+    assert str(e.value) == f"--to {tmp_path / 'dir'} is a folder; expected the path of the prediction file to write"
+    (tmp_path / "in.csv").write_text("x\n")
+    for kw in (dict(source=tmp_path / "in.csv"), dict(model=tmp_path / "in.csv")):
+        with pytest.raises(ConfigError, match="is an input of this command"):
+            check_prediction_output(tmp_path / "in.csv", label_names=[], overwrite=True, **kw)
