@@ -602,3 +602,41 @@ def test_a_table_of_one_row_is_written_with_its_own_header(tmp_path):
     out = _claimed(tmp_path)
     _write_csv(out / "one.csv", [{"covariate": "temp", "auc": 1 / 3, "n": 2}])
     assert (out / "one.csv").read_bytes() == b"covariate,auc,n\ntemp,0.333333,2\n"
+
+
+def test_explain_declares_its_folder_kind_and_adopts_an_older_explanation(tmp_path, monkeypatch):
+    """explain() declares the kind itself (no other module does): the refusal names it, and
+    a folder an older spmlkit wrote (its marker without a file list) is taken over, its
+    tables and figures replaced."""
+    import json
+
+    from spmlkit.ownership import rule
+
+    monkeypatch.setattr(rule, "_KINDS", {k: v for k, v in rule._KINDS.items() if k != "explain"})
+    bundle = _explain_bundle(tmp_path, n_background=5)
+    model = _LinearModel()
+    del model.path  # a model object without a folder of its own
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="that are not an explanation folder written by spmlkit"):
+        explain(model, bundle, tmp_path / "mine", points=3, repeats=1)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / ".spml-output.json").write_text(json.dumps({"written_by": "spmlkit", "kind": "explain"}))
+    for name in ("response.csv", "importance.csv", "response_Aus_a.png", "importance.png"):
+        (old / name).write_text("an older explanation")
+    explain(model, bundle, old, points=3, repeats=1, species=["Aus a"])
+    assert (old / "response.csv").read_text().startswith("species,covariate,value,probability\n")
+    assert (old / "importance.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_covariate_sidecar_is_checked_against_the_models_covariates(tmp_path):
+    import json
+
+    from spmlkit.errors import DataFormatError
+
+    bundle = _explain_bundle(tmp_path, n_background=5)
+    side = tmp_path / "cov.json"
+    side.write_text(json.dumps({"bogus": {"name": "not a covariate of the model"}}))
+    with pytest.raises(DataFormatError, match="covariate 'bogus' is not one of the model's"):
+        explain(_LinearModel(), bundle, tmp_path / "ex", points=3, repeats=1, covariate_info=side)
