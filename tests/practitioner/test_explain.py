@@ -294,6 +294,7 @@ def test_response_figure_draws_one_panel_per_covariate_of_the_species(tmp_path, 
     assert rotation == {"soil": 90, "land": 0, "geo": 90}  # named classes or more than 6 levels: turned
     assert all(t.get_fontsize() == 7 for a in (soil, land, geo) for t in a.get_xticklabels())
     assert all(t.get_rotation() == 0 and t.get_fontsize() != 7 for t in soil.get_yticklabels())
+    assert not {"labelsize", "rotation"} & set(soil.yaxis.get_tick_params())  # the x axis' labels only
     import matplotlib.pyplot as plt
 
     assert fig.number not in plt.get_fignums()  # closed once saved
