@@ -247,3 +247,100 @@ def test_the_observed_maps_are_the_same_gathered_in_any_block(gather, monkeypatc
     whole = E._observed_maps(Z, P)
     monkeypatch.setattr(E, "_GATHER_ENTRIES", gather)
     np.testing.assert_array_equal(E._observed_maps(Z, P), whole)
+
+
+def _brier(z, p):
+    """A criterion that is not rank-based: it sees the scale of the mean probability."""
+    return -float(((np.asarray(p) - (np.asarray(z) == 1)) ** 2).mean())
+
+
+def _greedy(P, Z, criterion, steps, rows=None):
+    """Caruana et al. 2004 written plainly: the best member, then steps - 1 additions."""
+    r = np.arange(P.shape[1]) if rows is None else np.asarray(rows)
+    P, Z = P[:, r], Z[r]
+    counts = np.zeros(len(P))
+    first = int(np.argmax([criterion(Z, P[m]) for m in range(len(P))]))
+    counts[first], total = 1, P[first].copy()
+    for k in range(1, steps):
+        m = int(np.argmax([criterion(Z, (total + P[m]) / (k + 1)) for m in range(len(P))]))
+        counts[m] += 1
+        total = total + P[m]
+    return counts / steps
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_selection_with_any_criterion_and_its_bagging_equal_their_plain_twins(seed):
+    P, Z = _data(seed, n=40)
+    P = P * np.array([0.3, 0.9, 0.6])[:, None, None]  # different scales: a calibration criterion tells
+    for steps in (1, 2, 5):
+        np.testing.assert_array_equal(E.ensemble_selection(P, Z, _brier, steps=steps), _greedy(P, Z, _brier, steps))
+        np.testing.assert_array_equal(E.ensemble_selection(P, Z, steps=steps), _greedy(P, Z, E.observed_map, steps))
+    rng = np.random.default_rng(seed)
+    draws = [rng.integers(0, 40, 40) for _ in range(4)]
+    plain = np.mean([_greedy(P, Z, _brier, 3, rows=r) for r in draws], axis=0)
+    np.testing.assert_array_equal(E.bagged_ensemble_selection(P, Z, _brier, rounds=4, steps=3, seed=seed), plain)
+    np.testing.assert_array_equal(E.weigh("ensemble_selection", P, Z, _brier, rounds=4, steps=3, seed=seed), plain)
+
+
+def test_scores_are_read_in_float64_on_the_rows_asked_and_no_rows_is_no_failure():
+    P, Z = _data(8, n=30)
+    seen = []
+
+    def crit(z, p):
+        seen.append(p.dtype)
+        return _brier(z, p)
+
+    E.ensemble_selection(P.astype(np.float32), Z, crit, steps=2)
+    assert set(seen) == {np.dtype(np.float64)}
+    rows = [0, 3, 7, 7]
+    np.testing.assert_array_equal(E.member_scores(P, Z, _brier, rows=rows), E.member_scores(P[:, rows], Z[rows], _brier))
+    np.testing.assert_array_equal(E.member_scores(np.zeros((2, 0, 3)), np.zeros((0, 3)), lambda z, p: 1.0), [1.0, 1.0])
+    bad = P.copy()
+    bad[0, 0, 0] = np.nan  # a failed member gets no weight under mean_probability with any criterion
+    np.testing.assert_array_equal(E.weigh("mean_probability", bad, Z, _brier), [0, 0.5, 0.5])
+    no_second = lambda z, p: np.nan if p[0, 0] == P[1, 0, 0] else 0.0  # noqa: E731 - member 1's criterion fails
+    np.testing.assert_array_equal(E.weigh("mean_probability", P, Z, no_second), [0.5, 0, 0.5])
+    out = E.combine_probabilities(P.astype(np.float32), [1, 3, 0])
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, 0.25 * P[0] + 0.75 * P[1], rtol=1e-6)
+
+
+def _plain_subsample(Zd, seed, n_members, budget_bytes, observed, max_entries):
+    """selection_subsample written plainly: grow the prefix of the seeded permutation while it fits."""
+    n, L = Zd.shape
+    perm = np.random.default_rng(seed).permutation(n)
+
+    def fits(k):
+        rows = Zd[perm[:k]]
+        if observed:
+            cost = k * int((rows == 1).sum())
+            mem = 4 * 8 * n_members * k * int((rows == 1).any(0).sum())
+        else:
+            cost, mem = k * L, 4 * 8 * n_members * k * L
+        return cost <= max_entries and mem <= budget_bytes
+
+    if fits(n):
+        return None
+    size = next((k for k in range(1, n + 1) if not fits(k)), n)
+    return np.sort(perm[:max(1, size - 1)])
+
+
+def test_the_selection_subsample_equals_its_plain_twin_at_the_bounds():
+    from spmlkit.sparse_labels import SparseLabels
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n, L, M = int(rng.integers(1, 25)), int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        Zd = (rng.random((n, L)) < rng.random() * 0.6).astype(np.int8)
+        Zd[rng.random(n) < 0.3] = 0  # rows without a positive, labels without one
+        observed = bool(rng.integers(2))
+        k = int(rng.integers(1, n + 1))  # a bound met exactly by some prefix
+        rows = Zd[np.random.default_rng(3).permutation(n)[:k]]
+        pos, lab = int((rows == 1).sum()), int((rows == 1).any(0).sum())
+        entries = k * (pos if observed else L) + int(rng.integers(0, 2))
+        budget = 4 * 8 * M * k * (lab if observed else L) + int(rng.integers(0, 2))
+        for e, b in ((entries, 10 ** 12), (10 ** 12, budget), (entries, budget)):
+            got = E.selection_subsample(SparseLabels.from_dense(Zd), seed=3, n_members=M, budget_bytes=b,
+                                        observed=observed, max_entries=e)
+            want = _plain_subsample(Zd, 3, M, b, observed, e)
+            assert (got is None and want is None) or np.array_equal(got, want), (n, L, M, observed, e, b)
