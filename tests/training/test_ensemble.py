@@ -344,3 +344,15 @@ def test_the_selection_subsample_equals_its_plain_twin_at_the_bounds():
                                         observed=observed, max_entries=e)
             want = _plain_subsample(Zd, 3, M, b, observed, e)
             assert (got is None and want is None) or np.array_equal(got, want), (n, L, M, observed, e, b)
+
+
+def test_labels_without_positives_give_nan_quietly():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from 0/0 or a mean of nothing
+        ap = E.column_average_precision([[1, 0], [0, 0]], [[0.5, 0.2], [0.1, 0.9]])
+        assert ap[0] == 1.0 and np.isnan(ap[1])
+        empty = E.column_average_precision(np.zeros((0, 3)), np.zeros((0, 3)))
+        assert empty.dtype == np.float64 and empty.shape == (3,) and np.isnan(empty).all()
+        assert np.isnan(E.observed_map(np.zeros((4, 2)), np.random.default_rng(0).random((4, 2))))
