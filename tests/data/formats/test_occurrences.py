@@ -158,3 +158,78 @@ def test_species_names_are_nfc(tmp_path):
     raw = write_records(tmp_path / "n.csv", [["Bradypus varie\u0301gatus", "-60", "-5"],
                                              ["Bradypus vari\u00e9gatus", "-61", "-5"]])
     assert clean_records(raw).species == ["Bradypus vari\u00e9gatus"] * 2
+
+
+# --------------------------------- mutation (issue 44): the helpers other modules call, unit-tested here
+def test_spatial_blocks_hold_out_whole_cells_of_the_grid():
+    from spmlkit.data.formats.occurrences import spatial_blocks
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n, blocks = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+        xy = rng.random((n, 2)) * 10
+        if rng.random() < 0.3:
+            xy[:, int(rng.integers(2))] = 3.0  # every point on one line: that axis has one cell
+        bounds = None if rng.random() < 0.5 else (np.array([-1.0, -1.0]), np.array([11.0, 11.0]))
+        fraction, seed = float(rng.choice([0.0, 0.2, 0.5, 1.0])), int(rng.integers(100))
+        held = spatial_blocks(xy, blocks, fraction, seed, bounds)
+        lo, hi = bounds if bounds is not None else (xy.min(0), xy.max(0))
+        cell = [tuple(min(blocks - 1, int((v - a) / (b - a) * blocks)) if b > a else 0 for v, a, b in zip(p, lo, hi))
+                for p in xy]
+        fate = {}
+        for c, h in zip(cell, held.tolist()):
+            assert fate.setdefault(c, h) == h  # a cell is held out whole or not at all
+        assert sum(fate.values()) == max(1, int(round(fraction * len(fate))))
+        assert np.array_equal(spatial_blocks(xy, blocks, fraction, seed, bounds), held)  # seeded
+    xy = np.c_[np.arange(100.0), np.zeros(100)]
+    draws = {tuple(spatial_blocks(xy, 10, seed=s)) for s in range(6)}
+    assert len(draws) > 1 and all(sum(d) == 20 for d in draws)  # 2 of 10 cells of 10 rows
+    assert spatial_blocks(xy, 10).tolist() == spatial_blocks(xy, 10, 0.2, 0).tolist()  # the defaults
+
+
+def _clean(species):
+    from spmlkit.data.formats.occurrences import CleanRecords
+
+    n = len(species)
+    return CleanRecords(species=list(species), xy=np.arange(2.0 * n).reshape(n, 2), ids=[f"r{i}" for i in range(n)],
+                        read=n + 3, spellings={s: {s: species.count(s)} for s in set(species)}, notes=["earlier"])
+
+
+def test_select_species_keeps_the_named_species_only():
+    from spmlkit.data.formats.occurrences import select_species
+
+    clean = _clean(["Aus a", "Bus b", "Aus a", "Cus c"])
+    out = select_species(clean, [" Aus a ", "Cus c", "Aus a", ""], "r.csv")
+    assert out.species == ["Aus a", "Aus a", "Cus c"] and out.ids == ["r0", "r2", "r3"]
+    assert out.xy.tolist() == [[0, 1], [4, 5], [6, 7]] and out.read == 7 and out.dropped is clean.dropped
+    assert out.spellings == {"Aus a": {"Aus a": 2}, "Cus c": {"Cus c": 1}}
+    assert out.notes == ["earlier", "--species: the records of 'Aus a', 'Cus c' only (3 of 4; the other species' "
+                                    "records are not read)"]
+    assert clean.notes == ["earlier"]  # the input is left as it was
+    with pytest.raises(DataFormatError) as e:
+        select_species(clean, ["Aus a", "Dus d"], "r.csv")
+    assert str(e.value) == "r.csv: --species 'Dus d': no record of that species (the species here: 'Aus a', 'Bus b', " \
+                           "'Cus c')"
+    with pytest.raises(DataFormatError) as e:
+        select_species(clean, [" "], "r.csv")
+    assert str(e.value) == "r.csv: --species '': no record of that species (the species here: 'Aus a', 'Bus b', 'Cus c')"
+    many = _clean([f"S{i:02d} x" for i in range(9)])
+    with pytest.raises(DataFormatError) as e:
+        select_species(many, ["Zus"], "r.csv")
+    assert str(e.value).endswith("(the species here: " + ", ".join(repr(f"S{i:02d} x") for i in range(8)) + ", ...)")
+    eight = _clean([f"S{i:02d} x" for i in range(8)])
+    with pytest.raises(DataFormatError) as e:
+        select_species(eight, ["Zus"], "r.csv")
+    assert str(e.value).endswith(", 'S07 x')")
+
+
+def test_a_clean_records_file_is_known_by_its_header(tmp_path):
+    from spmlkit.data.formats.occurrences import is_clean_records_file
+
+    (tmp_path / "c.csv").write_text("id,species,x,y\nr0,Aus a,1,2\n", encoding="utf-8")
+    (tmp_path / "o.csv").write_text("species,x,y\nAus a,1,2\n", encoding="utf-8")
+    (tmp_path / "b.csv").write_bytes(b"id,sp\xe9cies,x,y\n")
+    (tmp_path / "s.csv").write_text("  id,species,x,y  \n", encoding="utf-8")
+    assert is_clean_records_file(tmp_path / "c.csv") and is_clean_records_file(tmp_path / "s.csv")
+    assert not is_clean_records_file(tmp_path / "o.csv") and not is_clean_records_file(tmp_path / "b.csv")
+    assert not is_clean_records_file(tmp_path / "none.csv")
