@@ -233,3 +233,74 @@ def test_a_clean_records_file_is_known_by_its_header(tmp_path):
     assert is_clean_records_file(tmp_path / "c.csv") and is_clean_records_file(tmp_path / "s.csv")
     assert not is_clean_records_file(tmp_path / "o.csv") and not is_clean_records_file(tmp_path / "b.csv")
     assert not is_clean_records_file(tmp_path / "none.csv")
+
+
+def test_cleaning_counts_every_drop_at_its_bounds_and_says_so_in_whole_lines(tmp_path):
+    rows = [["Aus a", "180", "90"], ["Aus a", "-180", "-90"], ["Aus a", "180.5", "1"], ["Aus a", "1", "90.5"],
+            ["Aus a", "inf", "1"], ["Aus a", "1", "nan"], ["Aus a", "2", "-inf"],
+            ["", "1", "1"], ["NA", "2", "2"], ["Aus", "1", "1"], ["Bus sp.", "1", "1"], ["Aus a", "", "1"],
+            ["Aus a", "1", "NULL"], ["Aus a", "1_0", "1"], ["Aus a", "x", "1"], ["Aus a", "0", "0"], ["Bus b", "0", "0"],
+            ["Aus a", "180", "90"], ["Aus a", "-180", "-90"], ["Bus b", "5", "5"]]
+    p = write_records(tmp_path / "r.csv", rows, header=("species", "lon", "lat"))
+    c = clean_records(p)
+    assert c.species == ["Aus a", "Aus a", "Bus b"] and c.xy.tolist() == [[180, 90], [-180, -90], [5, 5]]
+    assert c.xy.dtype == np.float64 and c.ids == ["r.csv:2", "r.csv:3", "r.csv:21"] and c.read == 20
+    assert dict(c.dropped) == {"no species name": 2, "not identified to species": 2, "no coordinates": 3,
+                               "coordinates not numbers": 2, "coordinates out of range": 4, "coordinates 0, 0": 2,
+                               "duplicate": 2}
+    lon = clean_records(p, geographic=False)  # planar coordinates: no range, but still finite
+    assert lon.kept == 5 and lon.dropped["coordinates out of range"] == 2
+    assert clean_records(p, rank="as-is").dropped["not identified to species"] == 0
+    assert clean_records(p, rank="as-is").species[:4] == ["Aus a", "Aus a", "Aus", "Bus sp."]
+    with pytest.raises(ConfigError) as e:
+        clean_records(p, rank="genus")
+    assert str(e.value) == "rank must be one of species, as-is, got 'genus'"
+    with pytest.raises(DataFormatError) as e:
+        clean_records(p, id_column="gbifID")
+    assert str(e.value) == f"{p}, line 1: no id column 'gbifID'"
+    ids = write_records(tmp_path / "i.csv", [["Aus a", 1, 2, "k1"], ["Bus b", 3, 4, "k2"]],
+                        header=("species", "lon", "lat", "key"))
+    assert clean_records(ids, id_column="key").ids == ["k1", "k2"]
+    gbif = write_records(tmp_path / "g.csv", [["7", "Aus a", 1, 2]], header=("gbifID", "species", "lon", "lat"))
+    assert clean_records(gbif).ids == ["7"]
+    (tmp_path / "short.csv").write_text("species,lon,lat,key\nAus a,1,2,k1\nBus b,3,4\n")
+    with pytest.raises(DataFormatError) as e:
+        clean_records(tmp_path / "short.csv", id_column="key")
+    assert str(e.value) == f"{tmp_path / 'short.csv'}, line 3: 3 fields, the header has 4"
+    (tmp_path / "narrow.csv").write_text("lat,species,lon\n2,Aus a\n")
+    with pytest.raises(DataFormatError) as e:
+        clean_records(tmp_path / "narrow.csv")
+    assert str(e.value) == f"{tmp_path / 'narrow.csv'}, line 2: 2 fields, the header has 3"
+    empty = write_records(tmp_path / "e.csv", [["a b", "NA", "NA"], ["", "1", "1"]])
+    with pytest.raises(DataFormatError) as e:
+        clean_records([empty])
+    assert str(e.value) == f"{empty}: no record left after cleaning (no species name: 1, no coordinates: 1)"
+    two = write_records(tmp_path / "f.csv", [["a b", "NA", "NA"]])
+    with pytest.raises(DataFormatError) as e:
+        clean_records([empty, two])
+    assert str(e.value).startswith(f"{empty}, {two}: no record left after cleaning (")
+
+
+def test_columns_not_found_are_named_with_their_option(tmp_path):
+    q = write_records(tmp_path / "q.csv", [["a b", 1, 2]], header=("species", "east", "north"))
+    for kw, msg in ((dict(), "no x (longitude) column (looked for x, lon, longitude, decimalLongitude, long, lng); "
+                             "name it with --x-column"),
+                    (dict(x_column="east"), "no y (latitude) column (looked for y, lat, latitude, decimalLatitude); "
+                                            "name it with --y-column"),
+                    (dict(x_column="west"), "no column 'west' (x (longitude)); the columns are species, east, north"),
+                    (dict(x_column="east", y_column="south"),
+                     "no column 'south' (y (latitude)); the columns are species, east, north")):
+        with pytest.raises(DataFormatError) as e:
+            clean_records(q, **kw)
+        assert str(e.value) == f"{q}, line 1: {msg}", kw
+    wide = write_records(tmp_path / "w.csv", [["a b", 1, 2] + [0] * 12],
+                         header=("species", "lon", "lat", *[f"c{i}" for i in range(12)]))
+    with pytest.raises(DataFormatError) as e:
+        clean_records(wide, species_column="taxon")
+    assert str(e.value) == (f"{wide}, line 1: no column 'taxon' (species); the columns are species, lon, lat, "
+                            + ", ".join(f"c{i}" for i in range(9)))
+    lower = write_records(tmp_path / "l.csv", [["a b", 1, 2]], header=("SPECIES", "Lon", "LAT"))
+    assert clean_records(lower).xy.tolist() == [[1, 2]]  # the usual names in any case
+    (tmp_path / "latin.csv").write_bytes("species,lon,lat\nAus caf\xe9,1,2\n".encode("latin-1"))
+    assert clean_records(tmp_path / "latin.csv").notes == ["note: latin.csv is not UTF-8; read as Latin-1"]
+    assert clean_records(lower).notes == []
