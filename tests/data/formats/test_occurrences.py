@@ -304,3 +304,75 @@ def test_columns_not_found_are_named_with_their_option(tmp_path):
     (tmp_path / "latin.csv").write_bytes("species,lon,lat\nAus caf\xe9,1,2\n".encode("latin-1"))
     assert clean_records(tmp_path / "latin.csv").notes == ["note: latin.csv is not UTF-8; read as Latin-1"]
     assert clean_records(lower).notes == []
+
+
+@pytest.mark.parametrize("raw, want", [
+    ("Aus cf. bus", None), ("Aus aff. bus", None), ("Aus indet", None), ("Aus spp.", None), ("Aus CF", None),
+    ("Aus_bus var_x", "Aus bus"), ("Aus b1", "Aus b1"), ("1us bus", None), ("Aus 1bus", None),
+    ("Aus × bus", "Aus × bus"), ("Aus x bus", "Aus × bus"), ("Aus ×", None), ("Aus ×bus cus", "Aus × bus"),
+    ("Aus × bus × cus", "Aus × bus × cus"), ("Aus bus ×", "Aus bus"), ("Aus bus × Cus", "Aus bus × cus"),
+    ("Aus bus × Cus dus", "Aus bus × Cus dus"), ("Aus bus × Cus dus eus", "Aus bus × Cus dus"),
+    ("Aus bus × cus", "Aus bus × cus")])
+def test_species_names_of_every_form(raw, want):
+    assert species_name(raw) == want
+
+
+def test_names_kept_as_written_and_abbreviated_genera():
+    from spmlkit.data.formats.occurrences import abbreviated_genus_notes
+
+    assert species_name("  Aus_bus   cus ", "as-is") == "Aus bus cus" and species_name("  ", "as-is") is None
+    spell = {"Aus bus": {"Aus bus": 1}, "B. variegatus major": {"B. variegatus major": 2},
+             "Bradypus variegatus major": {}, "Br. variegatus": {"Br. variegatus": 3}, "Bxyz variegatus": {},
+             "Brady variegatus": {}, "Bra. tridactylus": {"Bra. tridactylus": 1}, "Abc var": {"Abc var": 1},
+             "C. alone": {"C. alone": 4}}
+    assert abbreviated_genus_notes(spell) == [
+        "warning: 'B. variegatus major' (2 records) has an abbreviated genus: kept apart from 'Bradypus variegatus "
+        "major'; write the genus in full in the input to merge them",
+        "warning: 'Br. variegatus' (3 records) has an abbreviated genus: kept apart from 'Brady variegatus'; write the "
+        "genus in full in the input to merge them",
+        "warning: 'C. alone' (4 records) has an abbreviated genus: kept apart as a species of its own"]
+
+
+def test_the_report_lists_spellings_only_where_names_were_merged():
+    from collections import Counter
+
+    from spmlkit.data.formats.occurrences import CleanRecords
+
+    c = CleanRecords(species=["Aus a"] * 3 + ["Bus b", "Cus c"], xy=np.zeros((5, 2)), ids=list("abcde"), read=6,
+                     spellings={"Aus a": Counter({"Aus a": 2, "aus A": 1}), "Bus b": Counter({"Bus b": 1}),
+                                "Cus c": Counter({"Cus c var. d": 1})}, notes=["n"])
+    c.dropped["duplicate"] = 1
+    assert c.report() == ["n", "records: 6 read, 5 kept, 1 dropped", "  dropped, duplicate: 1",
+                          "  species 'Aus a': 3 records, from 2 spelling(s): 'Aus a' (2); 'aus A' (1)",
+                          "  species 'Bus b': 1 records",
+                          "  species 'Cus c': 1 records, from 1 spelling(s): 'Cus c var. d' (1)"]
+
+
+def test_tables_are_read_with_their_delimiter_and_line_breaks_kept(tmp_path):
+    from spmlkit.data.formats.occurrences import read_table_text
+
+    for name in ("r.tsv", "r.tab", "r.txt", "r.TSV"):
+        (tmp_path / name).write_text("species\tlon\tlat\nAus a\t1,5\t2\n")
+        assert read_table_text(tmp_path / name) == (["species", "lon", "lat"], [["Aus a", "1,5", "2"]], "UTF-8")
+    (tmp_path / "r.csv").write_bytes(b'id,species\r\n"a\r\nb",Aus a\r\n')
+    assert read_table_text(tmp_path / "r.csv")[1] == [["a\r\nb", "Aus a"]]
+    with pytest.raises(DataFormatError) as e:
+        read_table_text(tmp_path / "none.csv")
+    assert str(e.value) == f"{tmp_path / 'none.csv'}: file not found"
+    (tmp_path / "e.csv").write_text("")
+    with pytest.raises(DataFormatError) as e:
+        read_table_text(tmp_path / "e.csv")
+    assert str(e.value) == f"{tmp_path / 'e.csv'}, line 1: empty file; expected a header line"
+
+
+def test_cleaned_records_are_written_as_lines_and_never_over_a_users_file(tmp_path):
+    from spmlkit.data.formats.occurrences import CleanRecords
+
+    c = CleanRecords(species=["Aus a"], xy=np.array([[1.5, -2.0]]), ids=["k,1"])
+    write_clean_records(c, tmp_path / "c.csv")
+    assert (tmp_path / "c.csv").read_bytes() == b'id,species,x,y\n"k,1",Aus a,1.5,-2.0\n'
+    (tmp_path / "mine.csv").write_text("mine\n")
+    with pytest.raises(ConfigError) as e:
+        write_clean_records(c, tmp_path / "mine.csv")
+    assert str(e.value).startswith(f"refusing to replace {tmp_path / 'mine.csv'}: it is not a cleaned-records file "
+                                   "spmlkit wrote")
