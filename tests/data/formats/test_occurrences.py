@@ -376,3 +376,129 @@ def test_cleaned_records_are_written_as_lines_and_never_over_a_users_file(tmp_pa
         write_clean_records(c, tmp_path / "mine.csv")
     assert str(e.value).startswith(f"refusing to replace {tmp_path / 'mine.csv'}: it is not a cleaned-records file "
                                    "spmlkit wrote")
+
+
+def test_records_on_rasters_passes_every_setting_on_and_says_what_it_kept(tmp_path, monkeypatch):
+    """Each option reaches the step that uses it (recorded at the rasters module and the
+    block split), and the lines said are whole."""
+    pytest.importorskip("rasterio")
+    from spmlkit.data import rasters as R
+    from spmlkit.data.formats import occurrences as O
+
+    seen = {}
+    real_extract, real_background, real_split = R.extract, R.sample_background, O.spatial_split
+
+    def extract(stack, xy, **kw):
+        seen["extract"] = kw
+        return real_extract(stack, xy, **kw)
+
+    def background(stack, n, **kw):
+        seen["background"] = dict(kw, n=n)
+        xy, values, info = real_background(stack, n, seed=kw["seed"], window_rows=kw["window_rows"])
+        return xy, values, {**info, "weighted": kw["bias"] is not None, "masked": kw["mask"] is not None,
+                            "all_taken": kw["bias"] is not None}
+
+    def split(xy, sp, names, **kw):
+        seen["split"] = dict(kw, sp=sp)
+        return real_split(xy, sp, names, **{**kw, "kind": "blocks", "buffer": 0.0, "min_records": 1})
+
+    monkeypatch.setattr(R, "extract", extract)
+    monkeypatch.setattr(R, "sample_background", background)
+    monkeypatch.setattr(O, "spatial_split", split)
+    env = make_stack(tmp_path / "env")
+    rows = located_records(6) + [["Cus gamma", 100.0, 0.0], ["Cus gamma", 101.0, 0.0]]
+    rec = write_records(tmp_path / "rec.csv", [[s, x, y, "k"] for s, x, y in rows], header=("sp", "east", "north", "k"))
+    notes = []
+    ds = O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", seed=3,
+                              background=30, mask="M", bias="B", window_rows=2, val_blocks=3, split="checkerboard",
+                              folds=4, buffer=0.5, min_train_records=2, covariates=["temp", "soil"], max_levels=3,
+                              name="mine", log=notes.append)
+    assert seen["extract"] == {"window_rows": 2}
+    assert seen["background"] == {"n": 30, "seed": 3, "mask": "M", "bias": "B", "window_rows": 2}
+    sp = seen["split"].pop("sp")
+    assert seen["split"] == {"kind": "checkerboard", "blocks": 3, "folds": 4, "seed": 3, "spatial_test": False,
+                             "buffer": 0.5, "min_records": 2}
+    assert sp.dtype == np.int64 and (sp[-30:] == -1).all() and set(sp[:-30].tolist()) == {0, 1}
+    assert ds.name == "mine" and ds.source == str(rec) and ds.label_names == ["Aus alpha", "Bus beta"]
+    assert ds.feature_names == ["temp", "soil=1", "soil=2", "soil=3"]  # the covariates chosen; soil's 3 levels
+    assert ds.encoding["passthrough"] == ["id", "species", "x", "y"]
+    assert ds.places["columns"] == ["x", "y"] and set(ds.places["rasters"]) >= {"layers", "sources", "nodata"}
+    assert ds.places["rasters"]["layers"] == ["temp", "soil"] and ds.notes == notes
+    kept = (ds.splits["train"].Z.sum(1) == 1).sum() + sum((s.Z.sum(1) == 1).sum() for k, s in ds.splits.items()
+                                                          if k != "train")
+    n_a = sum(1 for r in located_records(6) if r[0] == "Aus alpha")
+    assert f"records on the rasters: {kept} of {kept + 2} cleaned records kept (Aus alpha: {n_a}, Bus beta: " \
+           f"{kept - n_a})" in notes
+    assert "  species left without records (not labels): Cus gamma" in notes
+    assert "  dropped, outside the rasters: 2" in notes and not any("same cell" in n for n in notes)
+    assert ("background: 30 cells drawn from 189 valid cells (seed 3, weighted by the bias raster, inside the mask; "
+            "every valid cell taken)") in notes
+    assert "one-hot encoded categorical layers: soil" in notes
+    # the defaults
+    seen.clear()
+    ds = O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", val_blocks=3,
+                              min_train_records=1)
+    assert seen["background"] == {"n": 10000, "seed": 0, "mask": None, "bias": None, "window_rows": None}
+    assert seen["split"]["folds"] == 5 and seen["split"]["kind"] == "blocks" and seen["split"]["buffer"] == 0.0
+    assert ds.name == "rec" and "soil=1" in ds.feature_names  # 3 levels <= 6: categorical
+    assert not any(n.startswith("background:") and "weighted" in n for n in ds.notes)
+    assert O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north",
+                                max_levels=2).feature_names == ["rain", "soil", "temp"]
+    with pytest.raises(ConfigError) as e:
+        O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", buffer=1.0)
+    assert str(e.value) == "--spatial-test, --buffer and --split go with --val-blocks G (the grid of spatial blocks)"
+    with pytest.raises(ConfigError) as e:
+        O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", split="checkerboard")
+    assert "go with --val-blocks" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", categorical=["a", "b"])
+    assert str(e.value) == "--categorical 'a' is not a raster layer (rain, soil, temp)"
+    with pytest.raises(ConfigError, match="--crs"):
+        O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", crs="no such crs")
+    one = O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", species=["Bus beta"])
+    assert one.label_names == ["Bus beta"]
+
+
+def test_records_off_the_rasters_are_named_in_whole_lines(tmp_path):
+    pytest.importorskip("rasterio")
+    from spmlkit.data.formats.occurrences import records_on_rasters
+
+    env = make_stack(tmp_path / "env")
+    rec = write_records(tmp_path / "r.csv", [["Aus alpha", 50.0, 10.0], ["Bus beta", 49.0, 11.5]])
+    with pytest.raises(DataFormatError) as e:
+        records_on_rasters(rec, [env])
+    assert str(e.value) == (f"{rec}: no record falls on a valid raster cell (records: x 49..50, y 10..11.5; rasters: "
+                            "x 10..18, y 44..50); are x and y swapped, or in another CRS than --crs says?")
+    rows = located_records(3) + [["Aus alpha", 100.0, 0.0], ["Bus beta", 101.0, 1.0], ["Bus beta", 102.0, 2.0]]
+    rec = write_records(tmp_path / "o.csv", rows)
+    with pytest.raises(DataFormatError) as e:
+        records_on_rasters(rec, [env], off_raster="error")
+    n = len(located_records(3))
+    assert str(e.value) == (f"{rec}: record o.csv:{n + 2} (Aus alpha, x 100, y 0) is outside the rasters (and 2 more); "
+                            "drop such records with --off-raster drop")
+    same = located_records(3)
+    x, y = same[0][1], same[0][2]
+    rows = same + [[same[0][0], x + 0.1, y], [same[0][0], x + 0.2, y]]  # two more in the first record's cell
+    notes = []
+    records_on_rasters(write_records(tmp_path / "c.csv", rows), [env], one_per_cell=True, background=5,
+                       log=notes.append)
+    assert "  dropped, same species in the same cell: 2" in notes
+    notes.clear()
+    records_on_rasters(write_records(tmp_path / "d.csv", same), [env], one_per_cell=True, background=5,
+                       log=notes.append)
+    assert not any("same cell" in n for n in notes)
+
+
+def test_integer_layers_read_as_numbers_are_noted_up_to_fifty_values():
+    from types import SimpleNamespace
+
+    from spmlkit.data.formats.occurrences import _integer_layer_notes
+
+    stack = SimpleNamespace(layers=[SimpleNamespace(name="a", dtype="int16"), SimpleNamespace(name="f", dtype="float32"),
+                                    SimpleNamespace(name="c", dtype="uint8")])
+    values = np.c_[np.arange(100) % 50, np.arange(100) % 3, np.arange(100) % 51]
+    assert _integer_layer_notes(stack, values, ["c"]) == [
+        "note: layer 'a' holds whole numbers with 50 values and is read as continuous (ordered); if its values are "
+        "classes (a biome, a land-cover code), declare it: --categorical a"]
+    assert _integer_layer_notes(stack, values, []) == _integer_layer_notes(stack, values, ["c"])  # c: 51 values
+    assert len(_integer_layer_notes(stack, values, [], most=51)) == 2
