@@ -599,3 +599,71 @@ def test_latin1_records_are_read_with_a_note(tmp_path):
     assert "\u00e9a" in tables.label_names and tables.latin1 == ("po.csv",)
     ds = load_presence_only(rec, background=bg, tests=tests)
     assert any("po.csv not UTF-8; read as Latin-1" in n for n in ds.notes)
+
+
+# ----------------------------------- mutation survivors (issue 44): ids, places, documentation, --rasters
+def test_ids_and_places_pass_into_both_splits_in_both_views(tmp_path):
+    rec, bg, tests = tiny(tmp_path)
+    ds = load_presence_only(rec, background=bg, tests=tests)
+    tr, te = ds.splits["train"], ds.splits["test"]
+    assert tr.ids == ["1", "2", "3", "4", "9", "10"] and tr.xy.tolist() == [[0, 0], [0, 0], [5, 5], [7, 7], [1, 1],
+                                                                             [2, 2]]
+    assert te.ids == ["s1", "s2", "q1"] and te.xy.tolist() == [[0, 0], [1, 1], [0, 0]]
+    assert ds.places == {"columns": ["x", "y"], "crs": None}
+    assert ds.encoding == read_presence_only(rec, background=bg, tests=tests).encoding.to_dict()
+    sites = load_presence_only(rec, background=bg, tests=tests, view="sites").splits["train"]
+    assert sites.ids == ["1", "3", "4", "9", "10"] and sites.xy.tolist() == [[0, 0], [5, 5], [7, 7], [1, 1], [2, 2]]
+    assert sites.Z.shape == (5, 3) and np.asarray(sites.Z).dtype.kind in "iub"
+    nobg = write(tmp_path, "bg2.csv", "spid,occ,group,t,soil\npseudo,0,NA,0.0,1\n")  # no ids, no places
+    ds = load_presence_only(rec, background=nobg, tests=tests)
+    assert ds.splits["train"].ids is None and ds.splits["train"].xy is None and ds.places is None
+
+
+def test_latin1_files_are_named_together_and_unseen_test_levels_set_no_column(tmp_path):
+    rec, bg, tests = tiny(tmp_path)
+    for f in (rec, bg):  # a species and a pseudo-species name with a Latin-1 accent
+        f.write_bytes(f.read_text().replace("pseudo", "pseud\xe9").replace(",p,", ",p\xe9,").encode("latin-1"))
+    tests[1][1].write_text("group,siteid,x,y,p\xe9\nplant,q1,0,0,1\n", encoding="utf-8")
+    ds = load_presence_only(rec, background=bg, tests=tests)
+    assert [n for n in ds.notes if "not UTF-8" in n] == ["po.csv, bg.csv not UTF-8; read as Latin-1"]
+    env = write(tmp_path, "env_u.csv", "group,siteid,x,y,t,soil\nbird,s1,0,0,1.0,9\nbird,s2,1,1,2.0,3\n")
+    ds = load_presence_only(rec, background=bg, tests=[(env, tests[0][1]), tests[1]])
+    assert ds.splits["test"].X[0].tolist() == [1.0, 0.0, 0.0, 0.0]  # level 9 never seen in training: no column set
+
+
+def test_region_documentation_is_read_from_docs_or_man_with_bad_bytes_replaced(tmp_path):
+    from spmlkit.data.formats.presence_only import documented_categorical, rd_categorical
+
+    assert documented_categorical(tmp_path, "AWT") is None
+    (tmp_path / "man").mkdir()
+    (tmp_path / "man" / "AWT.Rd").write_bytes(b"veg \\tab vegetation \xff \\tab 1 = wet \\tab Categorical \\cr\n")
+    assert documented_categorical(tmp_path, "AWT") == ["veg"]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "AWT.Rd").write_text("soil \\tab x \\tab Categorical \\cr\n")
+    assert documented_categorical(tmp_path, "AWT") == ["soil"]  # docs/ first
+    text = ("a \\tab \\tab Categorical \\cr\n"  # three cells, the second empty: still a row
+            "two words \\tab x \\tab Categorical \\cr\n"  # not a code
+            "b \\tab Categorical\n"  # two cells: not a row of the table
+            "c\tx\tCategorical\n")  # tabs are not \\tab
+    assert rd_categorical(text) == ["a"]
+
+
+def test_prepare_with_rasters_passes_its_options_to_records_on_rasters(tmp_path, monkeypatch):
+    from spmlkit.data.formats import presence_only as P
+    from spmlkit.errors import ConfigError
+
+    calls = []
+    monkeypatch.setattr(P, "records_on_rasters", lambda *a, **kw: calls.append((a, kw)) or "dataset")
+    log = print
+    assert P._load(tmp_path / "r.csv", rasters=["env"], categorical=["soil"], label_column="sp", val_blocks="3",
+                   name="n", log=log, raster_options={"seed": 2}) == "dataset"
+    assert calls[-1] == ((tmp_path / "r.csv", ["env"]), {"categorical": ["soil"], "label_column": "sp", "val_blocks": 3,
+                                                         "name": "n", "log": log, "seed": 2})
+    P._load(tmp_path / "r.csv", rasters=["env"])
+    assert calls[-1] == ((tmp_path / "r.csv", ["env"]), {"categorical": None, "label_column": None, "val_blocks": None,
+                                                         "name": None, "log": None})
+    for kw in (dict(test="e.csv"), dict(background="bg.csv"), dict(region="AWT")):
+        with pytest.raises(ConfigError) as e:
+            P._load(tmp_path / "r.csv", rasters=["env"], **kw)
+        assert str(e.value) == ("--rasters draws the background from the rasters and holds out test rows: --test, "
+                                "--background and --region do not apply")
