@@ -667,3 +667,17 @@ def test_prepare_with_rasters_passes_its_options_to_records_on_rasters(tmp_path,
             P._load(tmp_path / "r.csv", rasters=["env"], **kw)
         assert str(e.value) == ("--rasters draws the background from the rasters and holds out test rows: --test, "
                                 "--background and --region do not apply")
+
+
+def test_test_sites_keep_places_only_when_both_columns_are_there_and_latin1_tables_are_noted(tmp_path):
+    rec, bg, tests = tiny(tmp_path)
+    eb = write(tmp_path, "env_x.csv", "group,siteid,x,t,soil\nbird,s1,0,1.0,1\nbird,s2,1,2.0,3\n")
+    pb = write(tmp_path, "pa_x.csv", "group,siteid,x,a,b\nbird,s1,0,1,0\nbird,s2,1,0,1\n")
+    ep = write(tmp_path, "env_q.csv", "group,siteid,x,y,t,soil\nplant,q1,0,0,1.0,2\n")
+    ds = load_presence_only(rec, background=bg, tests=[(eb, pb), (ep, tests[1][1])])
+    assert ds.splits["test"].xy is None  # one table without y: no places for the test sites
+    for f in (tests[0][0], tests[0][1]):
+        f.write_bytes(f.read_text().replace("bird", "b\xefrd").encode("latin-1"))
+    rec.write_text(rec.read_text().replace("bird", "b\xefrd"), encoding="utf-8")
+    ds = load_presence_only(rec, background=bg, tests=tests)
+    assert [n for n in ds.notes if "not UTF-8" in n] == ["env_b.csv, pa_b.csv not UTF-8; read as Latin-1"]
