@@ -681,3 +681,26 @@ def test_test_sites_keep_places_only_when_both_columns_are_there_and_latin1_tabl
     rec.write_text(rec.read_text().replace("bird", "b\xefrd"), encoding="utf-8")
     ds = load_presence_only(rec, background=bg, tests=tests)
     assert [n for n in ds.notes if "not UTF-8" in n] == ["env_b.csv, pa_b.csv not UTF-8; read as Latin-1"]
+
+
+def test_record_ids_decide_the_background_ids_and_the_reader_names_unreadable_tables(tmp_path):
+    rec, bg, tests = tiny(tmp_path)
+    t = read_presence_only(rec, background=bg, tests=tests)
+    assert t.passthrough == ("siteid", "spid", "x", "y", "occ", "group") and t.background_ids == ["9", "10"]
+    alone = read_presence_only(rec, tests=tests)  # no background file: the records' ids alone
+    assert alone.record_ids == ["1", "2", "3", "4"] and alone.background_ids == []
+    noid = write(tmp_path, "noid.csv", "spid,x,y,occ,group,t,soil\na,0,0,1,bird,1.5,1\nb,0,0,1,bird,2.0,2\n"
+                 "a,5,5,1,bird,0.5,1\np,7,7,1,plant,3.0,3\n")
+    t = read_presence_only(noid, background=bg, tests=tests)
+    assert t.record_ids is None and t.background_ids is None  # ids on one side only are not ids
+    assert load_presence_only(noid, background=bg, tests=tests).splits["train"].ids is None
+    nul = write(tmp_path, "nul.csv", HEAD + "1,a,0,0,1,bird," + "1" * 140_000 + ",1\n")  # over csv's field limit
+    from spmlkit.errors import DataFormatError
+
+    with pytest.raises(DataFormatError) as e:
+        read_presence_only(nul, background=bg, tests=tests)
+    assert str(e.value).startswith(f"{nul}: not a readable CSV table (")
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes((HEAD.replace("\n", "\r\n") + '"1\r\nx",a,0,0,1,bird,1.5,1\r\n2,b,0,0,1,bird,2.0,2\r\n'
+                      "3,p,7,7,1,plant,3.0,3\r\n").encode())
+    assert read_presence_only(crlf, background=bg, tests=tests).record_ids[0] == "1\r\nx"
