@@ -502,3 +502,82 @@ def test_integer_layers_read_as_numbers_are_noted_up_to_fifty_values():
         "classes (a biome, a land-cover code), declare it: --categorical a"]
     assert _integer_layer_notes(stack, values, []) == _integer_layer_notes(stack, values, ["c"])  # c: 51 values
     assert len(_integer_layer_notes(stack, values, [], most=51)) == 2
+
+
+def test_records_on_rasters_defaults_crs_and_the_records_options(tmp_path):
+    pytest.importorskip("rasterio")
+    from spmlkit.data.formats.occurrences import records_on_rasters
+
+    env = make_stack(tmp_path / "env")
+    rows = located_records(4)
+    rows += [["Aus alpha", rows[0][1] + 0.1, rows[0][2]], ["Aus alpha", 200.0, 10.0]]  # same cell; lon 200
+    rec = write_records(tmp_path / "r.csv", rows)
+    notes = []
+    ds = records_on_rasters(rec, env, background=5, log=notes.append)  # one raster folder, not a list
+    assert "  dropped, coordinates out of range: 1" in notes and not any("same cell" in n for n in notes)
+    n_a = sum(1 for r in rows[:-1] if r[0] == "Aus alpha")
+    assert f"records on the rasters: {n_a + 4} of {n_a + 4} cleaned records kept (Aus alpha: {n_a}, Bus beta: 4)" \
+        in notes and ds.label_names == ["Aus alpha", "Bus beta"]
+    with pytest.raises(ConfigError) as e:
+        records_on_rasters(rec, env, off_raster="skip")
+    assert str(e.value) == "off_raster must be 'drop' or 'error', got 'skip'"
+    with pytest.raises(ConfigError) as e:
+        records_on_rasters(rec, env, crs="no such crs")
+    assert str(e.value).startswith("--crs 'no such crs' is not a coordinate reference system GDAL knows (")
+    with pytest.raises(DataFormatError) as e:
+        records_on_rasters(rec, env, species=["Zus zeta"])
+    assert str(e.value).startswith(f"{rec}: --species 'Zus zeta': no record of that species")
+    merc = make_stack(tmp_path / "merc", crs="EPSG:3857")
+    with pytest.raises(ConfigError) as e:
+        records_on_rasters(rec, merc)
+    assert str(e.value).startswith("the records (r.csv, default) are in EPSG:4326 but the rasters (rain.tif, ...) "
+                                   "are in EPSG:3857")
+    planar = write_records(tmp_path / "p.csv", [*located_records(3), ["Aus alpha", 500000.0, 10.0]])
+    notes.clear()
+    records_on_rasters(planar, merc, crs="EPSG:3857", background=5, log=notes.append)  # metres: no range check
+    assert "  dropped, outside the rasters: 1" in notes and not any("out of range" in n for n in notes)
+    odd = write_records(tmp_path / "o.csv", [[f"{s} var. x", x, y] for s, x, y in located_records(3)])
+    assert records_on_rasters(odd, env, rank="as-is", background=5).label_names == ["Aus alpha var. x",
+                                                                                   "Bus beta var. x"]
+    int7 = tmp_path / "int7"
+    make_stack(int7)
+    from tests.helpers.rasters import write_raster
+
+    write_raster(int7 / "rain.tif", (np.arange(12 * 16).reshape(12, 16) % 7).astype(np.int16), nodata=-32768)
+    assert "rain=0" not in records_on_rasters(rec, int7, background=60).feature_names  # 7 levels > 6: numbers
+    assert "rain=0" in records_on_rasters(rec, int7, background=60, max_levels=7).feature_names
+
+
+def test_the_lines_join_every_name_and_count_each_species(tmp_path):
+    from spmlkit.data.formats.occurrences import CleanRecords, _count_lines, abbreviated_genus_notes
+
+    c = CleanRecords(species=["A a", "A a", "B b", "C c", "D d"], xy=np.zeros((5, 2)), ids=list("vwxyz"), read=5)
+    info = {"drawn": 3, "valid_cells": 9, "weighted": False, "masked": False, "all_taken": False}
+    lines = _count_lines(c, {"outside the rasters": 2}, ["A a", "A a", "B b"], ["A a", "B b"], ["C c", "D d"], info, 0,
+                         ["soil", "veg"])
+    assert lines[-4:] == ["records on the rasters: 3 of 5 cleaned records kept (A a: 2, B b: 1)",
+                          "  species left without records (not labels): C c, D d",
+                          "background: 3 cells drawn from 9 valid cells (seed 0)",
+                          "one-hot encoded categorical layers: soil, veg"]
+    notes = abbreviated_genus_notes({"B. v": {"B. v": 1}, "Ba v": {}, "Bb v": {}})
+    assert notes == ["warning: 'B. v' (1 records) has an abbreviated genus: kept apart from 'Ba v', 'Bb v'; write the "
+                     "genus in full in the input to merge them"]
+
+
+def test_cleaning_reads_past_blank_rows_and_checks_the_last_column_it_needs(tmp_path):
+    (tmp_path / "b.csv").write_text("species,lon,lat\nAus a,1,2\n\n,,\nBus b,3,4\n")
+    assert clean_records(tmp_path / "b.csv").species == ["Aus a", "Bus b"]
+    for header, row, n in (("lon,lat,species", "1,2", 2), ("species,lon,lat", "Aus a,1", 2)):
+        (tmp_path / "s.csv").write_text(f"{header}\n{row}\n")
+        with pytest.raises(DataFormatError) as e:
+            clean_records(tmp_path / "s.csv")
+        assert str(e.value) == f"{tmp_path / 's.csv'}, line 2: {n} fields, the header has 3"
+    q = write_records(tmp_path / "q.csv", [["a b", 1, 2]], header=("taxon_name", "lon", "lat"))
+    with pytest.raises(DataFormatError) as e:
+        clean_records(q)
+    assert str(e.value) == (f"{q}, line 1: no species column (looked for species, scientificName, scientific_name, "
+                            "spid, name, taxon); name it with --label-column")
+    (tmp_path / "big.csv").write_text("species,lon,lat\nAus a,1," + "1" * 140_000 + "\n")
+    with pytest.raises(DataFormatError) as e:
+        clean_records(tmp_path / "big.csv")
+    assert str(e.value).startswith(f"{tmp_path / 'big.csv'}: not a readable CSV table (")
