@@ -704,3 +704,24 @@ def test_record_ids_decide_the_background_ids_and_the_reader_names_unreadable_ta
     crlf.write_bytes((HEAD.replace("\n", "\r\n") + '"1\r\nx",a,0,0,1,bird,1.5,1\r\n2,b,0,0,1,bird,2.0,2\r\n'
                       "3,p,7,7,1,plant,3.0,3\r\n").encode())
     assert read_presence_only(crlf, background=bg, tests=tests).record_ids[0] == "1\r\nx"
+
+
+def test_region_documentation_is_read_as_utf_8_whatever_the_locale(tmp_path, monkeypatch):
+    """pathlib asks io.text_encoding for the locale's encoding when none is given: an ASCII
+    locale must not change the codes read."""
+    import io
+
+    from spmlkit.data.formats.presence_only import documented_categorical
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "NSW.Rd").write_text("v\u00e9g\u00e9 \\tab x \\tab Categorical \\cr\n", encoding="utf-8")
+    real = io.text_encoding
+    monkeypatch.setattr(io, "text_encoding", lambda enc, stacklevel=2: "ascii" if enc is None else real(enc))
+    assert documented_categorical(tmp_path, "NSW") == ["v\u00e9g\u00e9"]
+
+
+def test_without_record_ids_there_are_no_background_ids_even_without_a_background(tmp_path):
+    rec, bg, tests = tiny(tmp_path)
+    noid = write(tmp_path, "noid.csv", "spid,x,y,occ,group,t,soil\na,0,0,1,bird,1.5,1\nb,0,0,1,bird,2.0,2\n"
+                 "p,7,7,1,plant,3.0,3\n")
+    assert read_presence_only(noid, tests=tests).background_ids is None
