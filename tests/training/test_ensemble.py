@@ -356,3 +356,13 @@ def test_labels_without_positives_give_nan_quietly():
         empty = E.column_average_precision(np.zeros((0, 3)), np.zeros((0, 3)))
         assert empty.dtype == np.float64 and empty.shape == (3,) and np.isnan(empty).all()
         assert np.isnan(E.observed_map(np.zeros((4, 2)), np.random.default_rng(0).random((4, 2))))
+
+
+def test_the_bootstrap_draws_every_row_including_the_first():
+    """Two rows, two members each perfect on one of them: resamples drawn from both rows
+    give both members weight (a draw that never takes row 0 would give member 0 none)."""
+    Z = np.array([[1, 0], [0, 1]], np.int8)
+    A = np.array([[0.9, 0.1], [0.9, 0.1]])  # ranks row 0's label first: right on row 0 only
+    B = np.array([[0.1, 0.9], [0.1, 0.9]])
+    w = E.bagged_ensemble_selection(np.stack([A, B]), Z, _brier, rounds=40, steps=1, seed=0)
+    assert w[0] > 0 and w[1] > 0 and w.sum() == pytest.approx(1.0)
