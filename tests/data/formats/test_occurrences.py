@@ -440,6 +440,8 @@ def test_records_on_rasters_passes_every_setting_on_and_says_what_it_kept(tmp_pa
                               min_train_records=1)
     assert seen["background"] == {"n": 10000, "seed": 0, "mask": None, "bias": None, "window_rows": None}
     assert seen["split"]["folds"] == 5 and seen["split"]["kind"] == "blocks" and seen["split"]["buffer"] == 0.0
+    O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north", val_blocks=3)
+    assert seen["split"]["min_records"] == 10  # the default (the recorded split itself runs with 1)
     assert ds.name == "rec" and "soil=1" in ds.feature_names  # 3 levels <= 6: categorical
     assert not any(n.startswith("background:") and "weighted" in n for n in ds.notes)
     assert O.records_on_rasters(rec, [env], label_column="sp", x_column="east", y_column="north",
