@@ -244,7 +244,7 @@ def cv_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str, variants=(
     return out
 
 
-def nested_scores(w: Path, ds, fold: np.ndarray, species: str, variants) -> dict:
+def nested_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str, variants) -> dict:
     """How to choose a default without the test folds: for each fold i, fold i is **never
     read** (neither trained on nor scored); among the other four, spmlkit is scored on fold
     i+1 (the *inner test*), validates on fold i+2 and trains on the other two (refitted on
@@ -262,7 +262,7 @@ def nested_scores(w: Path, ds, fold: np.ndarray, species: str, variants) -> dict
         pos, bg = (lab[test] == k) & seen, (lab[test] < 0) & seen
         out["maxent"].append(auc(mx[pos], mx[bg]))
         for n, v in enumerate(variants):
-            sv = spml_fold(w, f"nested_v{n}_drop{i}_", ds, fold, j, species, v.split(), drop=i)
+            sv = spml_fold(w, f"nested_{kind}_v{n}_drop{i}_", ds, fold, j, species, v.split(), drop=i)
             out[v].append(auc(sv[pos], sv[bg]))
     return out
 
@@ -281,7 +281,7 @@ def nested(args) -> int:
         w = Path(tmp)
         spml("clean", data / "bradypus.csv", "-o", "brad.csv", cwd=w)
         alone = records_on_rasters(w / "brad.csv", [data], categorical=["biome"])
-        res = {kind: nested_scores(w, alone, fold_rows(alone, kind), SP, variants) for kind in ("random", "spatial")}
+        res = {kind: nested_scores(w, alone, fold_rows(alone, kind), SP, kind, variants) for kind in ("random", "spatial")}
     wall = time.perf_counter() - start
     ms = lambda v: f"{np.mean(v):.3f} ± {np.std(v, ddof=1):.3f}"  # noqa: E731
     label = {"maxent": "MaxEnt (elapid 1.0.4 defaults)",
