@@ -191,3 +191,35 @@ def test_a_trained_head_saves_loads_and_predicts_what_it_trained(tmp_path):
     assert np.array_equal(model.decision_function(X_test), again)
     p = model.predict_proba(np.array([[3.0, 0, 0], [-3.0, 0, 0]], dtype=np.float32))[:, 0]
     assert p[0] > p[1]
+
+
+def test_auto_with_the_maxent_features_head_predicts_from_disk_what_the_run_scored(tmp_path):
+    """auto's one-species members with mixed heads (MaxEnt features + linear, equal weights):
+    the saved model (loaded from disk) gives the validation and test AUC the run stored."""
+    import json
+
+    from spmlkit.cli import main
+    from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
+    from spmlkit.practitioner.evaluation import model_features
+    from spmlkit.practitioner.saved import load_model
+    from spmlkit.practitioner.sdm_metrics import auc
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 3)).astype(np.float32)
+    X[:80, 1] -= 1.0
+    Z = np.zeros((500, 1), np.int8)
+    Z[:80, 0] = 1
+    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
+    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    out = tmp_path / "run"
+    assert main(["train", str(b.path), "--param", "presence_single=full-weighted:maxent-features,full-weighted:linear",
+                 "--param", "combine=mean_probability", "--param", "lrs=1e-2", "--epochs", "3", "--batch-size", "8",
+                 "-o", str(out)]) == 0
+    stored = json.loads((out / "sdm_metrics.json").read_text())["species"]["Aus alpha"]
+    b = Bundle(b.path)
+    for split, folder in (("val", out / "selected_model"), ("test", out)):
+        model = load_model(folder)
+        assert model.member_heads == ["maxent-features", "linear"]
+        s = model.decision_function(model_features(model, b, split))[:, 0]
+        z = b.observations(split).dense()[:, 0]
+        assert auc(s[z == 1], s[z == 0]) == pytest.approx(stored[split]["auc"], abs=1e-9)
