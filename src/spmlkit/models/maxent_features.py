@@ -5,7 +5,7 @@ Ecography 31:161; Elith et al. 2011, Divers. Distrib. 17:43, "A statistical expl
 MaxEnt for ecologists", Fig. 2 and Table 1) fits a log-linear model of the covariates'
 *features*: transformations of each covariate, each scaled to [0, 1] over the training
 range.  With ``u = (x − min) / (max − min)`` a covariate scaled over its training range
-(min and max over the training rows, records and background; Phillips & Dudík 2008 §2):
+(min and max over the training rows, records and background):
 
 =============  =========================================  ===========================
 class          feature(s) of a covariate ``u``             from (records, Phillips &
@@ -21,22 +21,36 @@ product        ``u_i · u_j`` for every pair of covariates  80
 =============  =========================================  ===========================
 
 A column with two values on the training rows (a categorical covariate's one-hot
-indicator, an 0/1 layer) is an indicator feature: linear only (Elith et al. 2011: a
-categorical covariate gives one indicator per class), no quadratic, hinge or product.
-Threshold features are left out, as MaxEnt 3.4 leaves them out by default (Phillips et al.
-2017, Ecography 40:887: hinge features give the same steps, smoothly).  At prediction a
-covariate outside the training range is **clamped** to it (MaxEnt's default "clamping",
-Phillips et al. 2006 §2.3; Elith et al. 2011: the response stays at its value at the
-edge): the features stay in [0, 1] and the map does not extrapolate a hinge or a square
-beyond the data.
+indicator, a 0/1 layer) is an indicator feature: linear only (a categorical covariate gives
+one indicator per class in MaxEnt), no quadratic, hinge or product.  Threshold features are
+left out, as MaxEnt 3.4 leaves them out by default (Phillips et al. 2017, Ecography
+40:887).  At prediction a covariate outside the training range is **clamped** to it
+(MaxEnt's default clamping; Elith et al. 2011): the features stay in [0, 1] and the map
+does not extrapolate a hinge or a square beyond the data.
+
+**Regularisation and fit.**  MaxEnt minimises the log loss plus ``Σ_j β_j |λ_j|`` with
+``β_j = β(m)·s_j/√m`` (Phillips & Dudík 2008; ``s_j`` the feature's standard deviation at
+the ``m`` records, ``β(m)`` a per-class table, :data:`BETA`, :func:`regularisation`).  The
+head (:class:`FeatureHead`) is a linear layer on the features; its weights start at 0 (MaxEnt
+starts from λ = 0, the uniform distribution) and the gradient of the same L1 term is added
+to the loss's at every step (a subgradient, :meth:`FeatureHead.forward`), the loss being the
+method's (for one species, presence against background: MaxEnt as a logistic model, Fithian
+& Hastie 2013).  So that one learning rate suits every feature, the layer sees each feature
+standardised over the training rows (``(f − mean) / sd``: the same linear model,
+reparameterised; the penalty is carried over exactly, ``β_j / sd_j`` on the standardised
+weight, since λ_j = w_j / sd_j).
 
 The state is plain floating-point tensors (saved with the head's weights; no pickle), each
 with the member axis first (every member holds the same values, so a member's state is a
-slice of the stack like every other head's): ``low`` / ``high`` ``(G, D)`` the training range, ``active`` ``(G, F)`` 1 for the features in
-use (the classes above by the number of records, indicator columns linear only).  Before
-:meth:`MaxEntFeatures.fit` every covariate's range is ``[-2, 2]`` (standard scores) and
-every class is in use; the head adds ``n_features`` ``(G,)``, the input width — a model that is trained is always fitted first
-(:meth:`FeatureHead.fit_inputs`, called by the linear trainer on its training rows).
+slice of the stack like every other head's): ``low`` / ``high`` ``(G, D)`` the training
+range; ``active`` ``(G, F)`` 1 for the features in use (the classes above by the number of
+records, indicator columns linear only); ``shift`` / ``scale`` ``(G, F)`` the features' mean
+and standard deviation over the training rows; ``penalty`` ``(G, F)`` the L1 weight of each
+standardised feature.  The head adds ``n_features`` ``(G,)``, the input width.  Before
+:meth:`MaxEntFeatures.fit` every covariate's range is ``[-2, 2]`` (standard scores), every
+class is in use and nothing is penalised — a model that is trained is always fitted first
+(:meth:`FeatureHead.fit_inputs`, which the linear trainer calls with its training rows: the
+refit's are training + validation).
 
 The inputs are the standardised covariates the heads see (standardisation is monotone
 per covariate, so ranges, knots at evenly spaced fractions of the range and clamping are
@@ -54,7 +68,8 @@ from torch import nn
 from ..errors import ConfigError
 
 #: hinge knots per covariate: evenly spaced inside the training range (forward and reverse
-#: hinge at each: 2 × HINGE_KNOTS features); elapid's default number of hinge knots is 10
+#: hinge at each: 2 × HINGE_KNOTS features); maxnet's default is 50 — fewer features for a
+#: member trained by gradient steps on about a hundred records
 HINGE_KNOTS = 10
 #: Phillips & Dudík (2008)'s "auto features": the number of records from which each class is used
 CLASS_FROM = {"linear": 0, "quadratic": 10, "hinge": 15, "product": 80}
@@ -70,6 +85,8 @@ BETA = {"linear": ((0, 10, 30, 100), (1.0, 1.0, 0.2, 0.05)),
         "indicator": ((0, 10, 17), (0.65, 0.5, 0.25))}
 #: input columns at most: the product class grows with D²; the expansion is for covariate tables
 MAX_INPUTS = 100
+#: records read for the penalties' standard deviations at most (evenly spaced beyond it)
+MAX_RECORD_ROWS = 100_000
 #: the range of an unfitted expansion (standard scores)
 UNFITTED_RANGE = 2.0
 
@@ -197,8 +214,8 @@ class MaxEntFeatures(nn.Module):
 
 def regularisation(features: torch.Tensor, beta: torch.Tensor, n: int, hinge: slice) -> torch.Tensor:
     """``(F,)`` MaxEnt's L1 regularisation of each feature from its values at the records
-    ``features`` ``(m, F)`` (Phillips & Dudík 2008, Eq. 5 and §3.2: β_j = β·s[f_j]/√m, s the
-    standard deviation of the feature over the records; Phillips et al. 2017's maxnet adds
+    ``features`` ``(m, F)`` (Phillips & Dudík 2008: β_j = β·s[f_j]/√m, s the standard
+    deviation of the feature over the records; Phillips et al. 2017's maxnet adds
     to a hinge feature half its standard deviation, at least 1/√m, over √m, so that a hinge
     active at a few records is not free):
 
@@ -224,7 +241,7 @@ class FeatureHead(nn.Module):
         self.features = expansion
         self.out = linear
         self._hooked = [None]
-        with torch.no_grad():  # MaxEnt starts from λ = 0 (the uniform distribution; Phillips et al. 2006 §2)
+        with torch.no_grad():  # MaxEnt starts from λ = 0 (the uniform distribution)
             for p in linear.parameters():
                 p.zero_()
         # the input width, as the tree head records it (a saved model reads it there)
@@ -242,6 +259,8 @@ class FeatureHead(nn.Module):
         counts = np.asarray(observed.col_counts(1))
         counts = counts[counts > 0]
         rows = np.flatnonzero(np.asarray(observed.row_counts(1)) > 0)
+        if rows.size > MAX_RECORD_ROWS:  # the records' standard deviations from evenly spaced ones
+            rows = rows[np.linspace(0, rows.size - 1, MAX_RECORD_ROWS).astype(np.int64)]
         records = store.gather(torch.as_tensor(rows, dtype=torch.long, device="cpu")) if rows.size else \
             torch.zeros((0, self.features.n_inputs))
         self.features.fit(store.chunks, records, int(counts.min()) if counts.size else 0)
