@@ -2,7 +2,7 @@
 
 MaxEnt (Phillips, Anderson & Schapire 2006, Ecol. Model. 190:231; Phillips & Dudík 2008,
 Ecography 31:161; Elith et al. 2011, Divers. Distrib. 17:43, "A statistical explanation of
-MaxEnt for ecologists", Fig. 2 and Table 1) fits a log-linear model of the covariates'
+MaxEnt for ecologists") fits a log-linear model of the covariates'
 *features*: transformations of each covariate, each scaled to [0, 1] over the training
 range.  With ``u = (x − min) / (max − min)`` a covariate scaled over its training range
 (min and max over the training rows, records and background):
