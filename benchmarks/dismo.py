@@ -22,6 +22,11 @@ biome declared categorical, applied to the rasters with ``elapid.apply_model_to_
 Nothing is tuned on the comparison: spmlkit's setting is the one docs/presence_only.md
 recommends (``full-weighted``, MLP head, chosen on spatial blocks).
 
+``--bradypus-alone`` writes ``bradypus_alone.md`` (Bradypus alone beside MaxEnt: 5-fold
+cross-validated test AUC on random and spatial folds, ``--variant`` adds `spml train`
+options) and ``bradypus_alone.png``; ``--nested`` writes ``bradypus_nested.md`` (the
+variants on inner folds, each test fold left out: how the one-species default was chosen).
+
     pip install -e ".[geo,ecology]"
     python benchmarks/dismo.py
 """
