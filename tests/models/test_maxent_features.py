@@ -223,3 +223,24 @@ def test_auto_with_the_maxent_features_head_predicts_from_disk_what_the_run_scor
         s = model.decision_function(model_features(model, b, split))[:, 0]
         z = b.observations(split).dense()[:, 0]
         assert auc(s[z == 1], s[z == 0]) == pytest.approx(stored[split]["auc"], abs=1e-9)
+
+
+def test_the_penalty_follows_the_weights_when_members_are_dropped():
+    """Early-stopping compaction replaces the weight Parameter (select_members): the L1 hook is
+    registered again on the new one, and the member's state stays a slice of the stack."""
+    from spmlkit.models.heads import select_members
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 2)).astype(np.float32)
+    Z = np.zeros((60, 1), np.int8)
+    Z[:30, 0] = 1
+    head = _head(X, Z, G=3)
+    head(torch.as_tensor(X[:4])).sum().backward()  # hooked on the stack of 3
+    select_members(head, [2])
+    with torch.no_grad():
+        head.out.weight.fill_(0.5)
+    head.out.weight.grad = None
+    x = torch.as_tensor(X[:4])
+    head(x).sum().backward()
+    plain = head.features(x).sum(0)[None, :, None].expand_as(head.out.weight)
+    assert torch.allclose(head.out.weight.grad, plain + head.features.penalty[0][None, :, None], atol=1e-5)
