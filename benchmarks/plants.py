@@ -161,6 +161,21 @@ PLANTS = [
     Plant("z", "practitioner/sdm_cv.py", "cross-validation: random folds drawn with seed 0 whatever the run's seed",
           "np.random.default_rng(seed).integers(k, size=n)", "np.random.default_rng(0).integers(k, size=n)",
           ("tests/practitioner/test_sdm_cv.py", "tests/practitioner/test_sdm_cv_edges.py")),
+    Plant("aa", "training/trees.py", "boosting: each round's validation margins add every tree so far again, not "
+          "the new tree alone (the early-stopping scores are of double-counted margins)",
+          "iteration_range=(r, r + 1)", "iteration_range=(0, r + 1)",
+          ("tests/training/test_trees.py", "tests/training/test_tree_checkpoint.py",
+           "tests/training/test_trees_edges.py")),
+    Plant("ab", "training/trees.py", "boosting: the booster of the last round trained is kept, not the best "
+          "round's (early stopping's choice dropped)",
+          "return booster[:best], icept, history, best", "return booster, icept, history, best",
+          ("tests/training/test_trees.py", "tests/training/test_tree_checkpoint.py",
+           "tests/training/test_trees_edges.py")),
+    Plant("ac", "data/formats/table_checks.py", "repeated ids: two rows of one id compared by their label columns "
+          "only (an observed positive and an observed negative of one label pass as the same labels)",
+          "sets.setdefault(r, set()).add((c, v))", "sets.setdefault(r, set()).add(c)",
+          ("tests/data/formats/test_table_checks.py", "tests/data/formats/test_tabular.py",
+           "tests/data/formats/test_table_checks_edges.py")),
 ]
 
 
