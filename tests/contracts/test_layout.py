@@ -32,7 +32,7 @@ EXTRA_TEST_FILES: dict[str, str] = {f: _EDGES for f in (
     "data/test_spatial_splits_edges.py", "ownership/test_rename_edges.py", "practitioner/test_refit_edges.py",
     "practitioner/test_sdm_cv_edges.py", "practitioner/test_sdm_metrics_edges.py", "training/test_ensemble_edges.py",
     "training/test_tree_objective_edges.py", "training/test_validation_edges.py", "training/test_trees_edges.py",
-    "data/formats/test_table_checks_edges.py")}
+    "data/formats/test_table_checks_edges.py", "data/test_rasters_edges.py")}
 
 
 def _modules() -> list[str]:
