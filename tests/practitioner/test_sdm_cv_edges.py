@@ -35,3 +35,28 @@ def test_the_fold_count_at_its_bounds():
     for k in (2, 5):
         with pytest.raises(ConfigError, match="at least 3 folds"):
             cv_folds(b, k)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_each_fold_tests_once_the_next_validates_and_the_rest_trains(k):
+    """For fold i: test = fold i, validation = fold i+1 (wrapping around), training =
+    every other row, each in its order; background rows counted on the training rows."""
+    from spmlkit.practitioner.sdm_cv import _fold_bundle
+    from spmlkit.sparse_labels import SparseLabels
+
+    b = _bundle()
+    X = np.concatenate([b.features("train"), b.features("val")])
+    Z = SparseLabels.vstack([b.observations("train"), b.observations("val")])
+    fold, _ = cv_folds(b, k, seed=1)
+    Zd = np.asarray(Z.dense())
+    tested = np.zeros(len(X), dtype=int)
+    for i in range(k):
+        d = _fold_bundle(X, Z, fold, i, k, ["a", "b", "c"])
+        for split, rows in (("test", fold == i), ("val", fold == (i + 1) % k),
+                            ("train", (fold != i) & (fold != (i + 1) % k))):
+            np.testing.assert_array_equal(d.features(split), X[rows])
+            np.testing.assert_array_equal(np.asarray(d.observations(split).dense()), Zd[rows])
+        tested[fold == i] += 1
+        train = (fold != i) & (fold != (i + 1) % k)
+        assert d.meta["background_rows"] == int((Zd[train] == 0).all(1).sum())
+    assert (tested == 1).all()

@@ -57,3 +57,59 @@ def test_boyce_index_equals_the_window_by_window_twin(seed, n_p, n_n, levels, wi
     p, n = draw(n_p), draw(n_n)
     got, want = M.boyce_index(p, n, window=window, n_windows=n_windows), plain_boyce(p, n, window, n_windows)
     assert (math.isnan(got) and math.isnan(want)) or abs(got - want) < 1e-12, (got, want)
+
+
+def plain_percentile_threshold(scores, percent=10.0) -> float:
+    """The highest training-presence score t with at least (100 - percent)% of the
+    presences at or above it, by trying every score."""
+    s = [float(v) for v in scores]
+    if not s:
+        return math.nan
+    ok = [t for t in s if sum(v >= t for v in s) >= (100.0 - percent) / 100.0 * len(s) - 1e-9]
+    return max(ok)
+
+
+@TWIN
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 40), levels=st.sampled_from([2, 4, 0]),
+       percent=st.sampled_from([0.0, 5.0, 10.0, 25.0, 50.0, 90.0]))
+def test_percentile_threshold_equals_trying_every_score(seed, n, levels, percent):
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, levels, n) / levels if levels else rng.random(n)
+    assert M.percentile_threshold(s, percent) == plain_percentile_threshold(s, percent)
+
+
+def plain_mess(reference, points) -> np.ndarray:
+    """Elith et al. (2010), Appendix S3, one point and one covariate at a time."""
+    ref, x = np.asarray(reference, float), np.asarray(points, float)
+    out = []
+    for p in x:
+        sims = []
+        for j in range(ref.shape[1]):
+            r = ref[:, j]
+            lo, hi = r.min(), r.max()
+            if hi <= lo:
+                continue  # a constant covariate is left out
+            f = 100.0 * (r < p[j]).sum() / len(r)
+            if f == 0:
+                sims.append(100 * (p[j] - lo) / (hi - lo))
+            elif f <= 50:
+                sims.append(2 * f)
+            elif f < 100:
+                sims.append(2 * (100 - f))
+            else:
+                sims.append(100 * (hi - p[j]) / (hi - lo))
+        out.append(min(sims) if sims else 100.0)
+    return np.array(out)
+
+
+@TWIN
+@given(seed=st.integers(0, 2 ** 32 - 1), R=st.integers(1, 12), N=st.integers(1, 10), C=st.integers(1, 3),
+       levels=st.sampled_from([3, 0]))
+def test_mess_equals_the_point_by_point_formula(seed, R, N, C, levels):
+    rng = np.random.default_rng(seed)
+    draw = (lambda *s: rng.integers(0, levels, s).astype(float)) if levels else (lambda *s: rng.normal(size=s))
+    ref = draw(R, C)
+    if C > 1 and rng.random() < 0.3:
+        ref[:, 0] = ref[0, 0]  # a constant covariate
+    pts = np.concatenate([draw(N, C) * 1.5, ref[:2]])  # beyond the range, and at reference values
+    np.testing.assert_allclose(M.mess(ref, pts), plain_mess(ref, pts), rtol=1e-12, atol=1e-9)

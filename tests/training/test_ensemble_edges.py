@@ -39,3 +39,43 @@ def test_the_memory_bound_counts_only_labels_with_a_positive():
     assert E.selection_subsample(Z, seed=0, n_members=members, budget_bytes=fits, max_entries=10 ** 9) is None
     rows = E.selection_subsample(Z, seed=0, n_members=members, budget_bytes=fits - 1, max_entries=10 ** 9)
     assert rows is not None and len(rows) == n - 1
+
+
+def plain_subsample(Z, seed, n_members, budget_bytes, observed, max_entries):
+    """Prefix by prefix of the seeded permutation: the rows x positives (or x labels) and
+    four float64 copies of members x rows x labels with a positive among them (or every
+    label), counted by hand; the longest prefix within both (at least one row), None when
+    the whole split is."""
+    D = np.asarray(Z)
+    n, L = D.shape
+    perm = np.random.default_rng(seed).permutation(n)
+    fits = []
+    for k in range(1, n + 1):
+        rows = D[perm[:k]]
+        if observed:
+            cost, labels = k * int((rows == 1).sum()), int((rows == 1).any(0).sum())
+        else:
+            cost, labels = k * L, L
+        fits.append(cost <= max_entries and 4 * 8 * n_members * k * labels <= budget_bytes)
+    if fits[-1]:
+        return None
+    size = max(1, next(k for k in range(n) if not fits[k]))
+    return np.sort(perm[:size])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_selection_subsample_equals_counting_every_prefix(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        n, L = int(rng.integers(1, 25)), int(rng.integers(1, 6))
+        D = (rng.random((n, L)) < rng.random() * 0.6).astype(np.int8)
+        if rng.random() < 0.3:
+            D[rng.random((n, L)) < 0.2] = -1  # observed negatives count for nothing
+        Z = SparseLabels.from_dense(D)
+        observed, members = bool(rng.random() < 0.7), int(rng.integers(1, 4))
+        max_entries = int(rng.integers(0, n * max(L, int((D == 1).sum())) + 2))
+        budget = int(rng.integers(0, 4 * 8 * members * n * L + 2))
+        got = E.selection_subsample(Z, seed=seed, n_members=members, budget_bytes=budget, observed=observed,
+                                    max_entries=max_entries)
+        want = plain_subsample(D, seed, members, budget, observed, max_entries)
+        assert (got is None and want is None) or np.array_equal(got, want), (got, want)
