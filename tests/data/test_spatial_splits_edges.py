@@ -42,3 +42,30 @@ def test_the_largest_block_goes_to_a_seeded_fold_not_always_the_validation_fold(
     sp = np.zeros(len(xy), dtype=np.int64)
     folds = {int(S.block_folds(xy, sp, 3, 3, seed=s)[0]) for s in range(8)}
     assert len(folds) > 1, folds
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_block_cells_and_checkerboard_equal_the_point_by_point_rule(seed):
+    """Each place's cell: floor((x - lo) / span x G), the maximum in the last cell, a
+    constant coordinate in cell 0; its colour (col + row) mod 2; points on the edges too."""
+    rng = np.random.default_rng(seed)
+    G = int(rng.integers(1, 6))
+    xy = np.round(rng.uniform(0, 10, (40, 2)), 1)
+    if seed == 3:
+        xy[:, 1] = 4.2  # a constant coordinate
+    xy[:3] = [[xy[:, 0].min(), xy[:, 1].max()], [xy[:, 0].max(), xy[:, 1].min()], [5.0, 5.0]]
+    lo, hi = xy.min(0), xy.max(0)
+    want = []
+    for x, y in xy:
+        cell = []
+        for v, a, b in ((x, lo[0], hi[0]), (y, lo[1], hi[1])):
+            c = int((v - a) / (b - a) * G) if b > a else 0
+            cell.append(min(max(c, 0), G - 1))
+        want.append(cell)
+    cx, cy = S.block_cells(xy, G)
+    np.testing.assert_array_equal(np.column_stack([cx, cy]), np.array(want))
+    np.testing.assert_array_equal(S.checkerboard_folds(xy, G), (np.array(want).sum(1)) % 2)
+    counts = S.species_counts(np.array([0, 1, -1, 0] * 10), ["a", "b"], {"train": cx == 0, "val": cx != 0})
+    sp = np.array([0, 1, -1, 0] * 10)
+    assert counts["a"] == {"train": int(((sp == 0) & (cx == 0)).sum()), "val": int(((sp == 0) & (cx != 0)).sum())}
+    assert sum(counts["background"].values()) == 10
