@@ -13,7 +13,7 @@ from spmlkit.errors import DataFormatError
     ("covariate,name,units\nbio1,annual mean temperature,°C, x 10\n", 2),
     ("covariate,name\nbio1,t\nbiome,biome,1=forest\n", 3),
     ("covariate,name,units,classes\nbio1,t,C,,\n", 2),
-], ids=["a comma in the units", "a class cell without its header", "a trailing empty cell"])
+], ids=["comma-in-units", "class-cell-without-header", "trailing-empty-cell"])
 def test_a_row_with_more_cells_than_the_header_is_one_line(tmp_path, text, line):
     p = tmp_path / "info.csv"
     p.write_text(text, encoding="utf-8")
