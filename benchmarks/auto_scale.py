@@ -22,6 +22,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,15 +35,23 @@ SCALE = REPO / "benchmarks" / "scale.py"
 BATCH = 256
 
 
+def _cpu() -> float:
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
 def _timed(cmd: list[str], src: Path, timeout: float) -> dict:
+    """Wall and CPU seconds of ``cmd`` (the CPU time of the finished child, user + system:
+    on a shared machine it is inflated far less than the wall time)."""
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu()
     try:
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"seconds": time.perf_counter() - t, "rc": None, "load": os.getloadavg()[0],
                 "error": f"stopped at the {timeout:.0f} s limit (--timeout)"}
-    out = {"seconds": time.perf_counter() - t, "rc": r.returncode, "load": os.getloadavg()[0]}
+    out = {"seconds": time.perf_counter() - t, "cpu_seconds": _cpu() - c, "rc": r.returncode,
+           "load": os.getloadavg()[0]}
     if r.returncode:
         out["error"] = ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1][:300]
     return out
@@ -74,7 +83,8 @@ def run_size(n: int, L: int, epochs: int, work: Path, codes: dict, timeout: floa
                          weighed_on=notes.get("weighed_on"),
                          weights={m["label"]: round(m["weight"], 3) for m in notes.get("members", [])} or None)
             row["runs"][f"{code} {method}"] = r
-            log(f"    {r['seconds']:.1f} s (load {r['load']:.1f})" + (f" failed: {r['error']}" if r["rc"] else ""))
+            log(f"    {r['seconds']:.1f} s, CPU {r.get('cpu_seconds', float('nan')):.1f} s (load {r['load']:.1f})"
+                + (f" failed: {r['error']}" if r["rc"] else ""))
     return row
 
 
@@ -87,9 +97,9 @@ def render(rows: list[dict], argv: list[str], wall: float, codes: dict) -> str:
              f"- code: {', '.join(f'{k} = {v}' for k, v in codes.items())}",
              "- load: the machine's 1-minute load average as each command ended (a shared machine: times "
              "above the core count are inflated by other processes)", "",
-             "| N x L | epochs | code | `an` s (load) | `auto` s (load) | auto / an | test mAP an / auto | "
-             "auto weighed by | on validation rows |",
-             "|---|---:|---|---:|---:|---:|---|---|---|"]
+             "| N x L | epochs | code | `an` s (load) | `auto` s (load) | auto / an | auto / an (CPU s) | "
+             "test mAP an / auto | auto weighed by | on validation rows |",
+             "|---|---:|---|---:|---:|---:|---:|---|---|---|"]
     for row in rows:
         for code in codes:
             a, b = row["runs"].get(f"{code} an", {}), row["runs"].get(f"{code} auto", {})
@@ -98,13 +108,16 @@ def render(rows: list[dict], argv: list[str], wall: float, codes: dict) -> str:
                 return f"{r['seconds']:.0f} ({r['load']:.1f})" if r.get("rc") == 0 else \
                     f"> {r['seconds']:.0f} ({r['load']:.1f}): {r.get('error', '?')}"
 
-            ratio = f"{b['seconds'] / a['seconds']:.1f}x" if a.get("rc") == 0 and b.get("rc") == 0 else "-"
+            both = a.get("rc") == 0 and b.get("rc") == 0
+            ratio = f"{b['seconds'] / a['seconds']:.1f}x" if both else "-"
+            cpu = (f"{b['cpu_seconds'] / a['cpu_seconds']:.1f}x ({a['cpu_seconds']:.0f} / {b['cpu_seconds']:.0f})"
+                   if both and "cpu_seconds" in a else "-")
             maps = " / ".join(f"{r['test_map']:.2f}" if r.get("test_map") is not None else "-" for r in (a, b))
             w = b.get("weighed_on")
             on = "-" if b.get("rc") != 0 else f"{w['rows']:,} of {w['of']:,} (seed {w['seed']})" if w else \
                 "all (kept logits)"
             lines.append(f"| {row['N']:,} x {row['L']:,} | {row['epochs']} | {code} | {cell(a)} | {cell(b)} | "
-                         f"{ratio} | {maps} | {b.get('combine', '-')} | {on} |")
+                         f"{ratio} | {cpu} | {maps} | {b.get('combine', '-')} | {on} |")
     lines += ["", "Members' weights (`auto`, per code and size):", ""]
     for row in rows:
         for code in codes:

@@ -22,6 +22,11 @@ biome declared categorical, applied to the rasters with ``elapid.apply_model_to_
 Nothing is tuned on the comparison: spmlkit's setting is the one docs/presence_only.md
 recommends (``full-weighted``, MLP head, chosen on spatial blocks).
 
+``--bradypus-alone`` writes ``bradypus_alone.md`` (Bradypus alone beside MaxEnt: 5-fold
+cross-validated test AUC on random and spatial folds, ``--variant`` adds `spml train`
+options) and ``bradypus_alone.png``; ``--nested`` writes ``bradypus_nested.md`` (the
+variants on inner folds, each test fold left out: how the one-species default was chosen).
+
     pip install -e ".[geo,ecology]"
     python benchmarks/dismo.py
 """
@@ -166,21 +171,23 @@ def fold_rows(ds, kind: str, seed: int = 0) -> np.ndarray:
     return block_folds(np.asarray(tr.xy), np.asarray(tr.Z.single_index()), FOLDS, GRID, seed)
 
 
-def fold_dataset(ds, fold: np.ndarray, i: int):
-    """``ds`` with test = fold i, validation = fold i+1, training = the other folds."""
+def fold_dataset(ds, fold: np.ndarray, i: int, drop: int | None = None):
+    """``ds`` with test = fold i, validation = fold i+1, training = the other folds (but
+    fold ``drop``, left out of every split when given)."""
     from spmlkit.data import MultiLabelDataset
 
     tr = ds.splits["train"]
-    parts = {"train": ~np.isin(fold, [i, (i + 1) % FOLDS]), "val": fold == (i + 1) % FOLDS, "test": fold == i}
+    gone = fold == drop
+    parts = {"train": ~np.isin(fold, [i, (i + 1) % FOLDS]) & ~gone, "val": fold == (i + 1) % FOLDS, "test": fold == i}
     return MultiLabelDataset(name=ds.name, label_names=ds.label_names, background=True, source=ds.source,
                              splits={k: tr.subset(np.flatnonzero(m)) for k, m in parts.items()},
                              feature_names=ds.feature_names, encoding=ds.encoding, places=ds.places)
 
 
-def maxent_fold(ds, fold: np.ndarray, i: int, species: str) -> tuple[np.ndarray, np.ndarray]:
-    """elapid MaxEnt on the records and background of every fold but i: its scores on the rows
-    of fold i (NaN where a categorical level is one it never saw: elapid cannot score those),
-    and which of those rows it could score."""
+def maxent_fold(ds, fold: np.ndarray, i: int, species: str, drop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """elapid MaxEnt on the records and background of every fold but i (and ``drop``): its
+    scores on the rows of fold i (NaN where a categorical level is one it never saw: elapid
+    cannot score those), and which of those rows it could score."""
     import elapid
 
     from spmlkit.data.encoding import CovariateEncoding
@@ -190,7 +197,7 @@ def maxent_fold(ds, fold: np.ndarray, i: int, species: str) -> tuple[np.ndarray,
     raw = raw_covariates(enc, np.asarray(tr.X))
     lab = np.asarray(tr.Z.single_index())
     k = ds.label_names.index(species)
-    fit, test = fold != i, fold == i
+    fit, test = (fold != i) & (fold != drop), fold == i
     use = fit & ((lab == k) | (lab < 0))
     cat = [enc.covariates.index(c) for c in enc.categorical]
     m = elapid.MaxentModel()
@@ -203,7 +210,8 @@ def maxent_fold(ds, fold: np.ndarray, i: int, species: str) -> tuple[np.ndarray,
     return scores, seen
 
 
-def spml_fold(w: Path, name: str, ds, fold: np.ndarray, i: int, species: str, extra=()) -> np.ndarray:
+def spml_fold(w: Path, name: str, ds, fold: np.ndarray, i: int, species: str, extra=(),
+              drop: int | None = None) -> np.ndarray:
     """``spml train`` (its defaults: auto) on the fold's bundle: the model's scores of the species
     on the rows of fold i (the bundle's test split, in the same order)."""
     from spmlkit.data import Bundle, prepare_bundle
@@ -211,7 +219,7 @@ def spml_fold(w: Path, name: str, ds, fold: np.ndarray, i: int, species: str, ex
     from spmlkit.practitioner.saved import load_model
 
     b = w / f"cv/{name}{i}"
-    prepare_bundle(fold_dataset(ds, fold, i), b, log=lambda m: None)
+    prepare_bundle(fold_dataset(ds, fold, i, drop), b, log=lambda m: None)
     spml("train", b, "-o", w / f"cv/run_{name}{i}", *extra, cwd=w)
     model = load_model(w / f"cv/run_{name}{i}")
     return model.decision_function(model_features(model, Bundle(b), "test"))[:, model.label_names.index(species)]
@@ -239,6 +247,71 @@ def cv_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str, variants=(
         out["left_out"].append(int((~seen).sum()))
         out["records"].append(int(pos.sum()))
     return out
+
+
+def nested_scores(w: Path, ds, fold: np.ndarray, species: str, kind: str, variants) -> dict:
+    """How to choose a default without the test folds: for each fold i, fold i is **never
+    read** (neither trained on nor scored); among the other four, spmlkit is scored on fold
+    i+1 (the *inner test*), validates on fold i+2 and trains on the other two (refitted on
+    three, as `spml train` does); MaxEnt fits the three.  Per variant and MaxEnt: the
+    inner-test AUC with each fold i left out."""
+    from spmlkit.practitioner.sdm_metrics import auc
+
+    lab = np.asarray(ds.splits["train"].Z.single_index())
+    k = ds.label_names.index(species)
+    out = {"maxent": [], **{v: [] for v in variants}}
+    for i in range(FOLDS):
+        j = (i + 1) % FOLDS  # the inner test fold; fold_dataset validates on j+1
+        test = fold == j
+        mx, seen = maxent_fold(ds, fold, j, species, drop=i)
+        pos, bg = (lab[test] == k) & seen, (lab[test] < 0) & seen
+        out["maxent"].append(auc(mx[pos], mx[bg]))
+        for n, v in enumerate(variants):
+            sv = spml_fold(w, f"nested_{kind}_v{n}_drop{i}_", ds, fold, j, species, v.split(), drop=i)
+            out[v].append(auc(sv[pos], sv[bg]))
+    return out
+
+
+def nested(args) -> int:
+    """``--nested``: the variants' inner-test AUC with each test fold left out (nested_scores),
+    on random and spatial folds; writes bradypus_nested.md."""
+    from spmlkit.data.formats.occurrences import records_on_rasters
+    from spmlkit.experiments.machine import machine_info
+
+    start = time.perf_counter()
+    out, data = Path(args.out), Path(args.data)
+    out.mkdir(parents=True, exist_ok=True)
+    variants = list(args.variant or [""])
+    with tempfile.TemporaryDirectory() as tmp:
+        w = Path(tmp)
+        spml("clean", data / "bradypus.csv", "-o", "brad.csv", cwd=w)
+        alone = records_on_rasters(w / "brad.csv", [data], categorical=["biome"])
+        res = {kind: nested_scores(w, alone, fold_rows(alone, kind), SP, kind, variants) for kind in ("random", "spatial")}
+    wall = time.perf_counter() - start
+    ms = lambda v: f"{np.mean(v):.3f} ± {np.std(v, ddof=1):.3f}"  # noqa: E731
+    label = {"maxent": "MaxEnt (elapid 1.0.4 defaults)",
+             **{v: f"spmlkit, `{('spml train ' + v).strip()}`" for v in variants}}
+    lines = ["# Bradypus alone: choosing a default without the test folds (issue 46)", "",
+             f"- command: `python benchmarks/dismo.py {' '.join(sys.argv[1:])}`".replace("  ", " "),
+             f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
+             f"- machine: {machine_info()} (shared by several jobs: times are noisy)",
+             f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+             "- device: cpu", f"- wall time: {wall:.0f} s", "",
+             f"The folds of bradypus_alone.md (random, and spatial: whole blocks of a {GRID} x {GRID} grid, seed 0).  "
+             "For each fold i, **fold i is never read**; of the other four, fold i+1 is the inner test, spmlkit "
+             "validates on fold i+2 and trains on the other two (then refits on three, `spml train`'s default), "
+             "MaxEnt fits the three.  AUC of the inner test fold's records against its background, mean ± sd over "
+             f"the {FOLDS} left-out folds.  A default chosen here has seen no row of the test fold it is scored "
+             "on in bradypus_alone.md.", "",
+             "| model | random folds | spatial folds | per left-out fold (random) | per left-out fold (spatial) |",
+             "|---|---:|---:|---|---|"]
+    for key in ("maxent", *variants):
+        lines.append(f"| {label[key]} | {ms(res['random'][key])} | {ms(res['spatial'][key])} | "
+                     f"{', '.join(f'{v:.3f}' for v in res['random'][key])} | "
+                     f"{', '.join(f'{v:.3f}' for v in res['spatial'][key])} |")
+    (out / "bradypus_nested.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / 'bradypus_nested.md'}")
+    return 0
 
 
 def share_above(tif: Path, t: float) -> float:
@@ -382,7 +455,12 @@ def main() -> int:
                     help="--bradypus-alone: also cross-validate `spml train` with these options (repeatable)")
     ap.add_argument("--bradypus-alone", action="store_true",
                     help="only the Bradypus-alone comparison with MaxEnt (bradypus_alone.md, bradypus_alone.png)")
+    ap.add_argument("--nested", action="store_true",
+                    help="the --variant options' AUC on inner test folds, each test fold left out "
+                         "(bradypus_nested.md): a default chosen without the test folds")
     args = ap.parse_args()
+    if args.nested:
+        return nested(args)
     if args.bradypus_alone:
         return bradypus_alone(args)
     from scipy.stats import spearmanr

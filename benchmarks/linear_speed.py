@@ -46,8 +46,8 @@ import torch
 from torch import nn
 
 from spmlkit.io import write_text
-from spmlkit.labels import REGIMES, observe
-from spmlkit.methods.base import METHODS, expected_positives, get_method_spec
+from spmlkit.labels import REGIMES, expected_positives, observe
+from spmlkit.methods.base import METHODS, get_method_spec
 from spmlkit.metrics import average_precision, mean_average_precision
 from spmlkit.training.linear import FeatureStore, LinearLearner, num_threads
 from spmlkit.training.loop import train_epoch

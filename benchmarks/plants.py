@@ -90,6 +90,97 @@ PLANTS = [
           "first rows' labels", "T = truth.dense(slice(start, start + len(P)))",
           "T = truth.dense(slice(0, len(P)))",
           ("tests/twins/test_practitioner_twins.py", "tests/practitioner/test_report.py")),
+    # round 2 (plants2): this wave's code that round 1 did not touch, the kind of bug a person writes
+    Plant("l", "practitioner/sdm_metrics.py", "Boyce index: Pearson's correlation of the windows' F with their "
+          "centres, not Spearman's rank correlation (a monotone but curved F is not 1)",
+          "return float(spearmanr(centres[ok], f).statistic)",
+          "return float(np.corrcoef(centres[ok], f)[0, 1])",
+          ("tests/practitioner/test_sdm_metrics.py", "tests/practitioner/test_sdm_report.py",
+           "tests/practitioner/test_sdm_metrics_edges.py")),
+    Plant("m", "practitioner/sdm_metrics.py", "Boyce index: window centres from the lowest to the highest score "
+          "(the end windows hang half outside the range), not from lo + w/2 to hi - w/2",
+          "np.linspace(lo + w / 2, hi - w / 2, n_windows)", "np.linspace(lo, hi, n_windows)",
+          ("tests/practitioner/test_sdm_metrics.py", "tests/practitioner/test_sdm_report.py",
+           "tests/practitioner/test_sdm_metrics_edges.py")),
+    Plant("n", "practitioner/sdm_maps.py", "MESS reference: the training rows only, also for a refitted run "
+          "(whose model learnt the validation rows too)",
+          'splits = ["train"] + (["val"] if run is not None and (run / "refit.json").is_file() else [])',
+          'splits = ["train"]', ("tests/practitioner/test_sdm_maps.py",)),
+    Plant("o", "data/spatial_splits.py", "block folds: ties between folds always go to fold 0 (no seeded "
+          "preference), so the largest block always validates",
+          "prefer = rng.permutation(k)", "prefer = np.arange(k)",
+          ("tests/data/test_spatial_splits.py", "tests/practitioner/test_sdm_cv.py",
+           "tests/data/test_spatial_splits_edges.py")),
+    Plant("p", "data/spatial_splits.py", "spatial split: the buffer drops training rows near the validation rows "
+          "only, not near the test rows", "dropped = buffer_drop(xy, held, buffer)",
+          "dropped = buffer_drop(xy, val, buffer)",
+          ("tests/data/test_spatial_splits.py", "tests/data/test_spatial_splits_edges.py")),
+    Plant("q", "training/ensemble.py", "bagged selection: the bootstrap draws rows 0..n-2 (the last validation "
+          "row is never drawn)", "rng.integers(0, n, n)", "rng.integers(0, n - 1, n)",
+          ("tests/training/test_ensemble.py", "tests/training/test_ensemble_edges.py")),
+    Plant("r", "training/ensemble.py", "selection subsample: the memory bound counts every label, not the labels "
+          "with a positive among the rows (a smaller subsample than the budget allows)",
+          "cost, mem = k * positives, 4 * 8 * n_members * k * labels",
+          "cost, mem = k * positives, 4 * 8 * n_members * k * L",
+          ("tests/training/test_ensemble.py", "tests/training/test_ensemble_edges.py")),
+    Plant("s", "practitioner/refit.py", "refit: each member trained again at the run's configured learning rate, "
+          "not the one chosen on validation",
+          'cfg = config.replace(method=m["method"], head=m["head"], lr=m["lr"], epochs=m["epochs"],',
+          'cfg = config.replace(method=m["method"], head=m["head"], epochs=m["epochs"],',
+          ("tests/practitioner/test_refit.py", "tests/practitioner/test_sdm_cv.py",
+           "tests/practitioner/test_refit_edges.py")),
+    Plant("t", "training/tree_objective.py", "tree objective: background rows paired in floor(n_bg / n_labelled) "
+          "calls, not the ceiling (some background rows are never paired)",
+          "calls = math.ceil(len(background) / len(labelled))",
+          "calls = max(1, len(background) // len(labelled))",
+          ("tests/training/test_tree_objective.py", "tests/training/test_trees.py",
+           "tests/training/test_tree_objective_edges.py")),
+    Plant("u", "ownership/writers.py", "rename: the re-check of the destination inside the opened folder dropped "
+          "(a user's file made there after the first check is overwritten)",
+          '        _check_at(rd, rel_d, dfd, dst)\n        rd.record("f", rel_d, st, at=a)\n',
+          '        rd.record("f", rel_d, st, at=a)\n',
+          ("tests/ownership", "tests/safety/test_fs_fuzzer.py")),
+    Plant("v", "data/covariate_info.py", "covariate CSV: a row with more cells than the header is no longer "
+          "refused (the extra cells are silently dropped)",
+          "        if len(row) > len(header):\n"
+          '            raise DataFormatError(path, f"{len(row)} cells but the header has {len(header)}", line=n)\n',
+          "", ("tests/data/test_covariate_info.py", "tests/data/test_covariate_info_edges.py")),
+    Plant("w", "training/validation.py", "validation subsample drawn with replacement (repeated rows, fewer "
+          "distinct rows than it says)",
+          "np.random.default_rng(seed).choice(n_val, size=size, replace=False)",
+          "np.random.default_rng(seed).choice(n_val, size=size)",
+          ("tests/training/test_validation.py", "tests/training/test_validation_edges.py")),
+    Plant("x", "data/formats/label_rule.py", "label rule: a one-label table whose rows are all positive is read as "
+          "single positives (the at-least-two-labels condition dropped)",
+          "Y.shape[1] >= 2 and len(Y) > 0", "Y.shape[1] >= 1 and len(Y) > 0",
+          ("tests/data/formats/test_label_rule.py", "tests/integration/test_label_rule.py",
+           "tests/data/formats/test_label_rule_edges.py")),
+    Plant("y", "methods/apl.py", "em-apl labelling pass by threshold: a count above the candidates is not capped "
+          "at N before the selection", "k = int(min(counts[c], N)) - 1", "k = int(counts[c]) - 1",
+          ("tests/twins/test_training_twins.py",)),
+    Plant("z", "practitioner/sdm_cv.py", "cross-validation: random folds drawn with seed 0 whatever the run's seed",
+          "np.random.default_rng(seed).integers(k, size=n)", "np.random.default_rng(0).integers(k, size=n)",
+          ("tests/practitioner/test_sdm_cv.py", "tests/practitioner/test_sdm_cv_edges.py")),
+    Plant("aa", "training/trees.py", "boosting: each round's validation margins add every tree so far again, not "
+          "the new tree alone (the early-stopping scores are of double-counted margins)",
+          "iteration_range=(r, r + 1)", "iteration_range=(0, r + 1)",
+          ("tests/training/test_trees.py", "tests/training/test_tree_checkpoint.py",
+           "tests/training/test_trees_edges.py")),
+    Plant("ab", "training/trees.py", "boosting: the booster of the last round trained is kept, not the best "
+          "round's (early stopping's choice dropped)",
+          "return booster[:best], icept, history, best", "return booster, icept, history, best",
+          ("tests/training/test_trees.py", "tests/training/test_tree_checkpoint.py",
+           "tests/training/test_trees_edges.py")),
+    Plant("ac", "data/formats/table_checks.py", "repeated ids: two rows of one id compared by their label columns "
+          "only (an observed positive and an observed negative of one label pass as the same labels)",
+          "sets.setdefault(r, set()).add((c, v))", "sets.setdefault(r, set()).add(c)",
+          ("tests/data/formats/test_table_checks.py", "tests/data/formats/test_tabular.py",
+           "tests/data/formats/test_table_checks_edges.py")),
+    Plant("ad", "data/rasters.py", "VRT reader rule: only <SourceFilename> is held to the VRT's folder (a warped "
+          "VRT's <SourceDataset> or an <OverviewDataset> may name any file)",
+          'if el.tag not in ("SourceFilename", "SourceDataset", "OverviewDataset") or',
+          'if el.tag != "SourceFilename" or',
+          ("tests/data/test_rasters.py", "tests/safety/test_fs_fuzzer.py", "tests/data/test_rasters_edges.py")),
 ]
 
 

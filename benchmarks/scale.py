@@ -218,8 +218,9 @@ def _peak_rss_run(cmd: list[str], cap_bytes: int, env=None, cwd=None) -> dict:
     done.set()
     proc.returncode = os.waitstatus_to_exitcode(status)
     w.join()
-    return {"seconds": time.perf_counter() - t0, "peak_gib": usage.ru_maxrss * 1024 / 2 ** 30,
-            "rc": proc.returncode, "killed": killed["cap"], "output": out}
+    return {"seconds": time.perf_counter() - t0, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "peak_gib": usage.ru_maxrss * 1024 / 2 ** 30, "rc": proc.returncode, "killed": killed["cap"],
+            "output": out}
 
 
 def _spml(*args) -> list[str]:
@@ -255,7 +256,7 @@ def run_size(n: int, L: int, work: Path, cap_bytes: int, log=print, auto_max_ent
             continue
         log(f"  {n:,} x {L:,}: {name} ...")
         r = _peak_rss_run(cmd, cap_bytes, env=env)
-        row[name] = {k: r[k] for k in ("seconds", "peak_gib", "rc", "killed")}
+        row[name] = {k: r[k] for k in ("seconds", "cpu_seconds", "peak_gib", "rc", "killed")}
         row[name]["load"] = os.getloadavg()[0]  # the machine's 1-minute load as the stage ended
         if r["rc"] != 0:
             row[name]["error"] = (r["output"].strip().splitlines() or ["?"])[-1][:300]
@@ -281,7 +282,7 @@ def run_size(n: int, L: int, work: Path, cap_bytes: int, log=print, auto_max_ent
                 row["auto_notes"] = {"members": [m["method"] for m in notes.get("members", [])],
                                      "dropped": notes.get("dropped", []), "test_map": res["test_map"],
                                      "combine": notes.get("combine") or notes.get("selection")}
-        log(f"    {r['seconds']:.1f} s, peak {r['peak_gib']:.2f} GiB")
+        log(f"    {r['seconds']:.1f} s (CPU {r['cpu_seconds']:.1f} s), peak {r['peak_gib']:.2f} GiB")
     return row
 
 
@@ -298,15 +299,18 @@ def ratios(r: dict) -> dict:
     if not floors or not fk:
         return out
     f_wall = float(np.mean([r[k]["seconds"] for k in fk]))
+    f_cpu = float(np.mean([r[k]["cpu_seconds"] for k in fk]))
     f_peak = max(r[k]["peak_gib"] for k in fk)
     f_epoch = float(np.mean([f["epoch_seconds"] for f in floors]))
     if _ok(r, "train an"):
         out["an_whole"] = r["train an"]["seconds"] / f_wall
+        out["an_whole_cpu"] = r["train an"]["cpu_seconds"] / f_cpu
         out["an_memory"] = r["train an"]["peak_gib"] / f_peak
         if "an_epoch_seconds" in r:
             out["an_epoch"] = r["an_epoch_seconds"] / f_epoch
     if _ok(r, "train auto") and _ok(r, "train an"):
         out["auto_vs_an"] = r["train auto"]["seconds"] / r["train an"]["seconds"]
+        out["auto_vs_an_cpu"] = r["train auto"]["cpu_seconds"] / r["train an"]["cpu_seconds"]
     return out
 
 
@@ -345,17 +349,19 @@ def render(rows: list[dict], argv: list[str], wall: float) -> str:
              "command (process start to exit) and its peak resident memory.  Ratios: **whole** = the whole `spml "
              "train -m an` command / the whole floor process (target <= 1.5); memory = peak / floor peak (target "
              "<= 1.5); epoch = the training part of an epoch (`train_seconds`) / the floor's; auto / an = the whole "
-             "default `spml train` / the whole `-m an` (target <= 5).  The floor runs before and after `train an` "
-             "where bracketed (the mean of its walls, the larger of its peaks).",
+             "default `spml train` / the whole `-m an` (target <= 5); (CPU): the same ratio of the processes' CPU "
+             "time (user + system), which other jobs on a shared machine inflate far less than wall time.  The "
+             "floor runs before and after `train an` where bracketed (the mean of its walls, the larger of its "
+             "peaks).",
              "", "| N x L | prepare | floor | train an | evaluate | predict top-5 | train auto (default) "
-             "| whole an / floor | memory | epoch | auto / an |",
-             "|---|---|---|---|---|---|---|---:|---:|---:|---:|"]
+             "| whole an / floor | (CPU) | memory | epoch | auto / an | (CPU) |",
+             "|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         q = ratios(r)
         lines.append(f"| {r['N']:,} x {r['L']:,} | " + " | ".join(cell(r, k) for k in (
             "prepare", "floor", "train an", "evaluate", "predict", "train auto"))
-            + f" | {fmt(q.get('an_whole'))} | {fmt(q.get('an_memory'))} | {fmt(q.get('an_epoch'))}"
-            f" | {fmt(q.get('auto_vs_an'))} |")
+            + f" | {fmt(q.get('an_whole'))} | {fmt(q.get('an_whole_cpu'))} | {fmt(q.get('an_memory'))}"
+            f" | {fmt(q.get('an_epoch'))} | {fmt(q.get('auto_vs_an'))} | {fmt(q.get('auto_vs_an_cpu'))} |")
     lines += ["", "Validation per epoch (seconds; spmlkit: `epoch_seconds - train_seconds` of `metrics.jsonl`, "
               "floor: its timed validation) and the mAPs (validation: observed labels; test: full labels):", "",
               "| N x L | validation rows | floor val s | an val s | auto val s (per member epoch) | val mAP an / floor "
@@ -420,6 +426,7 @@ def main(argv=None) -> int:
 
             shutil.rmtree(Path(tmp) / size, ignore_errors=True)
             Path(a.out).write_text(render(rows, argv, time.perf_counter() - t0))
+            Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")  # (the measurements)
     print(f"wrote {a.out}")
     return 0
 

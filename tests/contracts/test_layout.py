@@ -24,7 +24,15 @@ WITHOUT_TESTS: dict[str, str] = {}
 CROSS_CUTTING = {"contracts", "docs", "integration", "safety", "devices", "helpers", "twins"}
 
 #: test files in a package folder that are named after no module, with the reason
-EXTRA_TEST_FILES: dict[str, str] = {}
+#: (the planted-bug edge tests of benchmarks/plants.py round 2, written beside the module's own test file
+#: while other work edited it: each tests the module its name starts with)
+_EDGES = "edge cases of the module named before _edges (benchmarks/plants.py round 2); may move into its test file"
+EXTRA_TEST_FILES: dict[str, str] = {f: _EDGES for f in (
+    "data/formats/test_label_rule_edges.py", "data/test_covariate_info_edges.py",
+    "data/test_spatial_splits_edges.py", "ownership/test_rename_edges.py", "practitioner/test_refit_edges.py",
+    "practitioner/test_sdm_cv_edges.py", "practitioner/test_sdm_metrics_edges.py", "training/test_ensemble_edges.py",
+    "training/test_tree_objective_edges.py", "training/test_validation_edges.py", "training/test_trees_edges.py",
+    "data/formats/test_table_checks_edges.py", "data/test_rasters_edges.py")}
 
 
 def _modules() -> list[str]:

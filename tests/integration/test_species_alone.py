@@ -12,7 +12,10 @@ pytest.importorskip("rasterio")
 
 
 @pytest.mark.parametrize("split", [(), ("--val-blocks", "3", "--folds", "3")])
-def test_a_species_from_a_shared_file_trains_as_from_its_own_file(tmp_path, capsys, split):
+@pytest.mark.parametrize("method", [("-m", "full-weighted"), ()], ids=["full-weighted", "auto"])
+def test_a_species_from_a_shared_file_trains_as_from_its_own_file(tmp_path, capsys, split, method):
+    """(``auto``: its one-species members, the MaxEnt-feature head among them, whose ranges and
+    penalties are fitted on the training rows: the same rows, the same model.)"""
     from spmlkit.data import Bundle
     from spmlkit.practitioner.evaluation import model_features
     from spmlkit.practitioner.saved import load_model
@@ -33,7 +36,7 @@ def test_a_species_from_a_shared_file_trains_as_from_its_own_file(tmp_path, caps
         np.testing.assert_array_equal(a.observations(sp).dense(), s.observations(sp).dense())
     scores = []
     for b in ("bA", "bS"):
-        assert run_cli(capsys, "train", tmp_path / b, "-m", "full-weighted", "--epochs", 2, "--seed", 1,
+        assert run_cli(capsys, "train", tmp_path / b, *method, "--epochs", 2, "--seed", 1,
                        "-o", tmp_path / f"run_{b}")[0] == 0
         m = load_model(tmp_path / f"run_{b}")
         scores.append(m.decision_function(model_features(m, a, "test")))

@@ -1,4 +1,4 @@
-"""``auto``'s cost budget at scale (spmlkit.training.budget): members in order while the
+"""``auto``'s cost budget at scale (spmlkit.training.budget): the cheapest members while the
 budget lasts, learning rates by successive halving after one epoch, no longer try — each
 said and recorded — and nothing changed below the size."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from spmlkit.config import TrainConfig
 from spmlkit.errors import ConfigError
-from spmlkit.methods.base import build_method
-from spmlkit.training.budget import head_cost, plan
+from spmlkit.methods.base import METHODS, build_method, get_method_spec, register_method
+from spmlkit.training.budget import head_cost, member_cost, plan
 from spmlkit.training.run import train
 
 FAST = dict(epochs=3, batch_size=16)
@@ -19,26 +19,42 @@ FAST = dict(epochs=3, batch_size=16)
 AT_SCALE = dict(members="an,l1r", lrs="1e-2,1e-3", longer=2, budget_from=0)
 
 
-def test_plan_admits_members_in_order_while_the_budget_lasts():
+def test_plan_admits_the_cheapest_members_while_the_budget_lasts():
     members = (("em-apl", "linear"), ("gr", "linear"), ("wan", "linear"), ("l1r", "linear"), ("wan", "mlp"))
     p = plan(members, n_train=80_000, n_labels=10_000, epochs=3, n_lrs=2, in_features=64, hidden=512,
              budget=4, budget_from=2 ** 27)
-    # each linear member: 1 epoch at 2 lrs + 2 epochs at the best = 4 epochs of one run; 12 allowed
-    assert p.active and p.members == members[:3] and p.spent_epochs == 12 and p.budget_epochs == 12
-    assert [d["method"] for d in p.dropped] == ["l1r", "wan:mlp"]
+    # each linear member: 1 epoch at 2 lrs + 2 epochs at the best = 4 of its epochs; 12 epochs of -m an allowed;
+    # an epoch of l1r costs 1, wan 1.25, gr 3.4, em-apl 4.4 (their declared epoch_cost): l1r + wan = 9
+    assert p.active and p.members == (("wan", "linear"), ("l1r", "linear")) and p.budget_epochs == 12
+    assert p.spent_epochs == pytest.approx(4 * 1.0 + 4 * 1.25)
+    assert [d["method"] for d in p.dropped] == ["em-apl", "gr", "wan:mlp"]  # (in the recipe's order)
     assert all("budget" in d["reason"] and "12.0" in d["reason"] for d in p.dropped)
-    # a larger budget keeps more; an expensive member is skipped while a cheaper later one fits
-    p = plan((("a", "linear"), ("b", "mlp"), ("c", "linear")), n_train=10 ** 6, n_labels=10 ** 3, epochs=3,
+    assert "13.6 epochs" in p.dropped[1]["reason"]  # gr: 4 epochs x 3.4
+    # a larger budget keeps more, in the recipe's order; an expensive member is skipped while cheaper ones fit
+    p = plan(members[:4], n_train=80_000, n_labels=10_000, epochs=3, n_lrs=2, in_features=64, hidden=512,
+             budget=8, budget_from=2 ** 27)
+    assert p.members == members[1:4] and [d["method"] for d in p.dropped] == ["em-apl"]
+    p = plan((("an", "linear"), ("an", "mlp"), ("l1r", "linear")), n_train=10 ** 6, n_labels=10 ** 3, epochs=3,
              n_lrs=2, in_features=64, hidden=512, budget=3, budget_from=2 ** 27)
-    assert p.members == (("a", "linear"), ("c", "linear")) and [d["method"] for d in p.dropped] == ["b:mlp"]
-    # the first member always trains, whatever it costs
-    p = plan((("b", "mlp"),), n_train=10 ** 6, n_labels=10 ** 3, epochs=3, n_lrs=2, in_features=64, hidden=512,
-             budget=0.5, budget_from=0)
-    assert p.members == (("b", "mlp"),) and p.spent_epochs > p.budget_epochs
+    assert p.members == (("an", "linear"), ("l1r", "linear")) and [d["method"] for d in p.dropped] == ["an:mlp"]
+    # the cheapest member always trains, whatever it costs
+    p = plan((("gr", "mlp"), ("an", "mlp")), n_train=10 ** 6, n_labels=10 ** 3, epochs=3, n_lrs=2, in_features=64,
+             hidden=512, budget=0.5, budget_from=0)
+    assert p.members == (("an", "mlp"),) and p.spent_epochs > p.budget_epochs
     # one learning rate: no halving to pay for
-    p = plan((("a", "linear"),) * 2, n_train=10, n_labels=10, epochs=5, n_lrs=1, in_features=8, hidden=8,
+    p = plan((("an", "linear"),) * 2, n_train=10, n_labels=10, epochs=5, n_lrs=1, in_features=8, hidden=8,
              budget=2, budget_from=0)
     assert p.spent_epochs == 10 and len(p.members) == 2
+
+
+def test_member_cost_adds_the_loss_work_beyond_an_to_the_head():
+    assert member_cost("an", "linear", 64, 512) == 1.0
+    gr = get_method_spec("gr").epoch_cost
+    assert gr > 3 and member_cost("gr", "linear", 64, 512) == pytest.approx(gr)
+    assert member_cost("gr", "mlp", 64, 512) == pytest.approx(head_cost("mlp", 64, 512) + gr - 1)
+    assert all(spec.epoch_cost > 0 for spec in METHODS.values())
+    with pytest.raises(ValueError, match="epoch_cost"):
+        register_method("never-registered", epoch_cost=0.0)
 
 
 def test_below_the_size_nothing_changes():

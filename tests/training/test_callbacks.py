@@ -114,7 +114,7 @@ def test_tagged_adds_to_the_epoch_info_and_copies_the_rows():
 
 class _Bar:
     def __init__(self):
-        self.n, self.postfix, self.closed = 0, {}, 0
+        self.n, self.postfix, self.closed, self.total = 0, {}, 0, None
 
     def update(self, k):
         self.n += k
@@ -142,6 +142,10 @@ def test_the_progress_bar_is_set_to_the_position_never_counted():
     # a member's longer try (6 epochs where the plan has 3): its own count shown, the bar kept to the share
     cb.on_epoch_end(None, _info(5, member="wan-x2 (2/2)", member_index=1, member_epochs=6))
     assert bar.n == 6 and bar.postfix["epoch"] == "5/6"
+    # a recipe that trains 2 of its 3 declared members (the others over its budgets): the bar ends at the 2nd
+    dropped = ProgressBar(ProgressPlan(per_member=3, steps=1, total=9, unit="epoch"), "auto", bar=_Bar())
+    dropped.on_epoch_end(None, _info(3, member="wan (2/2)", member_index=1, member_count=2))
+    assert (dropped.bar.total, dropped.bar.n) == (6, 6)
     steps = ProgressBar(ProgressPlan(per_member=2, steps=5, total=10, unit="step"), "x", bar=_Bar())
     steps.on_train_step_end(None, 2, 3)
     assert steps.bar.n == 8

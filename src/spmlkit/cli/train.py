@@ -122,6 +122,19 @@ def _check_refit_and_cv(args, config, bundle) -> None:
                           "training and validation rows")
 
 
+def presence_head_note(method, bundle, head: str | None) -> str | None:
+    """The note when ``--head`` names a head that ``auto`` does not train its presence-only
+    members with (they keep their own heads; unmarked ones take the recipe's
+    ``presence_head``), or None."""
+    po_head = getattr(method, "presence_head", None)  # (auto's members' head on presence-only data)
+    if not (head and po_head and head != po_head and bundle.meta.get("background_rows")):
+        return None
+    heads = sorted({h for _, h in method.members_for(True, n_labels=len(bundle.label_names))})
+    return (f"auto trains its presence-only members with the {', '.join(heads)} head{'s' if len(heads) > 1 else ''} "
+            f"(unmarked members: {po_head}, SINR's network), not --head {head}; for a {head} model name the method, "
+            f"e.g. -m full-weighted --head {head}, or --param presence_head={head}")
+
+
 def run(args) -> int:
     # before torch (seconds to import, a minute on a loaded machine): the options, the method's
     # name and the bundle, so that a mistake is one line at once
@@ -154,11 +167,7 @@ def run(args) -> int:
         given = [opt for opt, v in (("--compile", config.compile), ("--freeze-bn", config.freeze_bn))
                  if v and getattr(args, opt[2:].replace("-", "_"), None)]
         notes += training_notes(config, method, lr_given=args.lr is not None, finetune_options=given)
-        po_head = getattr(method, "presence_head", None)  # auto's members' head on presence-only data
-        if args.head and po_head and args.head != po_head and bundle.meta.get("background_rows"):
-            notes.append(f"auto trains its presence-only members with the {po_head} head (SINR's network), not "
-                         f"--head {args.head}; for a {args.head} model name the method, e.g. -m full-weighted "
-                         f"--head {args.head}, or --param presence_head={args.head}")
+        notes += [n for n in [presence_head_note(method, bundle, args.head)] if n]
         notes += [n for n in [validation_note(config, bundle)] if n]  # said once: what validation scores
         for note in notes if dctx.is_main else ():
             print(f"note: {note}", file=sys.stderr)

@@ -54,6 +54,7 @@ The one place that maps a name to parts is :func:`build_method`.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import re
 import warnings
@@ -552,6 +553,11 @@ class MethodSpec:
     #: hyper-parameter -> constraints (:mod:`spmlkit.params`): the factory's types, with the
     #: ranges and choices the registration declares
     constraints: dict = field(default_factory=dict)
+    #: an epoch of this method on the linear head against an epoch of ``an`` on the same
+    #: data, at wide L (where the loss's elementwise passes over the ``(B, L)`` logits, not
+    #: the head, set the cost): what ``auto``'s cost budget plans a member with
+    #: (:mod:`spmlkit.training.budget`), measured by ``benchmarks/method_cost.py``
+    epoch_cost: float = 1.0
 
     def check_params(self, params: dict) -> dict:
         """``params`` checked against :attr:`constraints` (unknown names and bad values
@@ -564,7 +570,8 @@ METHODS: Registry = Registry("method", package=__package__, order=ORDER)
 
 
 def register_method(name: str, *, regime: str = "single_positive", reference: str = "", setting: str = "any",
-                    family: str = "", in_default_bench: bool = True, constraints: dict | None = None):
+                    family: str = "", in_default_bench: bool = True, constraints: dict | None = None,
+                    epoch_cost: float = 1.0):
     """Register a factory ``f(**hyperparameters) -> Method`` under ``name``.
 
     The factory's keyword arguments (with the papers' defaults) are the method's
@@ -573,7 +580,11 @@ def register_method(name: str, *, regime: str = "single_positive", reference: st
     ``constraints`` adds what a type cannot say, as scikit-learn's
     ``_parameter_constraints``: ``{"storage": [Options("float32", "float16")], "k":
     [Interval(float, 0, None, closed="neither"), None]}`` (:mod:`spmlkit.params`).
-    :func:`build_method` checks the values before the factory runs."""
+    :func:`build_method` checks the values before the factory runs.  ``epoch_cost``: an epoch
+    against an epoch of ``an`` at wide L (:attr:`MethodSpec.epoch_cost`; 1 unless measured
+    otherwise by ``benchmarks/method_cost.py``)."""
+    if not (math.isfinite(epoch_cost) and epoch_cost > 0):
+        raise ValueError(f"method {name!r}: epoch_cost must be a positive number, got {epoch_cost!r}")
 
     def deco(factory):
         sig = inspect.signature(factory)
@@ -582,7 +593,8 @@ def register_method(name: str, *, regime: str = "single_positive", reference: st
         summary = (inspect.getdoc(factory) or "").split("\n", 1)[0]
         checks = constraints_from_signature(factory, hp, constraints)
         METHODS.add(name, MethodSpec(name, factory, hp, regime, reference, summary, setting,
-                                     family or factory.__module__, in_default_bench, checks), owner=factory)
+                                     family or factory.__module__, in_default_bench, checks, float(epoch_cost)),
+                    owner=factory)
         return factory
 
     return deco

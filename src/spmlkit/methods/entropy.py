@@ -29,7 +29,8 @@ def build_em(alpha: float = 0.1) -> Method:
     return Method("em", "em", loss_params={"alpha": alpha})
 
 
-@register_method("em-apl", reference=f"{REF}, Eq. 6-8, Algorithm 1", family=FAMILY)
+@register_method("em-apl", reference=f"{REF}, Eq. 6-8, Algorithm 1", family=FAMILY,
+                 epoch_cost=4.4)  # (benchmarks/results/method_cost.md; its epoch-end labelling pass on top)
 def build_em_apl(alpha: float = 0.1, beta: float = 0.2, theta: float = 0.9, warmup: int | None = None,
                  soft: bool = True, positive: bool = False, positive_theta: float = 0.1) -> Method:
     """EM loss with asymmetric pseudo-labelling: soft negative pseudo-labels, added progressively after warm-up.

@@ -108,7 +108,8 @@ def gr_schedule(w0, w_max, b0, b_max, mu0, sigma0, mu_max, sigma_max) -> GRSched
                       sigma_max=sigma_max)
 
 
-@register_method("gr", reference=f"{REF}, §3", family=FAMILY, in_default_bench=False)
+@register_method("gr", reference=f"{REF}, §3", family=FAMILY, in_default_bench=False,
+                 epoch_cost=3.4)  # (k̂, v and two losses per entry: benchmarks/results/method_cost.md)
 def build_gr(q2: float = 0.01, q3: float = 1.0, w0: float = 0.0, w_max: float = 2.0, b0: float = -2.0,
              b_max: float = -2.0, mu0: float = 0.5, sigma0: float = 2.0, mu_max: float = 0.8,
              sigma_max: float = 0.5) -> Method:

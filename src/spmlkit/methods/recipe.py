@@ -51,8 +51,13 @@ PRESENCE_MEMBERS = "full-weighted,an-full,full-weighted:tree"
 #: §5: each presence is drowned by every other species' pseudo-absences); with one species
 #: nothing drowns it and the map's level says "suitable" nearly everywhere (its ranking may
 #: still be good).  full-weighted's weights stay balanced with one species
-#: (spmlkit.losses.full_weighted, "A label alone").
-PRESENCE_SINGLE_MEMBERS = "full-weighted"
+#: (spmlkit.losses.full_weighted, "A label alone").  Its three heads, weighed by validation:
+#: SINR's MLP; MaxEnt's own features with its L1 regularisation (``maxent-features``,
+#: spmlkit.models.maxent_features: Phillips & Dudík 2008; Elith et al. 2011), the model whose
+#: smooth, clamped responses the field trusts to transfer to places not sampled; and a linear
+#: head (the simplest response).  Chosen on folds that leave the scored fold out
+#: (benchmarks/results/dismo/bradypus_nested.md), not on the test folds.
+PRESENCE_SINGLE_MEMBERS = "full-weighted,full-weighted:maxent-features,full-weighted:linear"
 #: the head of the presence-only members: SINR's network (Cole et al. 2023 §4: a residual MLP)
 PRESENCE_HEAD = "mlp"
 #: learning rates each member is tried at: the two of Cole et al. §6.1's grid that the
@@ -202,7 +207,8 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
     ``presence_members`` /
     ``presence_head``: the members and their head on presence-only data (background rows),
     chosen by ``target_group_auc`` there; ``presence_single``: the members on presence-only
-    data with one species (``background_auc`` chooses there).
+    data with one species (``background_auc`` chooses there; by default full-weighted with the
+    MLP, MaxEnt-feature and linear heads).
     """
     names = parse_members(members)
     po_names = parse_members(presence_members, "presence_members")

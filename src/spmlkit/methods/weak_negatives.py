@@ -12,7 +12,8 @@ from ..losses.weak_negatives import default_gamma
 from .base import Method, TrainContext, register_method
 
 
-@register_method("wan", regime="single_positive", reference="Cole et al. 2021, §5.1", family="cole2021")
+@register_method("wan", regime="single_positive", reference="Cole et al. 2021, §5.1", family="cole2021",
+                 epoch_cost=1.25)  # (the per-entry weights: benchmarks/results/method_cost.md)
 def build_wan(gamma: float | None = None) -> Method:
     """Weak assume negative (Cole §5.1); gamma=None means 1/(L−1), the paper's value."""
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..registry import Registry
+from .maxent_features import FeatureHead, MaxEntFeatures
 from .trees import build_tree_head
 
 
@@ -101,6 +102,13 @@ def _linear_head(in_features: int, out_features: int, generators, *, hidden: int
 @register_head("mlp", description="a hidden ReLU layer of width --hidden, then a linear layer, per member")
 def _mlp_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
     return StackedMLP(in_features, out_features, generators, hidden=hidden)
+
+
+@register_head("maxent-features", description="MaxEnt's feature classes of each covariate (linear, quadratic, hinge, "
+               "product; ranges fitted on the training rows, clamped at prediction), then one linear layer per member")
+def _maxent_features_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
+    expansion = MaxEntFeatures(in_features, len(generators))
+    return FeatureHead(expansion, StackedLinear(expansion.n_out, out_features, generators))
 
 
 register_head("tree", description="gradient-boosted trees (XGBoost, the trees extra) trained with the method's loss; "

@@ -21,11 +21,16 @@ members at two learning rates and three epochs):
    it), and are recorded.
 2. **No longer try** (the recipe's ``longer``): it would re-train a member for
    ``longer × epochs``.
-3. **Members in the recipe's order while the budget lasts**: a member's cost is its
-   epochs under (1) times its head's cost per epoch against the linear head
-   (:func:`head_cost`); members past the budget are dropped with the reason, as members
-   over the memory budget are.  The first member that fits the memory budget always
-   trains.
+3. **Members from the cheapest while the budget lasts**: a member's cost is its epochs
+   under (1) times its cost per epoch against an epoch of ``-m an`` on the linear head
+   (:func:`member_cost`: the head's cost, :func:`head_cost`, plus what its loss costs
+   beyond AN's, the method's declared ``epoch_cost``, measured by
+   ``benchmarks/method_cost.py``: GR-Loss's elementwise passes over the ``(B, L)`` logits
+   make its epoch about three of AN's at L = 10,000).  Members are admitted cheapest
+   first (ties in the recipe's order), so that the budget buys as many members as it can
+   — ensemble selection gains from more, different members (Caruana et al. 2004) — and
+   they train in the recipe's order; members past the budget are dropped with the
+   reason, as members over the memory budget are.  The cheapest member always trains.
 
 Each of the three is said in one line and recorded in the run's notes
 (``notes["budget"]``); the combination rule itself is unchanged.
@@ -35,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..methods.base import get_method_spec
 from .callbacks import Callback
 
 #: the elementwise work of a loss per (example, label) entry, forward and backward, in
@@ -58,6 +64,18 @@ def head_cost(head: str, in_features: int, hidden: int) -> float:
     return (width + ENTRY_WORK) / (in_features + ENTRY_WORK)
 
 
+def member_cost(name: str, head: str, in_features: int, hidden: int) -> float:
+    """An epoch of member ``name`` on ``head`` against an epoch of ``-m an`` on the linear
+    head: the head's cost (:func:`head_cost`) plus the loss's cost beyond AN's
+    (``epoch_cost - 1``, :attr:`spmlkit.methods.base.MethodSpec.epoch_cost`), which does
+    not grow with the head's width (it is work per (example, label) entry on the logits).
+
+    >>> member_cost("an", "linear", 64, 512), member_cost("an", "mlp", 64, 512) == head_cost("mlp", 64, 512)
+    (1.0, True)
+    """
+    return head_cost(head, in_features, hidden) + get_method_spec(name).epoch_cost - 1.0
+
+
 @dataclass
 class BudgetPlan:
     """What the budget decided: ``members`` kept (``(method, head)``), ``dropped`` (with
@@ -79,13 +97,15 @@ class BudgetPlan:
 
 def plan(members, *, n_train: int, n_labels: int, epochs: int, n_lrs: int, in_features: int, hidden: int,
          budget: float, budget_from: int) -> BudgetPlan:
-    """The members that train within ``budget`` × ``epochs`` epochs of one linear run, when
-    ``n_train × n_labels >= budget_from`` (else every member, nothing changed).
+    """The members that train within ``budget`` × ``epochs`` epochs of one linear ``-m an``
+    run, when ``n_train × n_labels >= budget_from`` (else every member, nothing changed):
+    admitted cheapest first (:func:`member_cost`; ties in the given order), returned in
+    the given order.
 
-    >>> p = plan((("gr", "linear"), ("wan", "linear"), ("wan", "mlp")), n_train=10**5, n_labels=10**4,
-    ...          epochs=3, n_lrs=2, in_features=64, hidden=512, budget=4, budget_from=2**27)
+    >>> p = plan((("gr", "linear"), ("wan", "linear"), ("l1r", "linear"), ("wan", "mlp")), n_train=10**5,
+    ...          n_labels=10**4, epochs=3, n_lrs=2, in_features=64, hidden=512, budget=4, budget_from=2**27)
     >>> p.active, p.members, p.spent_epochs, [d["method"] for d in p.dropped]
-    (True, (('gr', 'linear'), ('wan', 'linear')), 8.0, ['wan:mlp'])
+    (True, (('wan', 'linear'), ('l1r', 'linear')), 9.0, ['gr', 'wan:mlp'])
     >>> plan((("gr", "linear"),), n_train=10, n_labels=10, epochs=3, n_lrs=2, in_features=64, hidden=512,
     ...      budget=4, budget_from=2**27).active
     False
@@ -94,18 +114,20 @@ def plan(members, *, n_train: int, n_labels: int, epochs: int, n_lrs: int, in_fe
         return BudgetPlan(False, tuple(members))
     total = budget * epochs
     per_member = epochs + max(n_lrs, 1) - 1  # successive halving: every lr one epoch, the best the rest
-    kept, dropped, spent = [], [], 0.0
-    for name, head in members:
-        cost = per_member * head_cost(head, in_features, hidden)
-        if kept and spent + cost > total:
-            dropped.append({"method": f"{name}:{head}" if head != "linear" else name,
-                            "reason": f"over auto's cost budget at this size: it would train {cost:.1f} epochs of "
-                                      f"one run, {spent:.1f} of the {total:.1f} ({budget:g} runs x {epochs} epochs) "
-                                      "planned already (method param budget)"})
+    costs = [per_member * member_cost(name, head, in_features, hidden) for name, head in members]
+    kept, dropped, spent = set(), {}, 0.0
+    for i in sorted(range(len(members)), key=lambda i: (costs[i], i)):
+        name, head = members[i]
+        if kept and spent + costs[i] > total:
+            dropped[i] = {"method": f"{name}:{head}" if head != "linear" else name,
+                          "reason": f"over auto's cost budget at this size: it would train {costs[i]:.1f} epochs of "
+                                    f"one -m an run, {spent:.1f} of the {total:.1f} ({budget:g} runs x {epochs} "
+                                    "epochs) planned already for cheaper members (method param budget)"}
             continue
-        kept.append((name, head))
-        spent += cost
-    return BudgetPlan(True, tuple(kept), dropped, total, spent)
+        kept.add(i)
+        spent += costs[i]
+    return BudgetPlan(True, tuple(m for i, m in enumerate(members) if i in kept),
+                      [dropped[i] for i in sorted(dropped)], total, spent)
 
 
 class LearningRateHalving(Callback):

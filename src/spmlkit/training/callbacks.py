@@ -26,9 +26,10 @@ several fits inside one run: the fit hooks are called for each.
 ``train_loss``, ``val_score``, ``improved``, the member's ``lr``/``seed``, timings, the
 components' logs), ``seconds``, ``predict_train`` (the lazily computed ``(G, N, L)``
 training-set probabilities, shared with the method's ``on_epoch_end``), ``rank`` and
-``is_main``; a recipe adds ``member`` (its member method) and ``member_index``.  In a
-distributed run every rank calls every hook (``predict_train`` is a collective
-operation there): only the main rank should write or print.
+``is_main``; a recipe adds ``member`` (its member method), ``member_index`` and
+``member_count`` (the members it trains).  In a distributed run every rank calls every
+hook (``predict_train`` is a collective operation there): only the main rank should write
+or print.
 
 ``fit`` puts its own callbacks around the caller's: :class:`MetricsFile` first (so a
 caller's callback finds the epoch's rows written), then the caller's, then
@@ -264,6 +265,10 @@ class ProgressBar(Callback):
         if extra or self.plan.unit != "epoch":  # (else the position is the epoch)
             extra["epoch"] = f"{info['epoch']}/{info.get('member_epochs', self.plan.per_member)}"
         self.bar.set_postfix(**extra, loss=f"{r['train_loss']:.4f}", val=f"{r['val_score']:.2f}")
+        if "member_count" in info:  # (a recipe that dropped members over its budgets: the bar ends at the last kept)
+            total = info["member_count"] * self.plan.per_member * self.plan.steps
+            if self.bar.total != total:
+                self.bar.total = total
         # (a member's longer try runs past its share of the bar: the bar waits at the share's end)
         epoch = min(info["epoch"], self.plan.per_member)
         advance_to(self.bar, (info.get("member_index", 0) * self.plan.per_member + epoch) * self.plan.steps)

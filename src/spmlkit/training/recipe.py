@@ -416,7 +416,7 @@ def train_recipe(bundle, config: TrainConfig, recipe, *, lrs: list[float], seeds
         sub_dir = None if run_dir is None else Path(run_dir) / "members" / (name + tag)
 
         member = tagged(callbacks, info={"member": f"{name}{tag} ({i + 1}/{len(members)})", "member_index": i,
-                                         "member_epochs": cfg.epochs})
+                                         "member_count": len(members), "member_epochs": cfg.epochs})
         train = train_trees if cfg.head == "tree" else train_linear  # (a tree member: boosting rounds)
         if plan.active and cfg.head != "tree" and len(lrs_) > 1:  # (at scale: lrs by successive halving)
             member = [*member, budgeting.LearningRateHalving(at=1)]
