@@ -873,3 +873,27 @@ def test_the_prediction_file_check_names_the_option_and_what_it_writes(tmp_path)
     for kw in (dict(source=tmp_path / "in.csv"), dict(model=tmp_path / "in.csv")):
         with pytest.raises(ConfigError, match="is an input of this command"):
             check_prediction_output(tmp_path / "in.csv", label_names=[], overwrite=True, **kw)
+
+
+def test_empty_top_k_are_integer_indices_and_overrides_reach_the_extractor(tmp_path):
+    from spmlkit.practitioner.inference import prediction_input, top_k_indices
+
+    assert top_k_indices(np.zeros((3, 4)), 0).dtype == np.int64 and top_k_indices(np.zeros((0, 4)), 2).dtype == np.int64
+    _images(tmp_path / "imgs", ["a.png"])
+    asked = []
+
+    class Model:
+        input = {"kind": "images", "backbone": "recorded", "image_size": 64}
+        info = {}
+
+    prediction_input(Model(), tmp_path / "imgs", backbone="tiny-random", image_size=40,
+                     extractor=lambda paths, **kw: asked.append(kw) or np.zeros((len(paths), 2)))
+    assert asked[-1]["backbone"] == "tiny-random" and asked[-1]["image_size"] == 40
+
+    class Named:
+        input = {"kind": "features", "feature_names": ["a", "b"]}
+        info = {}
+
+    (tmp_path / "x.csv").write_text("site,b,a\nr1,1,10\n")
+    got = prediction_input(Named(), tmp_path / "x.csv", id_column="site")
+    assert got.ids == ["r1"] and got.X.tolist() == [[10, 1]]
