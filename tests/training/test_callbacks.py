@@ -146,6 +146,9 @@ def test_the_progress_bar_is_set_to_the_position_never_counted():
     dropped = ProgressBar(ProgressPlan(per_member=3, steps=1, total=9, unit="epoch"), "auto", bar=_Bar())
     dropped.on_epoch_end(None, _info(3, member="wan (2/2)", member_index=1, member_count=2))
     assert (dropped.bar.total, dropped.bar.n) == (6, 6)
+    in_steps = ProgressBar(ProgressPlan(per_member=2, steps=5, total=20, unit="step"), "auto", bar=_Bar())
+    in_steps.on_epoch_end(None, _info(1, member="wan (1/1)", member_index=0, member_count=1))
+    assert in_steps.bar.total == 10  # 1 member x 2 epochs x 5 steps
     steps = ProgressBar(ProgressPlan(per_member=2, steps=5, total=10, unit="step"), "x", bar=_Bar())
     steps.on_train_step_end(None, 2, 3)
     assert steps.bar.n == 8
