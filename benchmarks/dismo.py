@@ -52,6 +52,17 @@ TRAIN = ["-m", "full-weighted", "--head", "mlp", "--hidden", "256", "--epochs", 
          "background_auc"]
 
 
+def _header_lines(wall: float) -> list[str]:
+    """A table's header: the command, date, machine, load, device and wall time."""
+    from spmlkit.experiments.machine import machine_info  # (imported where used, as in the callers)
+
+    return [f"- command: `python benchmarks/dismo.py {' '.join(sys.argv[1:])}`".replace("  ", " "),
+            f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
+            f"- machine: {machine_info()} (shared by several jobs: times are noisy)",
+            f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            "- device: cpu", f"- wall time: {wall:.0f} s", ""]
+
+
 def spml(*args, cwd: Path) -> tuple[str, float, float]:
     """Run ``spml ARGS`` in ``cwd``: (its output, wall seconds, peak RSS of that process in MiB)."""
     env = {**os.environ, "SPML_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT / "src")}
@@ -292,11 +303,7 @@ def nested(args) -> int:
     label = {"maxent": "MaxEnt (elapid 1.0.4 defaults)",
              **{v: f"spmlkit, `{('spml train ' + v).strip()}`" for v in variants}}
     lines = ["# Bradypus alone: choosing a default without the test folds (issue 46)", "",
-             f"- command: `python benchmarks/dismo.py {' '.join(sys.argv[1:])}`".replace("  ", " "),
-             f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
-             f"- machine: {machine_info()} (shared by several jobs: times are noisy)",
-             f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
-             "- device: cpu", f"- wall time: {wall:.0f} s", "",
+             *_header_lines(wall),
              f"The folds of bradypus_alone.md (random, and spatial: whole blocks of a {GRID} x {GRID} grid, seed 0).  "
              "For each fold i, **fold i is never read**; of the other four, fold i+1 is the inner test, spmlkit "
              "validates on fold i+2 and trains on the other two (then refits on three, `spml train`'s default), "
@@ -403,11 +410,7 @@ def bradypus_alone(args) -> int:
              "both": "spmlkit, Bradypus + Solanum acaule in one file (`spml train` defaults)"}
     ms = lambda v: f"{np.mean(v):.3f} ± {np.std(v, ddof=1):.3f}"  # noqa: E731
     lines = ["# Bradypus variegatus alone: spmlkit beside MaxEnt (issue 46)", "",
-             f"- command: `python benchmarks/dismo.py {' '.join(sys.argv[1:])}`".replace("  ", " "),
-             f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
-             f"- machine: {machine_info()} (shared by several jobs: times are noisy)",
-             f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
-             "- device: cpu", f"- wall time: {wall:.0f} s", "",
+             *_header_lines(wall),
              "116 records of the sloth, 9766 background cells (every valid cell of the dismo rasters), 9 covariates "
              "(biome categorical).  **Cross-validated test AUC** (records of the test fold against the background "
              f"of the test fold; mean ± sd over {FOLDS} folds): `random` — every row (record or background cell) "
