@@ -283,15 +283,15 @@ class LinearLearner:
         self.n_labels = n_labels
         self.head, self.hidden = head, hidden
         self.generators = [torch.Generator(device="cpu").manual_seed(int(s)) for s in seeds]
-        self.model = build_head(head, stores["train"].dim, n_labels, self.generators, hidden=hidden)
-        if hasattr(self.model, "fit_inputs"):  # a head with an input transform fitted on the training rows
-            self.model.fit_inputs(stores["train"], as_sparse(observed, dtype=np.int8))
-        self.model = self.model.to(self.device)
-        self._adam = adam
-        self.optimizer = StackedAdam(list(self.model.parameters()), lrs, impl=adam)
         #: the training observations Z, sparse (:class:`~spmlkit.sparse_labels.SparseLabels`);
         #: each batch's dense (G, B, L) block is built on the device (O(N + nnz), not N × L)
         self.observed = as_sparse(observed, dtype=np.int8)
+        self.model = build_head(head, stores["train"].dim, n_labels, self.generators, hidden=hidden)
+        if hasattr(self.model, "fit_inputs"):  # a head with an input transform fitted on the training rows
+            self.model.fit_inputs(stores["train"], self.observed)
+        self.model = self.model.to(self.device)
+        self._adam = adam
+        self.optimizer = StackedAdam(list(self.model.parameters()), lrs, impl=adam)
         self._observed_dev = self.observed.to(self.device)
         self.n_train = len(stores["train"])
         self.ctx = dist_ctx or distributed.context()
