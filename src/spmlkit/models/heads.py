@@ -21,6 +21,7 @@ from torch import nn
 
 from ..registry import Registry
 from .maxent_features import FeatureHead, MaxEntFeatures
+from .maxent_head import MaxEntHead
 from .trees import build_tree_head
 
 
@@ -109,6 +110,13 @@ def _mlp_head(in_features: int, out_features: int, generators, *, hidden: int) -
 def _maxent_features_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
     expansion = MaxEntFeatures(in_features, len(generators))
     return FeatureHead(expansion, StackedLinear(expansion.n_out, out_features, generators))
+
+
+@register_head("maxent", description="MaxEnt itself: its features (as maxent-features) with its regularised "
+               "objective solved to convergence on the training rows (Phillips & Dudik 2008); the epochs take no step")
+def _maxent_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
+    expansion = MaxEntFeatures(in_features, len(generators))
+    return MaxEntHead(expansion, StackedLinear(expansion.n_out, out_features, generators))
 
 
 register_head("tree", description="gradient-boosted trees (XGBoost, the trees extra) trained with the method's loss; "

@@ -161,10 +161,18 @@ class MaxEntFeatures(nn.Module):
         self.shift.copy_(self._moments(chunks)[0].expand_as(self.shift))
         shift, sd = self._moments(chunks)
         self.scale.copy_(torch.where(sd > 1e-6, sd, torch.ones_like(sd)).expand_as(self.scale))
+        self._fitted_classes = (classes, indicator)  # plain attributes: read by a fit of the weights only
         beta = self._beta(classes, indicator, int(n_records))
         unit = self.features_unit(records.detach().to("cpu", torch.float32))
         reg = regularisation(unit, beta, int(n_records), self.layout()["hinge"])
         self.penalty.copy_((reg / self.scale[0]).expand_as(self.penalty))  # λ_j = w_j / σ_j
+
+    def class_beta(self, n_records: int) -> torch.Tensor:
+        """``(F,)`` the class regularisation ``β(n)`` of every feature for a label with
+        ``n_records`` records, with the classes this expansion was fitted with."""
+        if not hasattr(self, "_fitted_classes"):
+            raise ConfigError("head 'maxent-features': the expansion is not fitted on training rows yet")
+        return self._beta(*self._fitted_classes, int(n_records))
 
     def _moments(self, chunks) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and standard deviation of the unit features over the training rows (float64 sums)."""

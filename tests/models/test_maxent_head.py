@@ -1,0 +1,200 @@
+"""MaxEnt fitted as MaxEnt (spmlkit.models.maxent_head): the solver against a hand-computed
+optimum, the optimality (KKT) conditions and an independent solver (scipy's L-BFGS-B on the
+split λ = λ⁺ − λ⁻), labels fitted together against one at a time, the head's output scale
+(Σ_b exp(logit) = m), and weights that training steps leave unchanged."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from spmlkit.models.heads import build_head
+from spmlkit.models.maxent_head import MAX_BACKGROUND, evenly_spaced, fit_gibbs, gibbs_objective, soft_threshold
+from spmlkit.sparse_labels import as_sparse
+
+#: the solver's precision is tested at a tolerance far below the default's (which stops where
+#: the ranking no longer moves); the default is tested by its objective against the tight fit's
+TIGHT = 1e-14
+
+
+def _problem(seed: int, B: int = 60, F: int = 4, L: int = 3, zero_penalty: bool = False, spread: float = 1.0):
+    """Drawn problems; ``spread`` > 1 widens the features so that the step's backtracking
+    must shrink the step below 1 (the Lipschitz bound of the smooth part grows as spread²)."""
+    rng = np.random.default_rng(seed)
+    bg = torch.as_tensor(rng.random((B, F))) * spread
+    bg[:, 0] = torch.as_tensor(rng.integers(0, 2, B), dtype=torch.float64)  # a 0/1 feature: ties
+    rec = torch.stack([bg[torch.as_tensor(rng.choice(B, size=int(rng.integers(1, 8)), replace=False))].mean(0)
+                       for _ in range(L)])
+    pen = torch.zeros((F, L), dtype=torch.float64) if zero_penalty else \
+        torch.as_tensor(rng.uniform(0.0, 0.08, (F, L)))
+    return rec, bg, pen
+
+
+def _objective(lam, rec, bg, pen):
+    return gibbs_objective(lam, rec, bg)[0] + (pen * lam.abs()).sum(0)
+
+
+def test_one_binary_feature_matches_the_hand_computed_optimum():
+    """Background: q = 1/4 of the rows have f = 1; the records' mean is r = 0.6.  Unpenalised,
+    MaxEnt matches the moment: e^λ q / (e^λ q + 1 − q) = r, λ = log(r(1 − q) / (q(1 − r))).
+    With penalty β the moment is matched within β: E_p[f] = r − β (λ > 0)."""
+    bg = torch.tensor([[1.0], [0.0], [0.0], [0.0]])
+    rec = torch.tensor([[0.6]])
+    q, r = 0.25, 0.6
+    lam = fit_gibbs(rec, bg, torch.zeros((1, 1)), tolerance=TIGHT)
+    assert float(lam) == pytest.approx(math.log(r * (1 - q) / (q * (1 - r))), abs=1e-5)
+    beta = 0.1
+    lam = fit_gibbs(rec, bg, torch.full((1, 1), beta), tolerance=TIGHT)
+    assert float(lam) == pytest.approx(math.log((r - beta) * (1 - q) / (q * (1 - r + beta))), abs=1e-5)
+    lam = fit_gibbs(rec, bg, torch.full((1, 1), 0.5))  # |r − q| = 0.35 < β: λ = 0
+    assert float(lam) == 0.0
+
+
+@pytest.mark.parametrize("seed,spread", [(0, 1.0), (1, 1.0), (2, 1.0), (3, 4.0), (4, 4.0), (5, 8.0)])
+def test_the_fit_meets_the_optimality_conditions(seed, spread):
+    """KKT of the L1 problem: where λ_j ≠ 0 the smooth gradient is −β_j sign(λ_j); where λ_j = 0
+    it lies within [−β_j, β_j]."""
+    rec, bg, pen = _problem(seed, spread=spread)
+    lam = fit_gibbs(rec, bg, pen, tolerance=TIGHT)
+    g = gibbs_objective(lam, rec, bg)[1]
+    on = lam != 0
+    assert torch.allclose(g[on], -pen[on] * torch.sign(lam[on]), atol=2e-4)
+    assert bool((g[~on].abs() <= pen[~on] + 2e-4).all())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fit_reaches_an_independent_solvers_minimum(seed):
+    """scipy's L-BFGS-B on λ = λ⁺ − λ⁻ ≥ 0 (a smooth problem with bounds), one label at a time:
+    the same minimum of the objective."""
+    from scipy.optimize import minimize
+
+    rec, bg, pen = _problem(seed, L=2)
+    lam = fit_gibbs(rec, bg, pen, tolerance=TIGHT)
+    ours = _objective(lam, rec, bg, pen)
+    F = bg.shape[1]
+    for label in range(rec.shape[0]):
+        def f(v, label=label):
+            x = torch.as_tensor(v[:F] - v[F:])[:, None]
+            value, grad = gibbs_objective(x, rec[label:label + 1], bg)
+            p = pen[:, label].numpy()
+            g = grad[:, 0].numpy()
+            return float(value[0]) + float(p @ (v[:F] + v[F:])), np.concatenate([g + p, -g + p])
+
+        ref = minimize(f, np.zeros(2 * F), jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * F),
+                       options={"ftol": 1e-14, "gtol": 1e-10, "maxiter": 10_000})
+        assert float(ours[label]) <= ref.fun + 1e-7
+        assert float(ours[label]) == pytest.approx(ref.fun, abs=1e-6)
+
+
+def test_the_default_tolerance_stops_near_the_minimum():
+    rec, bg, pen = _problem(5)
+    tight = _objective(fit_gibbs(rec, bg, pen, tolerance=TIGHT), rec, bg, pen)
+    default = _objective(fit_gibbs(rec, bg, pen), rec, bg, pen)
+    assert bool((default >= tight - 1e-9).all()) and bool((default - tight <= 1e-4 * tight.abs()).all())
+
+
+def test_labels_fitted_together_equal_labels_fitted_one_at_a_time():
+    """The batched fit (one step size per label) against the plain loop over labels, with a
+    label whose penalty keeps every λ at 0 and one without any penalty."""
+    rec, bg, pen = _problem(11, L=4, spread=4.0)
+    rec[3] = bg[:5].mean(0) * 0.2  # a label whose steps must shrink more than the others' (far from the data)
+    pen[:, 1] = 10.0
+    pen[:, 2] = 0.0
+    together = fit_gibbs(rec, bg, pen, tolerance=TIGHT)
+    assert bool((together[:, 1] == 0).all())
+    for label in range(4):
+        alone = fit_gibbs(rec[label:label + 1], bg, pen[:, label:label + 1], tolerance=TIGHT)
+        assert torch.allclose(together[:, label:label + 1], alone, atol=1e-5)
+
+
+def test_soft_threshold_and_evenly_spaced_edges():
+    assert soft_threshold(torch.tensor([0.0, 1.0, -1.0]), torch.tensor(1.0)).abs().sum() == 0
+    assert evenly_spaced(0, 5).size == 0
+    assert evenly_spaced(1, 1).tolist() == [0]
+    rows = evenly_spaced(10_001, MAX_BACKGROUND)
+    assert rows.size == MAX_BACKGROUND and rows[0] == 0 and rows[-1] == 10_000 and bool((np.diff(rows) > 0).all())
+
+
+class _Store:
+    def __init__(self, X):
+        self.X = torch.as_tensor(X, dtype=torch.float32)
+
+    def chunks(self, rows=None):
+        for a in range(0, len(self.X), 7):
+            yield self.X[a:a + 7]
+
+    def gather(self, idx):
+        return self.X[idx]
+
+
+def _fitted_head(seed=0, G=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(120, 2)).astype(np.float32)
+    Z = np.zeros((120, 3), np.int8)
+    Z[X[:, 0] > 0.8, 0] = 1            # a species of high x0
+    Z[:25, 1] = 1                      # a species anywhere (rows 0..24)
+    Z[Z[:, 0] == 1, 1] = 0             # one record per row
+    head = build_head("maxent", 2, 3, [torch.Generator().manual_seed(i) for i in range(G)])
+    head.fit_inputs(_Store(X), as_sparse(Z))  # label 2: no records
+    return head, X, Z
+
+
+def test_the_heads_logit_is_the_log_of_the_expected_records_per_background_row():
+    """logit_l(x) = log(m_l · p_λ(x)): over the background (every training row here) the
+    exponentiated logits sum to the label's records m_l; a label without records: half a
+    record; every member holds the same fit; the species of high x0 ranks its records high."""
+    head, X, Z = _fitted_head()
+    with torch.no_grad():
+        out = head(torch.as_tensor(X)).double()
+    assert torch.equal(out[0], out[1])
+    total = torch.exp(out[0]).sum(0)
+    assert total.tolist() == pytest.approx([Z[:, 0].sum(), Z[:, 1].sum(), 0.5], rel=1e-4)
+    assert bool((out[0, :, 2] == out[0, 0, 2]).all())
+    s = out[0, :, 0].numpy()
+    pos, neg = s[Z[:, 0] == 1], s[Z[:, 0] == 0]
+    assert (pos[:, None] > neg[None, :]).mean() > 0.95  # the records above the other rows (AUC)
+
+
+def test_training_steps_leave_the_fit_unchanged():
+    """The method's loss reaches the weights with a zero gradient: an Adam step changes nothing."""
+    from spmlkit.training.optim import StackedAdam
+
+    head, X, Z = _fitted_head()
+    before = {k: v.clone() for k, v in head.state_dict().items()}
+    opt = StackedAdam(list(head.parameters()), [1e-1, 1e-2])
+    for _ in range(3):
+        out = head(torch.as_tensor(X))
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(out, torch.ones_like(out))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    after = head.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_spml_train_with_the_maxent_head_saves_and_predicts_its_fit(tmp_path):
+    """``spml train --head maxent`` on presence-only data: the saved model predicts what the
+    head fitted (the records of the species of high x0 above the background)."""
+    from spmlkit.cli import main
+    from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
+    from spmlkit.practitioner.saved import load_model
+    from spmlkit.practitioner.sdm_metrics import auc
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    X[:40, 0] += 3.0
+    Z = np.zeros((300, 1), np.int8)
+    Z[:40, 0] = 1
+    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
+    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    out = tmp_path / "run"
+    assert main(["train", str(bundle.path), "-m", "full-weighted", "--head", "maxent", "--epochs", "2",
+                 "--batch-size", "16", "--no-refit", "-o", str(out)]) == 0
+    model = load_model(out)
+    b = Bundle(bundle.path)
+    s = model.decision_function(np.asarray(b.features("test")))[:, 0]
+    z = b.observations("test").dense()[:, 0]
+    assert auc(s[z == 1], s[z == 0]) > 0.9
+    assert np.array_equal(s, load_model(out).decision_function(np.asarray(b.features("test")))[:, 0])
