@@ -21,6 +21,7 @@ from torch import nn
 
 from ..registry import Registry
 from .maxent_features import FeatureHead, MaxEntFeatures
+from .maxent_head import KNOTS as MAXENT_KNOTS
 from .maxent_head import MaxEntHead
 from .trees import build_tree_head
 
@@ -115,7 +116,7 @@ def _maxent_features_head(in_features: int, out_features: int, generators, *, hi
 @register_head("maxent", description="MaxEnt itself: its features (as maxent-features) with its regularised "
                "objective solved to convergence on the training rows (Phillips & Dudik 2008); the epochs take no step")
 def _maxent_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
-    expansion = MaxEntFeatures(in_features, len(generators))
+    expansion = MaxEntFeatures(in_features, len(generators), n_knots=MAXENT_KNOTS)
     return MaxEntHead(expansion, StackedLinear(expansion.n_out, out_features, generators))
 
 

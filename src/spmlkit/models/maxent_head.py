@@ -19,7 +19,9 @@ thresholding at ``β_j·step``, with backtracking on the step) until the objecti
 less than :data:`TOLERANCE` (relative) or :data:`MAX_ITERATIONS` steps — a fit, not an
 early-stopped descent, so it needs no validation rows and no learning rate.
 
-The background is every training row (MaxEnt adds the records to the background by
+The features are MaxEnt's (:class:`~spmlkit.models.maxent_features.MaxEntFeatures`: classes by
+the number of records, clamped outside the training range) with maxnet's 50 hinge knots per
+covariate (:data:`KNOTS`).  The background is every training row (MaxEnt adds the records to the background by
 default), at most :data:`MAX_BACKGROUND` of them, evenly spaced (MaxEnt's default draws
 10,000 background points, Phillips & Dudík 2008).
 
@@ -47,6 +49,10 @@ import torch
 
 from .maxent_features import MAX_RECORD_ROWS, FeatureHead, regularisation
 
+#: hinge knots per covariate: maxnet's default (``maxnet.formula``'s 50 hinge knots, Phillips et
+#: al. 2017, Ecography 40:887); the ``maxent-features`` head, trained by gradient steps, uses
+#: fewer (:data:`spmlkit.models.maxent_features.HINGE_KNOTS`)
+KNOTS = 50
 #: background rows at most (evenly spaced beyond it): MaxEnt's default number of background points
 MAX_BACKGROUND = 10_000
 #: the fit stops when the objective changes by less than this share of its size in a step:
