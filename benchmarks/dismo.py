@@ -316,8 +316,9 @@ def nested(args) -> int:
         lines.append(f"| {label[key]} | {ms(res['random'][key])} | {ms(res['spatial'][key])} | "
                      f"{', '.join(f'{v:.3f}' for v in res['random'][key])} | "
                      f"{', '.join(f'{v:.3f}' for v in res['spatial'][key])} |")
-    (out / "bradypus_nested.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out / 'bradypus_nested.md'}")
+    name = f"bradypus_nested{args.tag}.md"
+    (out / name).write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / name}")
     return 0
 
 
@@ -458,6 +459,7 @@ def main() -> int:
                     help="--bradypus-alone: also cross-validate `spml train` with these options (repeatable)")
     ap.add_argument("--bradypus-alone", action="store_true",
                     help="only the Bradypus-alone comparison with MaxEnt (bradypus_alone.md, bradypus_alone.png)")
+    ap.add_argument("--tag", default="", help="--nested: written as bradypus_nested{TAG}.md (several comparisons kept)")
     ap.add_argument("--nested", action="store_true",
                     help="the --variant options' AUC on inner test folds, each test fold left out "
                          "(bradypus_nested.md): a default chosen without the test folds")

@@ -879,9 +879,8 @@ def test_members_whose_validation_logits_alone_were_too_large_are_combined_strea
 
 def test_auto_on_one_species_trains_its_one_species_members_and_saves_them(tmp_path):
     """Presence-only data with one species: auto trains ``presence_single`` (full-weighted:
-    SINR's λ = 2048 would call nearly every cell suitable; with the MLP, MaxEnt-feature and
-    linear heads), chosen by background_auc, and the members it keeps are saved as heads
-    that load and predict."""
+    SINR's λ = 2048 would call nearly every cell suitable; with MaxEnt's own head), chosen by
+    background_auc, and the members it keeps are saved as heads that load and predict."""
     from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
     from spmlkit.practitioner.run_folder import run_training
     from spmlkit.practitioner.saved import load_model
@@ -893,12 +892,11 @@ def test_auto_on_one_species_trains_its_one_species_members_and_saves_them(tmp_p
     Z[:60, 0] = 1
     ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
     bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
-    assert build_method("auto").members_for(True, False, n_labels=1) == (
-        ("full-weighted", "mlp"), ("full-weighted", "maxent-features"), ("full-weighted", "linear"))
+    assert build_method("auto").members_for(True, False, n_labels=1) == (("full-weighted", "maxent"),)
     cfg = TrainConfig(method="auto", epochs=3, batch_size=16, threads=1, params={"lrs": "1e-2"})
     run_training(bundle, cfg, tmp_path / "run", log=lambda m: None)
     model = load_model(tmp_path / "run")
-    assert 1 <= model.members <= 3 and model.n_features == 4
+    assert model.members == 1 and model.head == "maxent" and model.n_features == 4
     p = model.predict_proba(np.array([[3.0, 0, 0, 0], [-3.0, 0, 0, 0]], dtype=np.float32))[:, 0]
     assert p[0] > p[1]
 
