@@ -47,8 +47,7 @@ A_RECORDS = {"train": np.array([[10.05, 44.65], [10.35, 44.85], [10.55, 44.95]])
 B_RECORDS = np.array([[4e6 + 0.5, 3e6 - 10.5], [4e6 + 0.5, 3e6 - 20.5]])
 
 
-@pytest.fixture(scope="module")
-def figures(tmp_path_factory):
+def _draw(d, monkeypatch, closed: list) -> dict:
     """Three maps drawn by map_figure, each Figure kept (``plt.close`` recorded, not done):
     A (geographic, nodata corner, records by split), B (projected, 1601 rows x 1 column,
     records as one array, no nodata: read decimated by 2), C (3 x 6, no nodata, read with
@@ -57,7 +56,6 @@ def figures(tmp_path_factory):
     import matplotlib.pyplot as plt
     from rasterio.transform import from_origin
 
-    d = tmp_path_factory.mktemp("figures")
     a = np.linspace(0, 1, 24, dtype=np.float32).reshape(4, 6)
     a[A_NODATA] = -9999
     write_raster(d / "a.tif", a, nodata=-9999, transform=from_origin(10, 45, 0.1, 0.1))
@@ -67,18 +65,33 @@ def figures(tmp_path_factory):
     write_raster(d / "c.tif", c, transform=from_origin(10, 45, 0.1, 0.1))
     cases = {"a": ("Aus alpha", {"records": A_RECORDS}), "b": ("Bus beta", {"records": B_RECORDS}),
              "c": ("Cus", {"records": {"train": np.empty((0, 2)), "val": None}, "max_pixels": 3})}
-    closed, out = [], {}
-    with pytest.MonkeyPatch.context() as mp:
+    out = {}
+    with monkeypatch.context() as mp:
         mp.setattr(plt, "close", closed.append)
         for name, (species, kw) in cases.items():
             png = d / f"{name}.png"
             ownership.output_file(png, option="-o", what="map")
             assert M.map_figure(d / f"{name}.tif", 1, species, png, **kw) == png
-            out[name] = SimpleNamespace(fig=closed[-1], png=png, data=locals()[name])
-    yield out
-    for f in closed:
-        if f is not None:
-            plt.close(f)
+            out[name] = SimpleNamespace(fig=closed[-1], png=png, data={"a": a, "b": b, "c": c}[name])
+    return out
+
+
+def test_the_png_maps(tmp_path, monkeypatch):
+    """One test (the three figures drawn once: mutmut runs the tests that call map_figure,
+    so the checks below sit in the test that draws them)."""
+    import matplotlib.pyplot as plt
+
+    closed: list = []
+    try:
+        figures = _draw(tmp_path, monkeypatch, closed)
+        for check in (_size_dpi_and_layout, _image_colour_scale_and_nodata, _colour_bar_shrunk_to_nine_tenths,
+                      _large_rasters_read_decimated, _titles_and_axis_labels, _records_by_split_in_the_legend,
+                      _records_as_one_array_and_a_legend_without_an_outline, _outline_of_the_valid_data):
+            check(figures)
+    finally:
+        for f in closed:
+            if f is not None:
+                plt.close(f)
 
 
 def _ax(case):
@@ -91,7 +104,7 @@ def _scatters(ax) -> dict:
     return {c.get_label(): c for c in ax.collections if isinstance(c, PathCollection)}
 
 
-def test_the_figure_size_dpi_and_layout(figures):
+def _size_dpi_and_layout(figures):
     from matplotlib.layout_engine import ConstrainedLayoutEngine
     from PIL import Image
 
@@ -105,7 +118,7 @@ def test_the_figure_size_dpi_and_layout(figures):
             assert im.format == "PNG" and im.info["Software"] == "spmlkit map"
 
 
-def test_the_image_colour_scale_and_nodata(figures):
+def _image_colour_scale_and_nodata(figures):
     a = figures["a"]
     ax = _ax(a)
     (im,) = ax.images
@@ -121,7 +134,7 @@ def test_the_image_colour_scale_and_nodata(figures):
     assert cb.ax in a.fig.axes and len(a.fig.axes) == 2
 
 
-def test_the_colour_bar_is_shrunk_to_nine_tenths(figures):
+def _colour_bar_shrunk_to_nine_tenths(figures):
     fig = figures["b"].fig
     ax, cax = fig.axes
     fig.canvas.draw()
@@ -129,14 +142,14 @@ def test_the_colour_bar_is_shrunk_to_nine_tenths(figures):
     assert cax.get_position().height == pytest.approx(0.9 * slot.height, rel=0.02)
 
 
-def test_large_rasters_are_read_decimated(figures):
+def _large_rasters_read_decimated(figures):
     (b,) = _ax(figures["b"]).images  # 1601 rows > 1600 pixels: every second row, never fewer than 1 column
     assert b.get_array().shape == (800, 1)
     (c,) = _ax(figures["c"]).images  # max_pixels 3 on 6 columns: 3 columns, 1 row (never fewer than 1)
     assert c.get_array().shape == (1, 3)
 
 
-def test_titles_and_axis_labels(figures):
+def _titles_and_axis_labels(figures):
     for name, species, xl, yl in (("a", "Aus alpha", "longitude", "latitude"), ("b", "Bus beta", "x", "y"),
                                   ("c", "Cus", "longitude", "latitude")):
         ax = _ax(figures[name])
@@ -144,7 +157,7 @@ def test_titles_and_axis_labels(figures):
         assert (ax.get_xlabel(), ax.get_ylabel()) == (xl, yl)
 
 
-def test_records_by_split_are_drawn_and_counted_in_the_legend(figures):
+def _records_by_split_in_the_legend(figures):
     from matplotlib.markers import MarkerStyle
 
     ax = _ax(figures["a"])
@@ -167,7 +180,7 @@ def test_records_by_split_are_drawn_and_counted_in_the_legend(figures):
     assert {t.get_fontsize() for t in leg.get_texts()} == {8}
 
 
-def test_records_as_one_array_and_a_legend_without_an_outline(figures):
+def _records_as_one_array_and_a_legend_without_an_outline(figures):
     ax = _ax(figures["b"])
     (c,) = _scatters(ax).values()
     assert c.get_label() == "records (2)" and c.get_facecolor()[0] == pytest.approx(_rgba("#d62728"))
@@ -177,7 +190,7 @@ def test_records_as_one_array_and_a_legend_without_an_outline(figures):
     assert not _scatters(ax) and ax.get_legend() is None and not ax.lines
 
 
-def test_the_outline_of_the_valid_data(figures):
+def _outline_of_the_valid_data(figures):
     from matplotlib.contour import ContourSet
 
     ax = _ax(figures["a"])
