@@ -414,16 +414,18 @@ MESSAGE = (r"predicted 2 species on 189 valid cells of a 12 x 16 grid \(3 nodata
            r"rows")
 
 
-def test_a_map_with_its_records_and_the_message(env, tmp_path, drawn, bundles):
+def test_a_map_with_its_records_and_the_message(env, tmp_path, drawn, bundles, monkeypatch):
     rec = bundles(tmp_path / "rec", splits={"train": (np.array([[10.25, 49.25], [17.25, 44.25]]), Z["val"]),
                                             "val": (XY["val"], Z["val"])})
     notes = []
+    clock = iter([100.0, 103.5])  # the time the windows took: 3.5 s
+    monkeypatch.setattr(M, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     res = M.predict_rasters(_model(tmp_path), env, tmp_path / "p.tif", maps="Bus beta", records=rec, window_rows=5,
                             log=notes.append)  # the rasters' folder as such, not in a list
     png = tmp_path / "p_Bus_beta.png"
     assert res["written"] == [str(tmp_path / "p.tif"), str(png)] and not notes
-    assert re.fullmatch(MESSAGE.format(5), res["message"]) and res["cells"] == 189 and res["unseen"] == 0
-    assert res["seconds"] >= 0
+    assert res["message"] == ("predicted 2 species on 189 valid cells of a 12 x 16 grid (3 nodata) in 3.5 s, windows "
+                              "of 5 rows") and res["cells"] == 189 and res["unseen"] == 0 and res["seconds"] == 3.5
     ((tif, band, species, out, records),) = drawn
     assert (tif, band, species, out) == (tmp_path / "p.tif", 2, "Bus beta", png)
     assert records.keys() == {"train", "val"}
@@ -513,8 +515,8 @@ def test_the_refusals_of_predict_rasters(env, tmp_path):
     assert not list(tmp_path.glob("p*"))
 
 
-#: rain as a categorical covariate too, without its last row's level (320): the last row is unseen
-RAIN = tuple(float(100 + 20 * r) for r in range(HEIGHT - 1))
+#: rain as a categorical covariate too, without its last two rows' levels (300, 320): those rows are unseen
+RAIN = tuple(float(100 + 20 * r) for r in range(HEIGHT - 2))
 ENC2 = CovariateEncoding(("temp", "rain", "soil"), {"rain": RAIN, "soil": (1.0, 2.0, 3.0)})
 W2 = np.random.default_rng(0).normal(0, 0.5, (1 + len(RAIN) + 3, 2))
 
@@ -523,13 +525,14 @@ def test_a_level_unseen_in_an_earlier_layer_is_named_or_left_nodata(env, tmp_pat
     model = linear_model(ENC2, SPECIES, W2)
     with pytest.raises(DataFormatError) as e:
         M.predict_rasters(model, [env], tmp_path / "p.tif", window_rows=5)
-    assert str(e.value) == (f"{env / 'rain.tif'}: layer 'rain' has level 320 (first at x 10.25, y 44.25; 16 cell(s) "
+    assert str(e.value) == (f"{env / 'rain.tif'}: layer 'rain' has level 300 (first at x 10.25, y 44.75; 32 cell(s) "
                             f"in rows 10-11) that the model never saw in training (its levels: "
                             f"{', '.join(f'{v:g}' for v in RAIN)}); pass --unseen-levels nodata to leave such cells "
                             "empty")
-    res = M.predict_rasters(model, [env], tmp_path / "p.tif", window_rows=5, unseen_levels="nodata")
-    assert res["unseen"] == 16 and res["cells"] == 189 - 16
-    assert res["message"].endswith("; 16 cells with a categorical level unseen in training left nodata")
+    res = M.predict_rasters(model, [env], tmp_path / "p.tif", window_rows=1, unseen_levels="nodata")
+    assert res["unseen"] == 32 and res["cells"] == 189 - 32  # counted over the windows
+    assert re.fullmatch(r"predicted 2 species on 157 valid cells of a 12 x 16 grid \(35 nodata\) in \d+\.\d s, windows "
+                        r"of 1 rows; 32 cells with a categorical level unseen in training left nodata", res["message"])
     L = layers()
     raw = np.stack([L[c][0].astype(np.float64) for c in ("temp", "rain", "soil")], axis=-1)
     want = 1 / (1 + np.exp(-(ENC2.transform(raw.reshape(-1, 3), unseen="ignore") @ W2)))
@@ -537,6 +540,65 @@ def test_a_level_unseen_in_an_earlier_layer_is_named_or_left_nodata(env, tmp_pat
     with rasterio.open(tmp_path / "p.tif") as ds:
         got = ds.read()
     nodata = np.zeros((HEIGHT, WIDTH), bool)
-    nodata[0, :3] = nodata[HEIGHT - 1] = True
+    nodata[0, :3] = nodata[HEIGHT - 2:] = True
     assert np.array_equal(got[0] == -9999, nodata) and np.array_equal(got[1] == -9999, nodata)
     np.testing.assert_allclose(got[:, ~nodata], want[:, ~nodata], atol=1e-6)
+
+
+def test_what_a_map_command_reads():
+    stack = SimpleNamespace(sources=["a.tif", "b.tif"])
+    assert M._inputs(stack, "env", "rec", SimpleNamespace(path="run")) == ["a.tif", "b.tif", "env", "rec", "run"]
+    assert M._inputs(stack, ("e1", "e2"), None, SimpleNamespace()) == ["a.tif", "b.tif", "e1", "e2", None, None]
+
+
+def test_the_records_are_read_only_for_the_png_maps(env, tmp_path, bundles):
+    other = bundles(tmp_path / "o", species=["Cus"])  # not the model's species: refused when maps are drawn
+    model = _model(tmp_path, {"bundle": other})
+    res = M.predict_rasters(model, [env], tmp_path / "p.tif")
+    assert res["written"] == [str(tmp_path / "p.tif")]
+    with pytest.raises(ConfigError, match="its species are not the model's"):
+        M.predict_rasters(model, [env], tmp_path / "q.tif", maps="all")
+
+
+def test_an_older_maps_folder_is_adopted_whoever_registered_the_kind(env, tmp_path, drawn, monkeypatch):
+    """predict_rasters declares the maps folder kind (and its layout) itself."""
+    from spmlkit.ownership import rule
+
+    monkeypatch.delitem(rule._KINDS, "maps", raising=False)
+    test_an_older_spmlkit_maps_folder_is_adopted_by_its_layout(env, tmp_path, drawn)
+
+
+def test_mess_and_binary_maps_beside_the_maps_per_species(env, tmp_path, bundles, monkeypatch):
+    """The MESS map and a binary map per species, named by species in the --per-species
+    folder; the MESS reference from --records (the model names no bundle)."""
+    import json
+
+    from spmlkit.practitioner import sdm_maps
+
+    class Features(_Bundle):
+        def features(self, split):
+            n = self.size(split)
+            return np.column_stack([np.linspace(5, 30, n), np.linspace(100, 300, n), np.zeros((n, 3))])
+
+    monkeypatch.setattr(sdm_maps, "Bundle", Features)
+    windows = []
+    write_mess = sdm_maps.write_mess
+    monkeypatch.setattr(sdm_maps, "write_mess", lambda *a: windows.append(a[-1]) or write_mess(*a))
+    rec = bundles(tmp_path / "rec")
+    _BUNDLES[rec]["meta"]["encoding"] = {"covariates": list(ENC.covariates)}
+    model = _model(tmp_path)
+    (model.path / "sdm_metrics.json").write_text(json.dumps({"thresholds": {
+        s: {"max_tss": {"threshold": t}} for s, t in zip(SPECIES, (0.5, 0.25))}}))
+    out = tmp_path / "per"
+    res = M.predict_rasters(model, [env], out, per_species=True, mess=True, binary="max-tss", records=rec,
+                            window_rows=4)
+    assert windows == [4]  # the MESS map in the windows asked for
+    names = ["Aus_alpha", "Bus_beta"]
+    assert res["written"] == [str(out / f"{n}.tif") for n in names] + [str(out / "mess.tif")] + [
+        str(out / f"{n}_binary.tif") for n in names]
+    for n, t in zip(names, (0.5, 0.25)):
+        with rasterio.open(out / f"{n}.tif") as s, rasterio.open(out / f"{n}_binary.tif") as b:
+            suit, binary = s.read(1, masked=True), b.read(1)
+        assert np.array_equal(binary[~suit.mask], (suit.data[~suit.mask] >= np.float32(t)).astype(binary.dtype))
+    with rasterio.open(out / "mess.tif") as ds:
+        assert ds.count == 1 and ds.read(1, masked=True).count() == 189
