@@ -56,7 +56,7 @@ def _draw(d, monkeypatch, closed: list) -> dict:
     import matplotlib.pyplot as plt
     from rasterio.transform import from_origin
 
-    a = np.linspace(0, 1, 24, dtype=np.float32).reshape(4, 6)
+    a = np.linspace(0.05, 0.9, 24, dtype=np.float32).reshape(4, 6)  # inside 0-1: the scale is not the data's
     a[A_NODATA] = -9999
     write_raster(d / "a.tif", a, nodata=-9999, transform=from_origin(10, 45, 0.1, 0.1))
     b = np.linspace(0, 1, 1601, dtype=np.float32).reshape(1601, 1)
@@ -66,7 +66,7 @@ def _draw(d, monkeypatch, closed: list) -> dict:
     cases = {"a": ("Aus alpha", {"records": A_RECORDS}), "b": ("Bus beta", {"records": B_RECORDS}),
              "c": ("Cus", {"records": {"train": np.empty((0, 2)), "val": None}, "max_pixels": 3})}
     out = {}
-    with monkeypatch.context() as mp:
+    with monkeypatch.context() as mp, matplotlib.rc_context({"legend.framealpha": 0.3}):  # a user's matplotlibrc
         mp.setattr(plt, "close", closed.append)
         for name, (species, kw) in cases.items():
             png = d / f"{name}.png"
