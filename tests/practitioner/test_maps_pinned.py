@@ -2,8 +2,9 @@
 what each PNG map draws (read from the matplotlib Figure it saved: image, colour scale,
 nodata colour, outline, records and their legend counts, titles, labels, size and dpi),
 the GeoTIFFs' profile, tags and band names, the file names, the records overlay and the
-refusals' messages.  One small raster per case and one figure per raster, shared by the
-module (tests/practitioner/test_maps.py holds the maps' numbers)."""
+refusals' messages.  Three tiny rasters, their figures drawn once in one test; predict_rasters
+on the 12 x 16 stack of tests/helpers/rasters.py with map_figure recorded, not drawn
+(tests/practitioner/test_maps.py holds the maps' numbers)."""
 from __future__ import annotations
 
 import contextlib
