@@ -101,7 +101,8 @@ MODULES: dict[str, list[str]] = {
     "practitioner/evaluation.py": ["tests/practitioner/test_evaluation.py", "tests/twins/test_practitioner_twins.py"],
     "practitioner/explain.py": ["tests/practitioner/test_explain.py"],
     # with the MESS and binary maps beside the suitability map (``spml predict --rasters --mess --binary``)
-    "practitioner/maps.py": ["tests/practitioner/test_maps.py", "tests/practitioner/test_sdm_maps.py"],
+    "practitioner/maps.py": ["tests/practitioner/test_maps.py", "tests/practitioner/test_sdm_maps.py",
+                             "tests/practitioner/test_maps_pinned.py"],
     "training/callbacks.py": ["tests/training/test_callbacks.py"],
     "training/ensemble.py": ["tests/training/test_ensemble.py"],
     # with ``spml clean``, which calls it (tests/cli/test_prepare.py reads the README beside the tests, which

@@ -33,6 +33,8 @@ EXTRA_TEST_FILES: dict[str, str] = {f: _EDGES for f in (
     "practitioner/test_sdm_cv_edges.py", "practitioner/test_sdm_metrics_edges.py", "training/test_ensemble_edges.py",
     "training/test_tree_objective_edges.py", "training/test_validation_edges.py", "training/test_trees_edges.py",
     "data/formats/test_table_checks_edges.py", "data/test_rasters_edges.py")}
+EXTRA_TEST_FILES["practitioner/test_maps_pinned.py"] = (
+    "practitioner/maps.py's figure and option plumbing, pinned for its mutation score (benchmarks/mutation.py)")
 
 
 def _modules() -> list[str]:

@@ -34,7 +34,7 @@ from scipy.special import expit
 
 from .. import ownership
 from ..data import Bundle, rasters as R
-from ..data.rasters import parse_crs, rasterio, same_crs
+from ..data.rasters import crs_name, parse_crs, rasterio, same_crs
 from ..errors import ConfigError, DataFormatError
 from ..io import safe_filename
 from ..ownership import replace_file
@@ -290,8 +290,8 @@ def _training_records(model, records, species: list[str], stack) -> dict | None:
                           "trained on")
     crs = (b.meta.get("places") or {}).get("crs")
     if crs and stack.crs is not None and not same_crs(parse_crs(crs), stack.crs):
-        raise ConfigError(f"the records of {path} are in {crs} but the rasters are in "
-                          f"{(b.meta.get('places') or {}).get('crs')!s}; they cannot be drawn on this map")
+        raise ConfigError(f"the records of {path} are in {crs} but the rasters are in {crs_name(stack.crs)}; they "
+                          "cannot be drawn on this map")
     out: dict = {s: {} for s in species}
     for split in ("train", "val"):
         if not b.size(split):
