@@ -1,7 +1,7 @@
 """MaxEnt fitted as MaxEnt (spmlkit.models.maxent_head): the solver against a hand-computed
 optimum, the optimality (KKT) conditions and an independent solver (scipy's L-BFGS-B on the
 split λ = λ⁺ − λ⁻), labels fitted together against one at a time, the head's output scale
-(Σ_b exp(logit) = m), and weights that training steps leave unchanged."""
+(MaxEnt's cloglog), and weights that training steps leave unchanged."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from spmlkit.models.heads import build_head
-from spmlkit.models.maxent_head import MAX_BACKGROUND, evenly_spaced, fit_gibbs, gibbs_objective, soft_threshold
+from spmlkit.models.maxent_head import MAX_BACKGROUND, cloglog_logit, evenly_spaced, fit_gibbs, gibbs_objective, soft_threshold
 from spmlkit.sparse_labels import as_sparse
 
 #: the solver's precision is tested at a tolerance far below the default's (which stops where
@@ -141,20 +141,33 @@ def _fitted_head(seed=0, G=2):
     return head, X, Z
 
 
-def test_the_heads_logit_is_the_log_of_the_expected_records_per_background_row():
-    """logit_l(x) = log(m_l · p_λ(x)): over the background (every training row here) the
-    exponentiated logits sum to the label's records m_l; a label without records: half a
-    record; every member holds the same fit; the species of high x0 ranks its records high."""
+def test_the_heads_probability_is_maxents_cloglog():
+    """sigmoid(output) = 1 − exp(−e^{η + H}) (Phillips et al. 2017): from the probabilities,
+    c = −log(1 − q) = p_λ(x)·e^H over the background (every training row here) recovers the
+    raw distribution p = c / Σc, whose entropy H' gives Σc = e^{H'}; a label without records
+    is nearly 0 everywhere; every member holds the same fit; the species of high x0 ranks its
+    records high."""
     head, X, Z = _fitted_head()
     with torch.no_grad():
         out = head(torch.as_tensor(X)).double()
     assert torch.allclose(out[0], out[1], atol=1e-5)  # every member holds the same fit
-    total = torch.exp(out[0]).sum(0)
-    assert total.tolist() == pytest.approx([Z[:, 0].sum(), Z[:, 1].sum(), 0.5], rel=1e-4)
-    assert bool((out[0, :, 2] == out[0, 0, 2]).all())
+    q = torch.sigmoid(out[0])
+    c = -torch.log1p(-q)
+    for label in (0, 1):
+        raw = c[:, label] / c[:, label].sum()
+        entropy = -(raw * torch.log(raw)).sum()
+        assert float(c[:, label].sum()) == pytest.approx(float(torch.exp(entropy)), rel=1e-3)
+    assert float(q[:, 2].max()) < 0.01
     s = out[0, :, 0].numpy()
     pos, neg = s[Z[:, 0] == 1], s[Z[:, 0] == 0]
     assert (pos[:, None] > neg[None, :]).mean() > 0.95  # the records above the other rows (AUC)
+
+
+def test_cloglog_logit_at_the_edges():
+    z = torch.tensor([-80.0, -5.0, 0.0, 3.0, 29.0, 200.0], dtype=torch.float64)
+    q = torch.sigmoid(cloglog_logit(z))
+    assert torch.allclose(q[:5], 1 - torch.exp(-torch.exp(z[:5])), rtol=1e-9, atol=1e-30)
+    assert float(q[-1]) == 1.0 and bool(torch.isfinite(cloglog_logit(z)).all())
 
 
 def test_training_steps_leave_the_fit_unchanged():

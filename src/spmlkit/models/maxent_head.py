@@ -25,13 +25,17 @@ covariate (:data:`KNOTS`).  The background is every training row (MaxEnt adds th
 default), at most :data:`MAX_BACKGROUND` of them, evenly spaced (MaxEnt's default draws
 10,000 background points, Phillips & Dudík 2008).
 
-**Output scale.**  The head's logit for label ``l`` is ``λ·f(x) − log Σ_b exp(λ·f(x_b)) +
-log m_l`` = ``log(m_l · p_λ(x))``, the log of the number of the label's records a background
-cell is expected to hold: the logistic model of records against background that the Gibbs
-distribution is (Fithian & Hastie 2013, Ann. Appl. Stat. 7:1917; Warton & Shepherd 2010),
-so the sigmoid is the same scale as the other heads' (records against background).  A label
-without training records gets λ = 0 and the logit of half a record spread over the
-background.
+**Output scale: MaxEnt's cloglog.**  With ``η(x) = λ·f(x) − log Σ_b exp(λ·f(x_b))`` the
+log of MaxEnt's raw output (``p_λ(x)``, summing to 1 over the background) and ``H = −Σ_b
+p_λ(x_b) log p_λ(x_b)`` its entropy, the head's probability is MaxEnt's cloglog output
+``1 − exp(−exp(η(x) + H))`` (Phillips et al. 2017, Ecography 40:887: the probability of
+presence under the assumption that a site of typical suitability, ``p_λ = e^{−H}``, holds the
+species with probability 1 − e^{−1} ≈ 0.63 — an assumption about prevalence, which
+presence-only data cannot give).  The linear layer holds ``z = η + H``; the head returns the
+logit of the cloglog, ``log(expm1(e^z))`` (:func:`cloglog_logit`), so that the sigmoid the
+model applies gives the cloglog.  Ranks, AUC and thresholds at a quantile of the records are
+those of ``η``.  A label without training records gets λ = 0 and ``e^z`` of half a record
+spread over the background (nearly 0 everywhere).
 
 **Training.**  The weights are written when the head is fitted on the training rows
 (:meth:`MaxEntHead.fit_inputs`, which the trainer calls before its first epoch, again for a
@@ -142,6 +146,22 @@ def _backtracked(y, fy, gy, lip, mean_records, background, penalty, going) -> tu
         lip[bad] *= 2.0
 
 
+#: ``z`` above it gives a cloglog of 1 in any float (e^30 ≈ 10¹³): clamped there
+CLOGLOG_TOP = 30.0
+
+
+def cloglog_logit(z: torch.Tensor) -> torch.Tensor:
+    """The logit of MaxEnt's cloglog ``1 − exp(−e^z)``: ``log(expm1(u))`` with ``u = e^z``,
+    computed as ``u + log(−expm1(−u))`` (no overflow for large u; ≈ z for very negative z).
+
+    >>> z = torch.tensor([-20.0, 0.0, 2.0], dtype=torch.float64)
+    >>> torch.allclose(torch.sigmoid(cloglog_logit(z)), 1 - torch.exp(-torch.exp(z)))
+    True
+    """
+    u = torch.exp(z.clamp(max=CLOGLOG_TOP))
+    return u + torch.log(-torch.expm1(-u))
+
+
 def evenly_spaced(n: int, at_most: int) -> np.ndarray:
     """``min(n, at_most)`` row numbers evenly spaced over ``0..n−1`` (all of them when ``n ≤ at_most``).
 
@@ -188,9 +208,12 @@ class MaxEntHead(FeatureHead):
         if bool(has.any()) and bool(on.any()):
             lam[torch.nonzero(on)[:, 0][:, None], torch.nonzero(has)[:, 0][None, :]] = fit_gibbs(
                 mean_records[has][:, on], background[:, on], penalty[on][:, has])
-        lse = torch.logsumexp(background @ lam, 0)
-        # log(m_l · p_λ(x)); a label without records: half a record over the background
-        offset = torch.as_tensor(np.log(np.where(counts > 0, counts, 0.5)), dtype=torch.float64) - lse
+        eta = background @ lam
+        eta = eta - torch.logsumexp(eta, 0)                    # log p_λ over the background, (B, L)
+        entropy = -(torch.exp(eta) * eta).sum(0)               # H, (L,)
+        # z = η + H (cloglog); a label without records: e^z of half a record over the background
+        none = torch.full_like(entropy, math.log(0.5 / max(len(background), 1)))
+        offset = torch.where(has, entropy, none) - torch.logsumexp(background @ lam, 0)
         self._write(lam, offset)
 
     @torch.no_grad()
@@ -206,7 +229,7 @@ class MaxEntHead(FeatureHead):
         lin.bias.copy_(bias.to(lin.bias.dtype).expand_as(lin.bias))           # (G, 1, L)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.out(self.features(x))
+        out = cloglog_logit(self.out(self.features(x)))
         if torch.is_grad_enabled():
             # the fit is MaxEnt's: the method's loss reaches the weights with a zero gradient
             # (a step of Adam on a zero gradient is zero), so the epochs leave the fit as it is
