@@ -1,6 +1,7 @@
 """Model selection without full labels, and nothing downstream pretending to have them."""
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +31,13 @@ def toy(n=300, d=6, L=4, seed=0):
 
 
 @pytest.fixture
-def own(tmp_path):
-    """own.csv (features, one label per row), val_full.csv (full label sets), new.csv."""
+def own(tmp_path, monkeypatch):
+    """own.csv (features, one label per row), val_full.csv (full label sets), new.csv.
+    The runs trained on them draw no curves.png (tests/practitioner/test_report.py checks the
+    figure; a figure per run would be most of these tests' time)."""
+    from spmlkit.practitioner import report
+
+    monkeypatch.setattr(report, "write_curves", lambda rows, path, **kw: Path(path))
     X, Y = toy()
     rng = np.random.default_rng(1)
     feats = [f"f{i}" for i in range(X.shape[1])]
