@@ -242,3 +242,33 @@ def test_the_set_tally_of_no_block_one_entry_and_float_sets():
     r = t.result()
     assert r["micro_precision"] == r["micro_recall"] == r["example_f1"] == 100.0
     assert r["mean_predicted_labels"] == 1.0 and r["empty_sets"] == 0.0
+
+
+def test_the_printed_lines_give_each_number_with_what_it_was_computed_against():
+    """What ``spml evaluate`` and report.md print, word for word: a full-label mAP (with the
+    classes without positives and how they counted), or the observed-label numbers, each
+    said to be on observed labels only."""
+    from spmlkit.practitioner.evaluation import OBSERVED_NOTE, format_label_set_quality, format_scores
+
+    full = {"labels": "full", "map": 41.2345, "n_empty_classes": 0, "empty_classes": "exclude"}
+    assert format_scores(full) == "mAP 41.23"
+    assert format_scores({**full, "n_empty_classes": 2}) == "mAP 41.23 (2 classes without positives excluded)"
+    assert format_scores({**full, "n_empty_classes": 1, "empty_classes": "zero"}) == \
+        "mAP 41.23 (1 classes without positives counted as 0)"
+    assert format_scores({"labels": "full", "map": 7.0}) == "mAP 7.00"
+    obs = {"labels": "observed", "observed_map": 12.345, "observed_recall@1": 50.0, "n_examples": 9,
+           "observed_recall@3": 66.6666}
+    assert format_scores(obs) == (f"{OBSERVED_NOTE}: observed-positive mAP 12.35, observed_recall@1 50.00, "
+                                  "observed_recall@3 66.67")
+    assert OBSERVED_NOTE == "observed labels only (no full labels): not comparable to a full-label mAP"
+    sets = {"labels": "full", "micro_f1": 1.234, "macro_f1": 2.345, "example_f1": 3.456, "micro_precision": 4.567,
+            "micro_recall": 5.678, "mean_predicted_labels": 1.5, "empty_sets": 0.0}
+    assert format_label_set_quality(sets) == ("micro-F1 1.23, macro-F1 2.35, example-F1 3.46, precision 4.57, "
+                                              "recall 5.68, 1.50 labels per example")
+    seen = {"labels": "observed", "observed_recall": 75.0, "observed_negative_rate": 12.5,
+            "mean_predicted_labels": 2.25, "empty_sets": 12.345}
+    assert format_label_set_quality(seen) == (f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 12.50% of "
+                                              "observed negatives predicted, 2.25 labels per example, 12.3% empty sets")
+    assert format_label_set_quality({**seen, "observed_negative_rate": None}) == (
+        f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 2.25 labels per example, 12.3% empty sets")
+    assert format_label_set_quality({**seen, "observed_negative_rate": 0.0}).count("observed negatives") == 1
