@@ -59,6 +59,147 @@ def own(tmp_path, monkeypatch):
     return tmp_path, Y[240:280]
 
 
+def test_the_printed_lines_give_each_number_with_what_it_was_computed_against():
+    """What ``spml evaluate`` and report.md print, word for word: a full-label mAP (with the
+    classes without positives and how they counted), or the observed-label numbers, each
+    said to be on observed labels only."""
+    from spmlkit.practitioner.evaluation import OBSERVED_NOTE, format_label_set_quality, format_scores
+
+    full = {"labels": "full", "map": 41.2345, "n_empty_classes": 0, "empty_classes": "exclude"}
+    assert format_scores(full) == "mAP 41.23"
+    assert format_scores({**full, "n_empty_classes": 2}) == "mAP 41.23 (2 classes without positives excluded)"
+    assert format_scores({**full, "n_empty_classes": 1, "empty_classes": "zero"}) == \
+        "mAP 41.23 (1 classes without positives counted as 0)"
+    assert format_scores({"labels": "full", "map": 7.0}) == "mAP 7.00"
+    obs = {"labels": "observed", "observed_map": 12.345, "observed_recall@1": 50.0, "n_examples": 9,
+           "observed_recall@3": 66.6666}
+    assert format_scores(obs) == (f"{OBSERVED_NOTE}: observed-positive mAP 12.35, observed_recall@1 50.00, "
+                                  "observed_recall@3 66.67")
+    assert OBSERVED_NOTE == "observed labels only (no full labels): not comparable to a full-label mAP"
+    sets = {"labels": "full", "micro_f1": 1.234, "macro_f1": 2.345, "example_f1": 3.456, "micro_precision": 4.567,
+            "micro_recall": 5.678, "mean_predicted_labels": 1.5, "empty_sets": 0.0}
+    assert format_label_set_quality(sets) == ("micro-F1 1.23, macro-F1 2.35, example-F1 3.46, precision 4.57, "
+                                              "recall 5.68, 1.50 labels per example")
+    seen = {"labels": "observed", "observed_recall": 75.0, "observed_negative_rate": 12.5,
+            "mean_predicted_labels": 2.25, "empty_sets": 12.345}
+    assert format_label_set_quality(seen) == (f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 12.50% of "
+                                              "observed negatives predicted, 2.25 labels per example, 12.3% empty sets")
+    assert format_label_set_quality({**seen, "observed_negative_rate": None}) == (
+        f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 2.25 labels per example, 12.3% empty sets")
+    assert format_label_set_quality({**seen, "observed_negative_rate": 0.0}).count("observed negatives") == 1
+
+
+# --------------------------------- the streamed evaluation with a stub model (mutation survivors, issue 44)
+class _Logits:
+    """A model of fixed logits that records what the streamed evaluation asks of it."""
+
+    label_names, info, input, takes_images = ["a", "b", "c"], {}, None, False
+
+    def __init__(self, logits, rule):
+        self.logits, self.label_sets, self.budgets, self.asked = logits, dict(rule), [], []
+
+    def stream_rows(self, budget_bytes):
+        self.budgets.append(budget_bytes)
+        return 2
+
+    def iter_decision_function(self, X, batch_rows=None):
+        self.asked.append(batch_rows)
+        step = batch_rows or len(X)
+        for s in range(0, len(X), step):
+            yield s, self.logits[s:s + step]
+
+    def decision_function(self, X):
+        return np.asarray(self.logits, dtype=np.float32)
+
+
+class _Split:
+    """The one split of a bundle that :func:`evaluate_model` reads."""
+
+    kind, path, meta, label_names = "features", "bundle", {}, ["a", "b", "c"]
+
+    def __init__(self, n, *, Y=None, Z=None):
+        self.X, self.Y, self.Z = np.zeros((n, 2)), Y, Z
+
+    def _check_split(self, split):
+        assert split == "test"
+
+    def size(self, split):
+        return len(self.X)
+
+    def features(self, split, feature_set=None):
+        return self.X
+
+    def labels(self, split):
+        return self.Y
+
+    def observations(self, split):
+        return self.Z
+
+    def label_mask(self, split):
+        return None
+
+
+@pytest.mark.parametrize("rule, n, set_rows", [({"rule": "threshold", "threshold": 0.5}, 5, 2),
+                                               ({"rule": "expected_k", "k": 1.5, "per": "batch"}, 5, 5),
+                                               ({"rule": "expected_k", "k": 1.5, "per": "batch"}, 1, 1)])
+def test_the_streamed_evaluation_asks_for_16_mib_blocks_and_a_batch_rules_whole_split(monkeypatch, rule, n,
+                                                                                         set_rows):
+    """Blocks of the rows that 16 MiB of scores hold, every pass in those blocks; the sets of a
+    rule over the whole collection from one piece (of one row, for one row); float64 logits
+    (another model's) are made float32 before a rule is applied to them."""
+    from spmlkit.practitioner import evaluation
+    from spmlkit.practitioner.labelsets import apply_rule_to_logits
+    from spmlkit.sparse_labels import SparseLabels
+
+    logits = np.random.default_rng(n).normal(size=(n, 3))  # float64
+    Z = np.zeros((n, 3), dtype=np.int8)
+    Z[:, 0], Z[n - 1, 2] = 1, -1
+    model = _Logits(logits, rule)
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: True)
+    ev = evaluation.evaluate_model(model, _Split(n, Z=SparseLabels.from_dense(Z)), "test")
+    assert model.budgets == [16 * 2 ** 20]
+    assert model.asked[-1] == set_rows and set(model.asked[:-1]) == {2}
+    S = apply_rule_to_logits(logits.astype(np.float32), rule)
+    assert ev["label_sets"] == pytest.approx(evaluation.evaluate_label_sets(S, Z=Z))
+
+
+@pytest.mark.parametrize("empty", ["exclude", "zero"])
+def test_the_streamed_map_counts_a_class_without_positives_as_told(monkeypatch, empty):
+    from spmlkit.practitioner import evaluation
+    from spmlkit.sparse_labels import SparseLabels
+
+    logits = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    Y = np.zeros((6, 3), dtype=bool)
+    Y[:3, 0] = Y[2:, 1] = True  # no positive of c
+    bundle = _Split(6, Y=SparseLabels.from_dense(Y))
+    whole = evaluation.evaluate_model(_Logits(logits, {"rule": "top_k", "k": 1}), bundle, "test", empty=empty)
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: True)
+    model = _Logits(logits, {"rule": "top_k", "k": 1})
+    streamed = evaluation.evaluate_model(model, bundle, "test", empty=empty)
+    assert set(model.asked) == {2}
+    assert (streamed["n_classes"], streamed["n_empty_classes"]) == ((3, 1) if empty == "zero" else (2, 1))
+    assert streamed["map"] == pytest.approx(whole["map"]) and streamed["empty_classes"] == empty
+    zero = evaluation.evaluate_model(model, bundle, "test", empty="zero")["map"]
+    excluded = evaluation.evaluate_model(model, bundle, "test", empty="exclude")["map"]
+    assert zero == pytest.approx(excluded * 2 / 3)  # the third class's AP counted as 0
+
+
+def test_a_streamed_split_without_any_positive_has_no_map_and_says_no_warning(monkeypatch):
+    import math
+    import warnings
+
+    from spmlkit.practitioner import evaluation
+    from spmlkit.sparse_labels import SparseLabels
+
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: True)
+    model = _Logits(np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32), {"rule": "top_k", "k": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice" on the way
+        ev = evaluation.evaluate_model(model, _Split(4, Y=SparseLabels.from_dense(np.zeros((4, 3), bool))), "test")
+    assert math.isnan(ev["map"]) and math.isnan(ev["auc_mean"]) and math.isnan(ev["auc_median"])
+    assert (ev["n_classes"], ev["n_empty_classes"], ev["n_auc_classes"]) == (0, 3, 0)
+    assert ev["ap"] == ev["auc"] == {"a": None, "b": None, "c": None}
+
 def test_observed_only_training_says_so_everywhere(capsys, own):
     d, _ = own
     assert run(capsys, "prepare", d / "own.csv", "--observed", "--label-column", "label", "--id-column", "id",
@@ -242,33 +383,3 @@ def test_the_set_tally_of_no_block_one_entry_and_float_sets():
     r = t.result()
     assert r["micro_precision"] == r["micro_recall"] == r["example_f1"] == 100.0
     assert r["mean_predicted_labels"] == 1.0 and r["empty_sets"] == 0.0
-
-
-def test_the_printed_lines_give_each_number_with_what_it_was_computed_against():
-    """What ``spml evaluate`` and report.md print, word for word: a full-label mAP (with the
-    classes without positives and how they counted), or the observed-label numbers, each
-    said to be on observed labels only."""
-    from spmlkit.practitioner.evaluation import OBSERVED_NOTE, format_label_set_quality, format_scores
-
-    full = {"labels": "full", "map": 41.2345, "n_empty_classes": 0, "empty_classes": "exclude"}
-    assert format_scores(full) == "mAP 41.23"
-    assert format_scores({**full, "n_empty_classes": 2}) == "mAP 41.23 (2 classes without positives excluded)"
-    assert format_scores({**full, "n_empty_classes": 1, "empty_classes": "zero"}) == \
-        "mAP 41.23 (1 classes without positives counted as 0)"
-    assert format_scores({"labels": "full", "map": 7.0}) == "mAP 7.00"
-    obs = {"labels": "observed", "observed_map": 12.345, "observed_recall@1": 50.0, "n_examples": 9,
-           "observed_recall@3": 66.6666}
-    assert format_scores(obs) == (f"{OBSERVED_NOTE}: observed-positive mAP 12.35, observed_recall@1 50.00, "
-                                  "observed_recall@3 66.67")
-    assert OBSERVED_NOTE == "observed labels only (no full labels): not comparable to a full-label mAP"
-    sets = {"labels": "full", "micro_f1": 1.234, "macro_f1": 2.345, "example_f1": 3.456, "micro_precision": 4.567,
-            "micro_recall": 5.678, "mean_predicted_labels": 1.5, "empty_sets": 0.0}
-    assert format_label_set_quality(sets) == ("micro-F1 1.23, macro-F1 2.35, example-F1 3.46, precision 4.57, "
-                                              "recall 5.68, 1.50 labels per example")
-    seen = {"labels": "observed", "observed_recall": 75.0, "observed_negative_rate": 12.5,
-            "mean_predicted_labels": 2.25, "empty_sets": 12.345}
-    assert format_label_set_quality(seen) == (f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 12.50% of "
-                                              "observed negatives predicted, 2.25 labels per example, 12.3% empty sets")
-    assert format_label_set_quality({**seen, "observed_negative_rate": None}) == (
-        f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 2.25 labels per example, 12.3% empty sets")
-    assert format_label_set_quality({**seen, "observed_negative_rate": 0.0}).count("observed negatives") == 1
