@@ -325,26 +325,15 @@ def test_evaluate_model_refuses_other_labels(trained, tmp_path):
 
 
 @pytest.mark.parametrize("observed_only", [False, True])
-def test_streamed_evaluation_equals_the_whole_one(tmp_path, monkeypatch, observed_only):
+def test_streamed_evaluation_equals_the_whole_one(trained, monkeypatch, observed_only):
     """``spml evaluate`` on a split too large to hold streams the model's scores in row
     blocks (issue 32): the same mAP, per-label AP and AUC, or observed-label metrics and
     label-set quality."""
-    from spmlkit.config import TrainConfig
-    from spmlkit.data import prepare_bundle
     from spmlkit.practitioner.evaluation import evaluate_model
-    from spmlkit.practitioner.run_folder import run_training
-    from spmlkit.practitioner.saved import load_model
-    from tests.helpers.factories import make_toy_dataset
 
-    ds = make_toy_dataset()
-    if observed_only:  # the user's own observations: val/test without full labels
-        from spmlkit.labels import observe
-
-        for sp in ds.splits.values():
-            sp.Z, sp.Y = observe(sp.Y, "single_positive", seed=1), None
-    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
-    run_training(bundle, TrainConfig(method="an", epochs=2, batch_size=8), tmp_path / "r", log=None)
-    model = load_model(tmp_path / "r" / "model")
+    # the user's own observations (val/test without full labels), or full labels
+    model, bundle = (trained.model_own, trained.own) if observed_only else (trained.model_full, trained.full)
+    assert bundle.has_full_labels is not observed_only
     whole = evaluate_model(model, bundle, "test")
     monkeypatch.setattr("spmlkit.practitioner.evaluation.needs_streaming", lambda *a: True)  # the name evaluate_model calls
     monkeypatch.setattr(type(model), "stream_rows", lambda self, budget_bytes=0: 7)
