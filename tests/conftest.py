@@ -3,6 +3,7 @@ tests that need it skip cleanly when it is absent (override with SPMLKIT_SHARED_
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,15 @@ os.environ.setdefault("SPML_NO_PROGRESS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 SHARED_DATA = Path(os.environ.get("SPMLKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+if "mutmut" in sys.modules:  # under benchmarks/mutation.py (mutmut runs pytest in its own process)
+    # a mutant is killed by the first failing example: shrinking it to a smaller one (tens of
+    # seconds of re-runs per killed mutant on a loaded machine) changes no verdict.  Loaded before the test
+    # modules import their settings (tests/twins/strategies.py), which then inherit it.
+    from hypothesis import Phase, settings
+
+    settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    settings.load_profile("mutation")
 
 
 @pytest.fixture(autouse=True)
