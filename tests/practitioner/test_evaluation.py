@@ -195,10 +195,60 @@ def test_a_streamed_split_without_any_positive_has_no_map_and_says_no_warning(mo
     model = _Logits(np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32), {"rule": "top_k", "k": 1})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "mean of empty slice" on the way
-        ev = evaluation.evaluate_model(model, _Split(4, Y=SparseLabels.from_dense(np.zeros((4, 3), bool))), "test")
+        ev = evaluation.evaluate_model(model, _Split(4, Y=SparseLabels.from_dense(np.zeros((4, 3), bool))))  # test
     assert math.isnan(ev["map"]) and math.isnan(ev["auc_mean"]) and math.isnan(ev["auc_median"])
     assert (ev["n_classes"], ev["n_empty_classes"], ev["n_auc_classes"]) == (0, 3, 0)
     assert ev["ap"] == ev["auc"] == {"a": None, "b": None, "c": None}
+
+def test_the_features_meet_the_model_by_name_reordered_or_refused():
+    """A model that records its input columns meets a bundle's features by name: in the
+    bundle's order when it is the model's (the array itself), reordered when the same
+    columns come in another order, refused in one line naming them when they differ; by
+    position when either side has no names (or the bundle holds images)."""
+    from spmlkit.data.formats.tabular import describe_name_difference
+    from spmlkit.practitioner.evaluation import model_features
+
+    class Features(_Split):
+        def __init__(self, names, kind="features"):
+            super().__init__(4)
+            self.X, self.meta, self.kind, self.asked = np.arange(12.0).reshape(4, 3), {"feature_names": names}, kind, []
+
+        def features(self, split, feature_set=None):
+            self.asked.append((split, feature_set))
+            return self.X
+
+    model = _Logits(np.zeros((4, 3), np.float32), {"rule": "top_k", "k": 1})
+    model.info, model.input = {"feature_set": "mix"}, {"feature_names": ["f2", "f0", "f1"]}
+    b = Features(["f0", "f1", "f2"])
+    assert (model_features(model, b, "val") == b.X[:, [2, 0, 1]]).all() and b.asked == [("val", "mix")]
+    for names, kind in ((["f2", "f0", "f1"], "features"), (None, "features"), ([], "features"),
+                        (["f0", "f1", "f2"], "images")):
+        b = Features(names, kind)
+        assert model_features(model, b, "test") is b.X, (names, kind)
+    for inp in (None, {}, {"feature_names": None}, {"feature_names": []}, "columns"):
+        model.input = inp
+        assert model_features(model, Features(["f0", "f1", "f2"]), "test") is not None
+        assert (model_features(model, Features(["f0", "f1", "f2"]), "test") == np.arange(12.0).reshape(4, 3)).all()
+    model.input = {"feature_names": ["f0", "f1", "g"]}
+    with pytest.raises(SpmlError) as e:
+        model_features(model, Features(["f0", "f1", "f2"]), "test")
+    assert str(e.value) == ("bundle: the bundle's feature columns differ from the model's: "
+                            + describe_name_difference(["f0", "f1", "g"], ["f0", "f1", "f2"], "feature column")
+                            + "; prepare the data with the columns the model was trained on")
+    assert "'g'" in str(e.value) and "'f2'" in str(e.value)
+
+def test_the_tallied_micro_f1_of_a_low_precision_and_recall():
+    """Micro-F1 = 2PR / (P + R) also when P + R < 1 (the floor only guards a zero sum)."""
+    from spmlkit.practitioner.evaluation import SetTally, evaluate_label_sets
+
+    Y = np.array([[1, 1, 0, 0], [0, 0, 0, 0]], dtype=bool)
+    S = np.array([[1, 0, 1, 1], [1, 0, 0, 0]], dtype=bool)  # tp 1, fp 3, fn 1: P = 1/4, R = 1/2
+    t = SetTally(4, observed=False)
+    t.add(S[:1], Y[:1])
+    t.add(S[1:], Y[1:])
+    r = t.result()
+    assert r["micro_f1"] == pytest.approx(100 / 3) and r["micro_precision"] == 25 and r["micro_recall"] == 50
+    assert r == pytest.approx(evaluate_label_sets(S, Y=Y))
 
 def test_observed_only_training_says_so_everywhere(capsys, own):
     d, _ = own
