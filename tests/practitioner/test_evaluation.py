@@ -250,6 +250,37 @@ def test_the_tallied_micro_f1_of_a_low_precision_and_recall():
     assert r["micro_f1"] == pytest.approx(100 / 3) and r["micro_precision"] == 25 and r["micro_recall"] == 50
     assert r == pytest.approx(evaluate_label_sets(S, Y=Y))
 
+def test_evaluate_model_holds_small_splits_whole_and_refuses_in_one_line(monkeypatch):
+    """A split whose scores fit (``needs_streaming`` asked for one member) is scored whole:
+    the model is never asked for row blocks.  Labels in another order, or an empty split,
+    are refused with one line saying what differs and what to do."""
+    import warnings
+
+    from spmlkit.practitioner import evaluation
+    from spmlkit.sparse_labels import SparseLabels
+
+    asked = []
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: asked.append(a) or False)
+    model = _Logits(np.random.default_rng(2).normal(size=(5, 3)).astype(np.float32), {"rule": "top_k", "k": 1})
+    Y = np.eye(3, dtype=bool)[[0, 1, 2, 0, 1]]
+    ev = evaluation.evaluate_model(model, _Split(5, Y=SparseLabels.from_dense(Y)), "test")
+    assert asked == [(1, 5, 3)] and model.budgets == model.asked == [] and ev["n_classes"] == 3
+    other = _Split(5, Y=SparseLabels.from_dense(Y))
+    other.label_names = ["b", "a", "c"]
+    with pytest.raises(SpmlError) as e:
+        evaluation.evaluate_model(model, other, "test")
+    assert str(e.value) == ("bundle: the model's labels differ from the bundle's: the same labels in another order "
+                            "(position 1: 'a' expected, 'b' found)")
+    with pytest.raises(SpmlError) as e:
+        evaluation.evaluate_model(model, _Split(0, Y=SparseLabels.from_dense(Y[:0])), "test")
+    assert str(e.value) == ("bundle has no test split (0 examples); evaluate another --split, or prepare the data "
+                            "with a test split")
+    with pytest.raises(ValueError, match="^evaluate_label_sets needs full labels Y or observations Z$"):
+        evaluation.evaluate_label_sets(Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the F1 means of no row are nan
+        assert evaluation.evaluate_label_sets(Y[:0], Y=Y[:0])["empty_sets"] == 0.0  # no row: none empty, not nan
+
 def test_observed_only_training_says_so_everywhere(capsys, own):
     d, _ = own
     assert run(capsys, "prepare", d / "own.csv", "--observed", "--label-column", "label", "--id-column", "id",
