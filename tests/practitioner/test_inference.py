@@ -921,3 +921,24 @@ def test_empty_top_k_are_integer_indices_and_overrides_reach_the_extractor(tmp_p
     (tmp_path / "x.csv").write_text("site,b,a\nr1,1,10\n")
     got = prediction_input(Named(), tmp_path / "x.csv", id_column="site")
     assert got.ids == ["r1"] and got.X.tolist() == [[10, 1]]
+
+
+def test_an_image_list_is_read_as_images_even_by_a_model_that_records_a_covariate_encoding(tmp_path):
+    """A CSV of image paths (``--path-column``, or an image model's ``path`` column) is a list
+    of images, whatever else the model records: never read as a covariate table, even when
+    its columns happen to be the encoding's covariates."""
+    from spmlkit.practitioner.inference import prediction_input
+
+    _images(tmp_path, ["a.png", "b.png"])
+    (tmp_path / "list.csv").write_text("path,t\na.png,1\nb.png,2\n")
+
+    class Encoding:
+        feature_names = covariates = ["t"]
+
+    class Model:
+        input, info, encoding = {"kind": "images", "backbone": "recorded", "image_size": 32}, {}, Encoding()
+
+    seen = []
+    got = prediction_input(Model(), tmp_path / "list.csv", path_column="path",
+                           extractor=lambda paths, **kw: seen.append(list(paths)) or np.full((len(paths), 3), 7.0))
+    assert [p.rsplit("/", 1)[-1] for p in seen[0]] == ["a.png", "b.png"] and got.X.tolist() == [[7.0] * 3] * 2
