@@ -236,6 +236,11 @@ def test_the_features_meet_the_model_by_name_reordered_or_refused():
                             + describe_name_difference(["f0", "f1", "g"], ["f0", "f1", "f2"], "feature column")
                             + "; prepare the data with the columns the model was trained on")
     assert "'g'" in str(e.value) and "'f2'" in str(e.value)
+    model.input = {"feature_names": ["f0", "f1"]}
+    with pytest.raises(SpmlError) as e:
+        model_features(model, Features(["f0", "f1", "f1"]), "test")
+    assert str(e.value) == ("bundle: the bundle's feature columns differ from the model's: feature columns repeated; "
+                            "prepare the data with the columns the model was trained on")
 
 def test_the_tallied_micro_f1_of_a_low_precision_and_recall():
     """Micro-F1 = 2PR / (P + R) also when P + R < 1 (the floor only guards a zero sum)."""
