@@ -3,7 +3,7 @@ tests that need it skip cleanly when it is absent (override with SPMLKIT_SHARED_
 from __future__ import annotations
 
 import os
-import types
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import REPO
 from tests.helpers.factories import make_presence_only_dataset, make_toy_dataset
+from tests.helpers.trained import trained_models
 
 os.environ.setdefault("SPML_NO_PROGRESS", "1")
 # libgomp's threads spin while waiting for work; on a CPU shared with other processes the
@@ -19,6 +20,15 @@ os.environ.setdefault("SPML_NO_PROGRESS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 SHARED_DATA = Path(os.environ.get("SPMLKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+if "mutmut" in sys.modules:  # under benchmarks/mutation.py (mutmut runs pytest in its own process)
+    # a mutant is killed by the first failing example: shrinking it to a smaller one (tens of
+    # seconds of re-runs per killed mutant on a loaded machine) changes no verdict.  Loaded before the test
+    # modules import their settings (tests/twins/strategies.py), which then inherit it.
+    from hypothesis import Phase, settings
+
+    settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    settings.load_profile("mutation")
 
 
 @pytest.fixture(autouse=True)
@@ -96,27 +106,9 @@ def small_registry(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def trained(tmp_path_factory):
+def trained():
     """A model trained on a toy bundle with full labels, and one on observed labels only
     (the tests of tests/practitioner read them and change nothing, so they are trained once;
-    tests/cli/test_evaluate.py and test_predict.py have a ``trained`` run folder of their own)."""
-    from spmlkit.config import TrainConfig
-    from spmlkit.data import prepare_bundle
-    from spmlkit.data.dataset import MultiLabelDataset, Split
-    from spmlkit.practitioner.run_folder import run_training
-    from spmlkit.practitioner.saved import load_model
-
-    tmp = tmp_path_factory.mktemp("below")
-    full = prepare_bundle(make_toy_dataset(), tmp / "full", log=lambda m: None)
-    run_training(full, TrainConfig(method="an", epochs=2, threads=1), tmp / "run-full", log=lambda m: None)
-    ds = make_toy_dataset(seed=1)
-    rng = np.random.default_rng(0)
-    splits = {}
-    for name, s in ds.splits.items():  # one observed positive per row, no full labels
-        Z = np.zeros(s.Y.shape, dtype=np.int8)
-        Z[np.arange(len(Z)), [rng.choice(np.flatnonzero(y)) for y in s.Y]] = 1
-        splits[name] = Split(X=s.X, Z=Z)
-    own = prepare_bundle(MultiLabelDataset("own", ds.label_names, splits), tmp / "own", log=lambda m: None)
-    run_training(own, TrainConfig(method="an", epochs=2, threads=1), tmp / "run-own", log=lambda m: None)
-    return types.SimpleNamespace(full=full, own=own, model_full=load_model(tmp / "run-full"),
-                                 model_own=load_model(tmp / "run-own"))
+    tests/cli/test_evaluate.py and test_predict.py have a ``trained`` run folder of their own).
+    Cached per process (tests/helpers/trained.py), so mutation testing's forked children share them."""
+    return trained_models()

@@ -1,6 +1,7 @@
 """Model selection without full labels, and nothing downstream pretending to have them."""
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +31,13 @@ def toy(n=300, d=6, L=4, seed=0):
 
 
 @pytest.fixture
-def own(tmp_path):
-    """own.csv (features, one label per row), val_full.csv (full label sets), new.csv."""
+def own(tmp_path, monkeypatch):
+    """own.csv (features, one label per row), val_full.csv (full label sets), new.csv.
+    The runs trained on them draw no curves.png (tests/practitioner/test_report.py checks the
+    figure; a figure per run would be most of these tests' time)."""
+    from spmlkit.practitioner import report
+
+    monkeypatch.setattr(report, "write_curves", lambda rows, path, **kw: Path(path))
     X, Y = toy()
     rng = np.random.default_rng(1)
     feats = [f"f{i}" for i in range(X.shape[1])]
@@ -52,6 +58,233 @@ def own(tmp_path):
             w.writerow([f"ex{i}", *X[i]])
     return tmp_path, Y[240:280]
 
+
+def test_the_printed_lines_give_each_number_with_what_it_was_computed_against():
+    """What ``spml evaluate`` and report.md print, word for word: a full-label mAP (with the
+    classes without positives and how they counted), or the observed-label numbers, each
+    said to be on observed labels only."""
+    from spmlkit.practitioner.evaluation import OBSERVED_NOTE, format_label_set_quality, format_scores
+
+    full = {"labels": "full", "map": 41.2345, "n_empty_classes": 0, "empty_classes": "exclude"}
+    assert format_scores(full) == "mAP 41.23"
+    assert format_scores({**full, "n_empty_classes": 2}) == "mAP 41.23 (2 classes without positives excluded)"
+    assert format_scores({**full, "n_empty_classes": 1, "empty_classes": "zero"}) == \
+        "mAP 41.23 (1 classes without positives counted as 0)"
+    assert format_scores({"labels": "full", "map": 7.0}) == "mAP 7.00"
+    obs = {"labels": "observed", "observed_map": 12.345, "observed_recall@1": 50.0, "n_examples": 9,
+           "observed_recall@3": 66.6666}
+    assert format_scores(obs) == (f"{OBSERVED_NOTE}: observed-positive mAP 12.35, observed_recall@1 50.00, "
+                                  "observed_recall@3 66.67")
+    assert OBSERVED_NOTE == "observed labels only (no full labels): not comparable to a full-label mAP"
+    sets = {"labels": "full", "micro_f1": 1.234, "macro_f1": 2.345, "example_f1": 3.456, "micro_precision": 4.567,
+            "micro_recall": 5.678, "mean_predicted_labels": 1.5, "empty_sets": 0.0}
+    assert format_label_set_quality(sets) == ("micro-F1 1.23, macro-F1 2.35, example-F1 3.46, precision 4.57, "
+                                              "recall 5.68, 1.50 labels per example")
+    seen = {"labels": "observed", "observed_recall": 75.0, "observed_negative_rate": 12.5,
+            "mean_predicted_labels": 2.25, "empty_sets": 12.345}
+    assert format_label_set_quality(seen) == (f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 12.50% of "
+                                              "observed negatives predicted, 2.25 labels per example, 12.3% empty sets")
+    assert format_label_set_quality({**seen, "observed_negative_rate": None}) == (
+        f"{OBSERVED_NOTE}: 75.00% of observed positives predicted, 2.25 labels per example, 12.3% empty sets")
+    assert format_label_set_quality({**seen, "observed_negative_rate": 0.0}).count("observed negatives") == 1
+
+
+# --------------------------------- the streamed evaluation with a stub model (mutation survivors, issue 44)
+class _Logits:
+    """A model of fixed logits that records what the streamed evaluation asks of it."""
+
+    label_names, info, input, takes_images = ["a", "b", "c"], {}, None, False
+
+    def __init__(self, logits, rule):
+        self.logits, self.label_sets, self.budgets, self.asked = logits, dict(rule), [], []
+
+    def stream_rows(self, budget_bytes):
+        self.budgets.append(budget_bytes)
+        return 2
+
+    def iter_decision_function(self, X, batch_rows=None):
+        self.asked.append(batch_rows)
+        step = batch_rows or len(X)
+        for s in range(0, len(X), step):
+            yield s, self.logits[s:s + step]
+
+    def decision_function(self, X):
+        return np.asarray(self.logits, dtype=np.float32)
+
+
+class _Split:
+    """The one split of a bundle that :func:`evaluate_model` reads."""
+
+    kind, path, meta, label_names = "features", "bundle", {}, ["a", "b", "c"]
+
+    def __init__(self, n, *, Y=None, Z=None):
+        self.X, self.Y, self.Z = np.zeros((n, 2)), Y, Z
+
+    def _check_split(self, split):
+        assert split == "test"
+
+    def size(self, split):
+        return len(self.X)
+
+    def features(self, split, feature_set=None):
+        return self.X
+
+    def labels(self, split):
+        return self.Y
+
+    def observations(self, split):
+        return self.Z
+
+    def label_mask(self, split):
+        return None
+
+
+@pytest.mark.parametrize("rule, n, set_rows", [({"rule": "threshold", "threshold": 0.5}, 5, 2),
+                                               ({"rule": "expected_k", "k": 1.5, "per": "batch"}, 5, 5),
+                                               ({"rule": "expected_k", "k": 1.5, "per": "batch"}, 1, 1)])
+def test_the_streamed_evaluation_asks_for_16_mib_blocks_and_a_batch_rules_whole_split(monkeypatch, rule, n,
+                                                                                         set_rows):
+    """Blocks of the rows that 16 MiB of scores hold, every pass in those blocks; the sets of a
+    rule over the whole collection from one piece (of one row, for one row); float64 logits
+    (another model's) are made float32 before a rule is applied to them."""
+    from spmlkit.practitioner import evaluation
+    from spmlkit.practitioner.labelsets import apply_rule_to_logits
+    from spmlkit.sparse_labels import SparseLabels
+
+    logits = np.random.default_rng(n).normal(size=(n, 3))  # float64
+    Z = np.zeros((n, 3), dtype=np.int8)
+    Z[:, 0], Z[n - 1, 2] = 1, -1
+    model = _Logits(logits, rule)
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: True)
+    ev = evaluation.evaluate_model(model, _Split(n, Z=SparseLabels.from_dense(Z)), "test")
+    assert model.budgets == [16 * 2 ** 20]
+    assert model.asked[-1] == set_rows and set(model.asked[:-1]) == {2}
+    S = apply_rule_to_logits(logits.astype(np.float32), rule)
+    assert ev["label_sets"] == pytest.approx(evaluation.evaluate_label_sets(S, Z=Z))
+
+
+@pytest.mark.parametrize("empty", ["exclude", "zero"])
+def test_the_streamed_map_counts_a_class_without_positives_as_told(monkeypatch, empty):
+    from spmlkit.practitioner import evaluation
+    from spmlkit.sparse_labels import SparseLabels
+
+    logits = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    Y = np.zeros((6, 3), dtype=bool)
+    Y[:3, 0] = Y[2:, 1] = True  # no positive of c
+    bundle = _Split(6, Y=SparseLabels.from_dense(Y))
+    whole = evaluation.evaluate_model(_Logits(logits, {"rule": "top_k", "k": 1}), bundle, "test", empty=empty)
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: True)
+    model = _Logits(logits, {"rule": "top_k", "k": 1})
+    streamed = evaluation.evaluate_model(model, bundle, "test", empty=empty)
+    assert set(model.asked) == {2}
+    assert (streamed["n_classes"], streamed["n_empty_classes"]) == ((3, 1) if empty == "zero" else (2, 1))
+    assert streamed["map"] == pytest.approx(whole["map"]) and streamed["empty_classes"] == empty
+    zero = evaluation.evaluate_model(model, bundle, "test", empty="zero")["map"]
+    excluded = evaluation.evaluate_model(model, bundle, "test", empty="exclude")["map"]
+    assert zero == pytest.approx(excluded * 2 / 3)  # the third class's AP counted as 0
+
+
+def test_a_streamed_split_without_any_positive_has_no_map_and_says_no_warning(monkeypatch):
+    import math
+    import warnings
+
+    from spmlkit.practitioner import evaluation
+    from spmlkit.sparse_labels import SparseLabels
+
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: True)
+    model = _Logits(np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32), {"rule": "top_k", "k": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice" on the way
+        ev = evaluation.evaluate_model(model, _Split(4, Y=SparseLabels.from_dense(np.zeros((4, 3), bool))))  # test
+    assert math.isnan(ev["map"]) and math.isnan(ev["auc_mean"]) and math.isnan(ev["auc_median"])
+    assert (ev["n_classes"], ev["n_empty_classes"], ev["n_auc_classes"]) == (0, 3, 0)
+    assert ev["ap"] == ev["auc"] == {"a": None, "b": None, "c": None}
+
+def test_the_features_meet_the_model_by_name_reordered_or_refused():
+    """A model that records its input columns meets a bundle's features by name: in the
+    bundle's order when it is the model's (the array itself), reordered when the same
+    columns come in another order, refused in one line naming them when they differ; by
+    position when either side has no names (or the bundle holds images)."""
+    from spmlkit.data.formats.tabular import describe_name_difference
+    from spmlkit.practitioner.evaluation import model_features
+
+    class Features(_Split):
+        def __init__(self, names, kind="features"):
+            super().__init__(4)
+            self.X, self.meta, self.kind, self.asked = np.arange(12.0).reshape(4, 3), {"feature_names": names}, kind, []
+
+        def features(self, split, feature_set=None):
+            self.asked.append((split, feature_set))
+            return self.X
+
+    model = _Logits(np.zeros((4, 3), np.float32), {"rule": "top_k", "k": 1})
+    model.info, model.input = {"feature_set": "mix"}, {"feature_names": ["f2", "f0", "f1"]}
+    b = Features(["f0", "f1", "f2"])
+    assert (model_features(model, b, "val") == b.X[:, [2, 0, 1]]).all() and b.asked == [("val", "mix")]
+    for names, kind in ((["f2", "f0", "f1"], "features"), (None, "features"), ([], "features"),
+                        (["f0", "f1", "f2"], "images")):
+        b = Features(names, kind)
+        assert model_features(model, b, "test") is b.X, (names, kind)
+    for inp in (None, {}, {"feature_names": None}, {"feature_names": []}, "columns"):
+        model.input = inp
+        assert model_features(model, Features(["f0", "f1", "f2"]), "test") is not None
+        assert (model_features(model, Features(["f0", "f1", "f2"]), "test") == np.arange(12.0).reshape(4, 3)).all()
+    model.input = {"feature_names": ["f0", "f1", "g"]}
+    with pytest.raises(SpmlError) as e:
+        model_features(model, Features(["f0", "f1", "f2"]), "test")
+    assert str(e.value) == ("bundle: the bundle's feature columns differ from the model's: "
+                            + describe_name_difference(["f0", "f1", "g"], ["f0", "f1", "f2"], "feature column")
+                            + "; prepare the data with the columns the model was trained on")
+    assert "'g'" in str(e.value) and "'f2'" in str(e.value)
+    model.input = {"feature_names": ["f0", "f1"]}
+    with pytest.raises(SpmlError) as e:
+        model_features(model, Features(["f0", "f1", "f1"]), "test")
+    assert str(e.value) == ("bundle: the bundle's feature columns differ from the model's: feature columns repeated; "
+                            "prepare the data with the columns the model was trained on")
+
+def test_the_tallied_micro_f1_of_a_low_precision_and_recall():
+    """Micro-F1 = 2PR / (P + R) also when P + R < 1 (the floor only guards a zero sum)."""
+    from spmlkit.practitioner.evaluation import SetTally, evaluate_label_sets
+
+    Y = np.array([[1, 1, 0, 0], [0, 0, 0, 0]], dtype=bool)
+    S = np.array([[1, 0, 1, 1], [1, 0, 0, 0]], dtype=bool)  # tp 1, fp 3, fn 1: P = 1/4, R = 1/2
+    t = SetTally(4, observed=False)
+    t.add(S[:1], Y[:1])
+    t.add(S[1:], Y[1:])
+    r = t.result()
+    assert r["micro_f1"] == pytest.approx(100 / 3) and r["micro_precision"] == 25 and r["micro_recall"] == 50
+    assert r == pytest.approx(evaluate_label_sets(S, Y=Y))
+
+def test_evaluate_model_holds_small_splits_whole_and_refuses_in_one_line(monkeypatch):
+    """A split whose scores fit (``needs_streaming`` asked for one member) is scored whole:
+    the model is never asked for row blocks.  Labels in another order, or an empty split,
+    are refused with one line saying what differs and what to do."""
+    import warnings
+
+    from spmlkit.practitioner import evaluation
+    from spmlkit.sparse_labels import SparseLabels
+
+    asked = []
+    monkeypatch.setattr(evaluation, "needs_streaming", lambda *a: asked.append(a) or False)
+    model = _Logits(np.random.default_rng(2).normal(size=(5, 3)).astype(np.float32), {"rule": "top_k", "k": 1})
+    Y = np.eye(3, dtype=bool)[[0, 1, 2, 0, 1]]
+    ev = evaluation.evaluate_model(model, _Split(5, Y=SparseLabels.from_dense(Y)), "test")
+    assert asked == [(1, 5, 3)] and model.budgets == model.asked == [] and ev["n_classes"] == 3
+    other = _Split(5, Y=SparseLabels.from_dense(Y))
+    other.label_names = ["b", "a", "c"]
+    with pytest.raises(SpmlError) as e:
+        evaluation.evaluate_model(model, other, "test")
+    assert str(e.value) == ("bundle: the model's labels differ from the bundle's: the same labels in another order "
+                            "(position 1: 'a' expected, 'b' found)")
+    with pytest.raises(SpmlError) as e:
+        evaluation.evaluate_model(model, _Split(0, Y=SparseLabels.from_dense(Y[:0])), "test")
+    assert str(e.value) == ("bundle has no test split (0 examples); evaluate another --split, or prepare the data "
+                            "with a test split")
+    with pytest.raises(ValueError, match="^evaluate_label_sets needs full labels Y or observations Z$"):
+        evaluation.evaluate_label_sets(Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the F1 means of no row are nan
+        assert evaluation.evaluate_label_sets(Y[:0], Y=Y[:0])["empty_sets"] == 0.0  # no row: none empty, not nan
 
 def test_observed_only_training_says_so_everywhere(capsys, own):
     d, _ = own
@@ -178,26 +411,15 @@ def test_evaluate_model_refuses_other_labels(trained, tmp_path):
 
 
 @pytest.mark.parametrize("observed_only", [False, True])
-def test_streamed_evaluation_equals_the_whole_one(tmp_path, monkeypatch, observed_only):
+def test_streamed_evaluation_equals_the_whole_one(trained, monkeypatch, observed_only):
     """``spml evaluate`` on a split too large to hold streams the model's scores in row
     blocks (issue 32): the same mAP, per-label AP and AUC, or observed-label metrics and
     label-set quality."""
-    from spmlkit.config import TrainConfig
-    from spmlkit.data import prepare_bundle
     from spmlkit.practitioner.evaluation import evaluate_model
-    from spmlkit.practitioner.run_folder import run_training
-    from spmlkit.practitioner.saved import load_model
-    from tests.helpers.factories import make_toy_dataset
 
-    ds = make_toy_dataset()
-    if observed_only:  # the user's own observations: val/test without full labels
-        from spmlkit.labels import observe
-
-        for sp in ds.splits.values():
-            sp.Z, sp.Y = observe(sp.Y, "single_positive", seed=1), None
-    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
-    run_training(bundle, TrainConfig(method="an", epochs=2, batch_size=8), tmp_path / "r", log=None)
-    model = load_model(tmp_path / "r" / "model")
+    # the user's own observations (val/test without full labels), or full labels
+    model, bundle = (trained.model_own, trained.own) if observed_only else (trained.model_full, trained.full)
+    assert bundle.has_full_labels is not observed_only
     whole = evaluate_model(model, bundle, "test")
     monkeypatch.setattr("spmlkit.practitioner.evaluation.needs_streaming", lambda *a: True)  # the name evaluate_model calls
     monkeypatch.setattr(type(model), "stream_rows", lambda self, budget_bytes=0: 7)

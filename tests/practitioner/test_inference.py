@@ -768,7 +768,8 @@ def test_predict_to_file_says_what_it_wrote_and_shows_progress_on_large_outputs(
 
 @pytest.mark.parametrize("over", [dict(rule="threshold", threshold=0.6), dict(rule="top_k", k=2),
                                   dict(rule="threshold", threshold=0.99, min_labels=1), dict(k=2),
-                                  dict(threshold=0.3, rule="threshold"), dict(rule="threshold", threshold=0.9)])
+                                  dict(threshold=0.3, rule="threshold"), dict(rule="threshold", threshold=0.9),
+                                  dict(rule="expected_k", k=3)])  # (sets of 3 labels: plausible for k = 3, not 1.2)
 def test_streamed_label_sets_apply_every_override_and_count_sets_over_all_chunks(tmp_path, monkeypatch, over):
     from spmlkit.practitioner import inference
     from spmlkit.practitioner.inference import PredictionInput, predict_to_file, rule_warning_k, used_rule
@@ -789,6 +790,29 @@ def test_streamed_label_sets_apply_every_override_and_count_sets_over_all_chunks
                               f"{describe_rule(used['rule'], used)}; {mean:.2f} labels per example)",
                    "warning": label_set_stats_warning(mean, empty, rule_warning_k(m, used, over.get("k"))),
                    "used": used}
+
+
+@pytest.mark.parametrize("over", [dict(rule="threshold"), dict(rule="expected_k", k=1.2), dict(rule="top_k", k=1)])
+def test_an_asked_rule_keeps_only_k_thresholds_and_min_labels_of_the_stored_one(tmp_path, over):
+    """A rule asked for (``--threshold-rule``) takes from the model's stored rule only its ``k``,
+    ``thresholds`` and ``min_labels``: a ``threshold`` or ``per`` stored beside another rule (a
+    model.json written by hand or by another version) does not leak into it.  Streamed sets
+    equal the dense ones of :meth:`SavedModel.label_sets_from_proba` and the plain rule's."""
+    from scipy.special import expit
+
+    from spmlkit.practitioner.inference import PredictionInput, predict_to_file
+    from spmlkit.practitioner.labelsets import format_label_sets, label_sets
+    from spmlkit.practitioner.saved import SavedModel
+
+    X = np.random.default_rng(3).normal(size=(9, 2)) * 2
+    m = _Scorer({"rule": "per_label", "thresholds": [0.2, 0.7, 0.4], "threshold": 0.97, "per": "batch"})
+    P = expit(np.concatenate([b for _, b in m.iter_decision_function(X, 9)]).astype(np.float64))
+    dense = SavedModel.label_sets_from_proba(m, P, **over)
+    assert (dense == label_sets(P, **over)).all()  # the plain rule: 0.5, per example
+    predict_to_file(m, PredictionInput(X, [f"r{i}" for i in range(9)]), tmp_path / "s.csv", kind="labels", rows=4,
+                    **over)
+    got = [ln.split(",")[1] for ln in (tmp_path / "s.csv").read_text().splitlines()[1:]]
+    assert got == format_label_sets(dense, m.label_names) and 0 < dense.sum() < dense.size
 
 
 def test_streamed_top_k_keeps_places_and_progress(tmp_path, monkeypatch):
@@ -897,3 +921,24 @@ def test_empty_top_k_are_integer_indices_and_overrides_reach_the_extractor(tmp_p
     (tmp_path / "x.csv").write_text("site,b,a\nr1,1,10\n")
     got = prediction_input(Named(), tmp_path / "x.csv", id_column="site")
     assert got.ids == ["r1"] and got.X.tolist() == [[10, 1]]
+
+
+def test_an_image_list_is_read_as_images_even_by_a_model_that_records_a_covariate_encoding(tmp_path):
+    """A CSV of image paths (``--path-column``, or an image model's ``path`` column) is a list
+    of images, whatever else the model records: never read as a covariate table, even when
+    its columns happen to be the encoding's covariates."""
+    from spmlkit.practitioner.inference import prediction_input
+
+    _images(tmp_path, ["a.png", "b.png"])
+    (tmp_path / "list.csv").write_text("path,t\na.png,1\nb.png,2\n")
+
+    class Encoding:
+        feature_names = covariates = ["t"]
+
+    class Model:
+        input, info, encoding = {"kind": "images", "backbone": "recorded", "image_size": 32}, {}, Encoding()
+
+    seen = []
+    got = prediction_input(Model(), tmp_path / "list.csv", path_column="path",
+                           extractor=lambda paths, **kw: seen.append(list(paths)) or np.full((len(paths), 3), 7.0))
+    assert [p.rsplit("/", 1)[-1] for p in seen[0]] == ["a.png", "b.png"] and got.X.tolist() == [[7.0] * 3] * 2
