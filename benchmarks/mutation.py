@@ -81,9 +81,8 @@ MODULES: dict[str, list[str]] = {
     "io.py": ["tests/test_io.py"],
     # every file write goes through it (issue 33); the file-system fuzzer (tests/safety/test_fs_fuzzer.py)
     # drives whole commands and would cost ~20 s a mutant: left out, its cases are unit tests here
-    # (since issue 48 a package, src/spmlkit/ownership/, tested in tests/ownership/: this row stays stale, its
-    # survivors' lines named under the old module, until the package is measured again)
-    "ownership.py": ["tests/ownership"],
+    # (a package since issue 48, measured as a whole like losses/; formerly the module ownership.py)
+    "ownership/": ["tests/ownership"],
     "training/recipe.py": ["tests/training/test_recipe.py"],
     "data/formats/presence_only.py": ["tests/data/formats/test_presence_only.py"],
     # the bundle's readers and writer; test_memory reads bundles into memory (selection observations)
@@ -108,6 +107,10 @@ MODULES: dict[str, list[str]] = {
     # mutmut's copy of them does not have)
     "data/formats/occurrences.py": ["tests/data/formats/test_occurrences.py", "tests/cli/test_clean.py"],
 }
+
+#: keys a module was measured under before it moved (a module that became a package): a measurement
+#: stored under the old key is read as the new key's, so the report shows one row per module
+FORMER_KEYS = {"ownership.py": "ownership/"}
 
 #: decorators left on their function (mutmut then leaves it unmutated, or handles it itself)
 KEEP_DECORATORS = {"staticmethod", "classmethod", "property", "cached_property", "lru_cache", "cache",
@@ -149,17 +152,33 @@ def killed_since(key: str, diff: str, mutant: str | None = None, planted: dict |
 
 
 # ----------------------------------------------------------------------------- helpers
+def _package_of(key: str) -> str | None:
+    """The package key (``losses/``, ``ownership/``) a file key such as ``losses/focal.py`` is in."""
+    return next((k for k in MODULES if k.endswith("/") and key.startswith(k) and key.endswith(".py")), None)
+
+
 def module_key(arg: str) -> str:
     arg = arg.strip().removeprefix("src/spmlkit/")
-    if arg in MODULES:
-        return arg
-    if arg.startswith("losses/") and arg.endswith(".py"):
-        return arg  # one loss file: the loss tests
-    raise SystemExit(f"mutation.py: unknown module {arg!r}; known: {', '.join(MODULES)} (or losses/<file>.py)")
+    arg = FORMER_KEYS.get(arg, arg)
+    if arg in MODULES or _package_of(arg):
+        return arg  # one file of a package: the package's tests
+    packages = ", ".join(f"{k}<file>.py" for k in MODULES if k.endswith("/"))
+    raise SystemExit(f"mutation.py: unknown module {arg!r}; known: {', '.join(MODULES)} (or {packages})")
 
 
 def tests_for(key: str) -> list[str]:
-    return [t for t in (MODULES.get(key) or LOSS_TESTS) if (REPO / t).exists()]
+    return [t for t in MODULES.get(key, MODULES.get(_package_of(key) or "", [])) if (REPO / t).exists()]
+
+
+def migrate(modules: dict) -> dict:
+    """The stored measurements with each former key (:data:`FORMER_KEYS`) read as its new key;
+    a measurement under the new key replaces the one under the old."""
+    out = dict(modules)
+    for old, new in FORMER_KEYS.items():
+        if old in out:
+            m = out.pop(old)
+            out.setdefault(new, {**m, "module": new})
+    return out
 
 
 def mutate_pattern(key: str) -> str:
@@ -683,6 +702,7 @@ def main(argv=None) -> int:
         ap.error("give --module MODULE (repeatable), --all or --render")
     store = args.out.with_suffix(".json")
     data = json.loads(store.read_text()) if store.exists() else {"modules": {}}
+    data["modules"] = migrate(data.get("modules", {}))
     command = "python benchmarks/mutation.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     def log(msg):
@@ -702,6 +722,7 @@ def main(argv=None) -> int:
             t0 = time.time()
             found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"))
             data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
+            data["modules"] = migrate(data.get("modules", {}))
             data["modules"][key]["killed_since"] = found
             log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
             store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -713,7 +734,7 @@ def main(argv=None) -> int:
         res = measure(key, args.budget, args.max_children, args.keep_work, log, from_work=args.from_work)
         measured[key] = res
         if store.exists():  # another run may have written other modules meanwhile: keep them
-            data["modules"] = {**json.loads(store.read_text()).get("modules", {}), **measured}
+            data["modules"] = {**migrate(json.loads(store.read_text()).get("modules", {})), **measured}
         data["modules"][key] = res
         log(f"{key}: {sum(res['counts'].values())} mutants, score {fmt_score(res['score'])}, "
             f"{len(res['survivors'])} survivors, {time.time() - t0:.0f} s")
