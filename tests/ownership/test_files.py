@@ -219,3 +219,22 @@ def test_a_folder_swapped_for_a_link_during_the_write_is_never_written_through(t
     assert sorted(os.listdir(user)) == ["notes.txt"]
     moved = tmp_path / "moved" / "p.csv"
     assert moved.read_text() == "new\n" and _files.written_by_spmlkit(moved)
+
+
+def test_a_record_that_cannot_be_written_is_named_by_its_full_path(tmp_path, monkeypatch):
+    import errno
+
+    p = tmp_path / "p.csv"
+    p.write_text("a\n")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    dfd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError) as e:
+            _files._write_record(dfd, str(p), "p.csv", os.lstat(p))
+    finally:
+        os.close(dfd)
+    assert (e.value.errno, e.value.filename) == (errno.ENOSPC, str(tmp_path / ".p.csv.spml-file"))
+    assert os.listdir(tmp_path) == ["p.csv"]
