@@ -302,3 +302,20 @@ def test_the_file_size_signal_is_ignored_while_building_and_only_in_the_main_thr
     t.start()
     t.join()
     assert seen == [before]
+
+
+def test_things_named_like_a_build_folder_without_an_owner_file_are_skipped_unopened(tmp_path, monkeypatch):
+    """A file named like a build folder, and a build folder whose owner file is a named pipe
+    (opening it would wait for a writer), are left alone: never opened, never removed."""
+    (tmp_path / ".B.abcd1234").write_text("the user's file")
+    pipe_folder = tmp_path / ".B.efgh5678"
+    pipe_folder.mkdir()
+    os.mkfifo(pipe_folder / ownership.BUILD_OWNER)
+
+    def opened():
+        raise AssertionError("the named pipe was opened")
+    _before_open(monkeypatch, pipe_folder / ownership.BUILD_OWNER, opened)
+    with ownership.build(tmp_path / "B", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert sorted(os.listdir(tmp_path)) == [".B.abcd1234", ".B.efgh5678", "B"]
+    assert os.listdir(pipe_folder) == [ownership.BUILD_OWNER]
