@@ -1308,3 +1308,16 @@ def test_observed_data_without_any_positive_is_refused_at_prepare(tmp_path):
     with pytest.raises(DataFormatError, match="no observed positive in the training data"):
         prepare_bundle(ds, tmp_path / "b")
     assert not (tmp_path / "b").exists()
+
+
+def test_the_source_of_the_features_is_recorded_in_the_bundle(tmp_path):
+    """``feature_source`` (features extracted by a backbone) is kept in meta.json, where the
+    recipes read it (training/recipe.py), and left out when the data has its own features."""
+    rng = np.random.default_rng(0)
+    Y = rng.random((20, 2)) < 0.5
+    Y[~Y.any(1), 0] = True
+    ds = MultiLabelDataset("sites", ["a", "b"], {"train": Split(X=rng.normal(size=(20, 3)), Y=Y)},
+                           feature_source="resnet50")
+    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    assert b.meta["feature_source"] == "resnet50"
+    assert json.loads((tmp_path / "b" / "meta.json").read_text())["feature_source"] == "resnet50"
