@@ -466,3 +466,16 @@ def test_a_folder_whose_manifest_was_deleted_is_not_cleared(tmp_path):
     assert str(e.value) == (f"refusing --overwrite: {out} has spmlkit's marker but its list of what spmlkit wrote there "
                             f"({ownership.MANIFEST}) is missing, so nothing in it is known to be spmlkit's; spmlkit "
                             "removes only what that list names — move your files out (or choose another -o)")
+
+
+def test_an_entry_gone_before_its_removal_counts_as_removed_and_another_one_is_kept(tmp_path):
+    from spmlkit.ownership import removal
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    root = ownership._ROOTS[str(out)]
+    st = os.lstat(out / "a.txt")
+    os.rename(out / "a.txt", tmp_path / "a.old")  # (kept: its inode number is not reused)
+    assert removal._remove_checked(root, "a.txt", st) is True  # nothing left there
+    (out / "a.txt").write_text("someone else's")
+    assert removal._remove_checked(root, "a.txt", st) is False and (out / "a.txt").exists()

@@ -7,6 +7,7 @@ anyone else's); only what the manifest lists is removed; an output is never an i
 command through the same rule."""
 
 import os
+import stat
 
 import pytest
 
@@ -115,3 +116,17 @@ def test_a_nested_folder_replaced_by_the_users_is_refused_as_foreign(tmp_path):
     (out / "voc" / "mine.txt").write_text("the user's")
     with pytest.raises(ConfigError, match="voc: this folder was not written by spmlkit"):
         ownership.write_text(out / "voc" / "x.txt", "x")
+
+
+def test_lstat_at_never_follows_a_link(tmp_path):
+    from spmlkit.ownership.walks import lstat_at
+
+    (tmp_path / "f").write_text("x")
+    os.symlink(tmp_path / "f", tmp_path / "to-f")
+    os.symlink(tmp_path / "gone", tmp_path / "dangling")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert stat.S_ISLNK(lstat_at(fd, "to-f").st_mode) and stat.S_ISLNK(lstat_at(fd, "dangling").st_mode)
+        assert stat.S_ISREG(lstat_at(fd, "f").st_mode) and lstat_at(fd, "missing") is None
+    finally:
+        os.close(fd)
