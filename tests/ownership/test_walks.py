@@ -130,3 +130,24 @@ def test_lstat_at_never_follows_a_link(tmp_path):
         assert stat.S_ISREG(lstat_at(fd, "f").st_mode) and lstat_at(fd, "missing") is None
     finally:
         os.close(fd)
+
+
+def test_open_parent_refuses_a_root_replaced_or_a_folder_changed_into_a_link(tmp_path, user):
+    from spmlkit.ownership.walks import open_parent
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "sub" / "a.txt", "a")
+    root = ownership._ROOTS[str(out)]
+    os.close(open_parent(root, "sub/a.txt"))
+    (out / "sub").rename(tmp_path / "sub-moved")
+    os.symlink(user, out / "sub")
+    with pytest.raises(ConfigError) as e:
+        open_parent(root, "sub/a.txt")
+    assert str(e.value) == (f"{out / 'sub'} changed into a link or a file while spmlkit wrote in it; nothing was "
+                            "written there")
+    out.rename(tmp_path / "r-moved")
+    out.mkdir()
+    with pytest.raises(ConfigError) as e:
+        open_parent(root, "a.txt")
+    assert str(e.value) == (f"{out} was removed or replaced by someone else while spmlkit was using it; nothing more "
+                            "is written there")
