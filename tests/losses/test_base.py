@@ -94,8 +94,8 @@ def test_hyperparameters_are_checked_by_the_constraints_of_the_registration():
 
     name = "test-base-checked"
 
-    @register_loss(name, constraints={"rate": [Interval(float, 0, 1)]})
-    def checked(logits, observed, *, scale: float = 2.0, rate: float = 0.5):
+    @register_loss(name, inputs=("targets",), constraints={"rate": [Interval(float, 0, 1)]})
+    def checked(logits, observed, *, targets=None, scale: float = 2.0, rate: float = 0.5):
         return scale * rate * logits
 
     try:
@@ -105,6 +105,8 @@ def test_hyperparameters_are_checked_by_the_constraints_of_the_registration():
             spec.check_params({"scale": "big"})
         with pytest.raises(ConfigError, match="loss 'test-base-checked': rate"):
             spec.check_params({"rate": 2.0})
+        with pytest.raises(ConfigError, match=r"has no hyper-parameter\(s\) \['targets'\]"):  # an input, not one
+            spec.check_params({"targets": 1.0})
     finally:
         LOSSES.remove(name)
     bare = LossSpec("bare", lambda s, z, *, cap=2.0: s, {"cap": 2.0}, ())
