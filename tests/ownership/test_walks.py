@@ -151,3 +151,19 @@ def test_open_parent_refuses_a_root_replaced_or_a_folder_changed_into_a_link(tmp
         open_parent(root, "a.txt")
     assert str(e.value) == (f"{out} was removed or replaced by someone else while spmlkit was using it; nothing more "
                             "is written there")
+
+
+def test_open_parent_refuses_a_folder_in_place_of_spmlkits_even_listed_under_another_type(tmp_path):
+    from spmlkit.ownership.walks import open_parent
+    from tests.helpers.ownership_fs import _list_by_hand
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "sub" / "a.txt", "a")
+    root = ownership._ROOTS[str(out)]
+    (out / "sub").rename(tmp_path / "sub-moved")
+    (out / "sub").mkdir()  # someone else's folder in its place
+    _list_by_hand(out, "f", "sub", out / "sub")  # its inode listed, but as a file
+    with pytest.raises(ConfigError) as e:
+        open_parent(root, "sub/a.txt")
+    assert str(e.value).startswith(f"{out / 'sub'}: this folder was not written by spmlkit (it is not listed in ")
+    assert str(e.value).endswith("); refusing to replace it — move it away or choose another -o")
