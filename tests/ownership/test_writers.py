@@ -779,3 +779,72 @@ def test_a_rename_refuses_a_source_replaced_after_its_check(tmp_path, monkeypatc
     assert str(e.value).startswith(f"{out / 'a.txt'}: this file was not written by spmlkit (it is not listed in ")
     assert sorted(os.listdir(out)) == sorted(["a.txt", ownership.MARKER, ownership.MANIFEST])
     assert (out / "a.txt").read_text() == "someone else's\n"
+
+
+def test_a_link_or_another_file_appearing_between_the_checks_and_the_write_is_refused(tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    with monkeypatch.context() as mp:  # a link swapped in after target()'s check, before the write's own
+        _after(mp, own_writers, "target", _to_link(out / "a.txt", user / "notes.txt"))
+        with pytest.raises(ConfigError) as e:
+            ownership.write_text(out / "a.txt", "b")
+    assert str(e.value) == (f"{out / 'a.txt'} is a symbolic link (to {user / 'notes.txt'}) inside a folder spmlkit "
+                            "wrote; spmlkit never writes through links — remove the link or choose another -o")
+    assert (user / "notes.txt").read_text() == "mine\n"
+    ownership.append_jsonl(out / "m.jsonl", {"i": 1})
+
+    def replace():
+        os.rename(out / "m.jsonl", tmp_path / "m.old")  # (kept: its inode number is not reused)
+        (out / "m.jsonl").write_text("someone else's\n")
+    with monkeypatch.context() as mp:
+        _before_open(mp, out / "m.jsonl", replace, when=lambda flags: flags & os.O_APPEND)
+        with pytest.raises(ConfigError) as e:
+            ownership.append_jsonl(out / "m.jsonl", {"i": 2})
+    assert str(e.value) == f"{out / 'm.jsonl'} was replaced while spmlkit appended to it; nothing was written"
+    assert (out / "m.jsonl").read_text() == "someone else's\n"
+    ownership.append_jsonl(out / "n.jsonl", {"i": 1})
+    with monkeypatch.context() as mp:  # another name made for it between the check and the open
+        _before_open(mp, out / "n.jsonl", lambda: os.link(out / "n.jsonl", tmp_path / "n-other"),
+                     when=lambda flags: flags & os.O_APPEND)
+        with pytest.raises(ConfigError, match="was replaced while spmlkit appended to it"):
+            ownership.append_jsonl(out / "n.jsonl", {"i": 2})
+    assert (tmp_path / "n-other").read_text() == '{"i": 1}\n'
+
+
+@pytest.mark.parametrize("exc", [OSError(28, "No space left on device"), OSError("the disk went away")])
+def test_a_failed_append_names_the_file(tmp_path, monkeypatch, exc):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "m.jsonl", {"i": 1})
+
+    def fail(fd, data):
+        raise exc
+    monkeypatch.setattr(os, "write", fail)
+    with pytest.raises(OSError) as e:
+        ownership.append_jsonl(out / "m.jsonl", {"i": 2})
+    assert (e.value.errno, e.value.strerror, e.value.filename) == (
+        exc.errno, exc.strerror or str(exc), str(out / "m.jsonl"))
+
+
+def test_a_memmap_for_change_of_a_file_with_two_names_is_refused_and_a_write_never_follows_a_swapped_folder(
+        tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    np.save(ownership.new_file(out / "x.npy"), np.zeros(3, np.float32))
+    os.link(out / "x.npy", tmp_path / "other-name")
+    with pytest.raises(ConfigError) as e:
+        ownership.open_memmap(out / "x.npy", mode="r+")
+    assert str(e.value).startswith(f"{out / 'x.npy'} has 2 names (hard links); spmlkit never modifies a file shared")
+    sub = out / "s"
+    ownership.write_text(sub / "a.txt", "a")
+    with monkeypatch.context() as mp:  # the folder swapped for a link after the write's own check
+        _after(mp, own_writers, "_check_at", _swap_folder(sub, user))
+        ownership.write_text(sub / "a.txt", "b")
+    assert sorted(os.listdir(user)) == ["notes.txt"] and (out / "s-moved" / "a.txt").read_text() == "b"
+
+
+def test_a_new_file_where_one_exists_is_refused_naming_it(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.new_file(out / "a b" / "c d.txt")
+    with pytest.raises(ConfigError) as e:
+        ownership.new_file(out / "a b" / "c d.txt")
+    assert str(e.value) == (f"{out / 'a b' / 'c d.txt'} exists already; spmlkit writes a new file there and never "
+                            "reuses one")
