@@ -319,3 +319,11 @@ def test_things_named_like_a_build_folder_without_an_owner_file_are_skipped_unop
         ownership.write_text(tmp / "meta.json", "{}")
     assert sorted(os.listdir(tmp_path)) == [".B.abcd1234", ".B.efgh5678", "B"]
     assert os.listdir(pipe_folder) == [ownership.BUILD_OWNER]
+
+
+def test_a_build_leaves_no_descriptor_open(tmp_path):
+    """The owner file is held open (locked) while building, and closed after."""
+    before = sorted(os.listdir("/proc/self/fd"))
+    with ownership.build(tmp_path / "B", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert sorted(os.listdir("/proc/self/fd")) == before
