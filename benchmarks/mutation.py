@@ -518,11 +518,23 @@ def plant_source(source: str, mutant: str, diff: str) -> str | None:
     return None
 
 
-def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
+def _mirror_test(key: str, file: str) -> str | None:
+    """The test file that mirrors a package's module (``spmlkit/ownership/files.py`` ->
+    ``tests/ownership/test_files.py``) when it is among the covering tests, else None."""
+    if not key.endswith("/"):
+        return None
+    mirror = f"tests/{key}test_{Path(file).stem}.py"
+    covered = any(mirror == t or mirror.startswith(t.rstrip("/") + "/") for t in tests_for(key))
+    return mirror if covered and (REPO / mirror).is_file() else None
+
+
+def plant(key: str, data: dict, log, budget: float = float("inf"), shard: tuple[int, int] = (1, 1)) -> dict:
     """Plant each survivor of ``key``'s last measurement that is not listed as equivalent,
     one at a time, in a temporary copy of the repository (the working tree is never
-    written), run the covering tests there (``-x``) and record the first test that fails:
-    ``{mutant: {"test", "commit", "date"}}`` for the killed ones."""
+    written), run the covering tests there (``-x``; for a package, the test file that
+    mirrors the mutated module first, the others only when it passes) and record the first
+    test that fails: ``{mutant: {"test", "commit", "date"}}`` for the killed ones.
+    ``shard`` ``(k, n)``: only every n-th of those survivors, from the k-th (to run in parallel)."""
     mod = data["modules"][key]
     commit = git("rev-parse", "--short", "HEAD")
     dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
@@ -535,9 +547,8 @@ def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
         shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SPML_NO_PROGRESS": "1"}
         t0 = time.time()
-        for s in mod["survivors"]:
-            if reason_for(key, s["diff"]):
-                continue
+        todo = [s for s in mod["survivors"] if not reason_for(key, s["diff"])]
+        for s in todo[shard[0] - 1::shard[1]]:
             if time.time() - t0 > budget:
                 log(f"  time budget {budget:.0f} s spent: the other survivors are not planted")
                 break
@@ -549,11 +560,15 @@ def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
                 continue
             path.write_text(planted, encoding="utf-8")
             try:
-                r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                                    *tests_for(key)], cwd=work, capture_output=True, text=True, timeout=600, env=env)
-                failed = [ln[len("FAILED "):].split(" - ")[0].split("[")[0] for ln in r.stdout.splitlines()
-                          if ln.startswith(("FAILED ", "ERROR "))]
-                verdict = failed[0] if failed else ("survives" if r.returncode == 0 else f"exit {r.returncode}")
+                mirror = _mirror_test(key, s["file"])
+                for tests in ([mirror], tests_for(key)) if mirror else (tests_for(key),):
+                    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                                       cwd=work, capture_output=True, text=True, timeout=600, env=env)
+                    failed = [ln[len("FAILED "):].split(" - ")[0].split("[")[0] for ln in r.stdout.splitlines()
+                              if ln.startswith(("FAILED ", "ERROR "))]
+                    verdict = failed[0] if failed else ("survives" if r.returncode == 0 else f"exit {r.returncode}")
+                    if verdict != "survives":
+                        break
             except subprocess.TimeoutExpired:
                 verdict = "timeout"
             finally:
@@ -695,6 +710,9 @@ def main(argv=None) -> int:
                     "measurement that is not listed as equivalent, one at a time, in a temporary copy of the "
                     "repository, run the covering tests and record the test that kills it (killed since the "
                     "measurement)")
+    ap.add_argument("--shard", type=lambda v: tuple(int(x) for x in v.split("/")), default=(1, 1), metavar="K/N",
+                    help="with --plant: only every N-th survivor, from the K-th (N runs in parallel, each K once; "
+                         "their findings are merged)")
     ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     args = ap.parse_args(argv)
     keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
@@ -720,9 +738,12 @@ def main(argv=None) -> int:
             if key not in data["modules"]:
                 raise SystemExit(f"mutation.py: {key} has no measurement to plant from")
             t0 = time.time()
-            found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"))
+            found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"),
+                          shard=args.shard)
             data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
             data["modules"] = migrate(data.get("modules", {}))
+            if args.shard != (1, 1):  # one of parallel shards: keep what the others found
+                found = {**(data["modules"][key].get("killed_since") or {}), **found}
             data["modules"][key]["killed_since"] = found
             log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
             store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

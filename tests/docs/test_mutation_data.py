@@ -86,3 +86,9 @@ def test_a_package_is_measured_under_its_folder_key_and_its_former_key_is_read_a
     assert mutation.migrate({"ownership.py": old}) == {"ownership/": {**old, "module": "ownership/"}}
     new = {"module": "ownership/", "commit": "abc1234"}
     assert mutation.migrate({"ownership.py": old, "ownership/": new}) == {"ownership/": new}
+
+
+def test_a_package_survivor_is_planted_against_its_mirroring_test_file_first(mutation):
+    assert mutation._mirror_test("ownership/", "spmlkit/ownership/files.py") == "tests/ownership/test_files.py"
+    assert mutation._mirror_test("ownership/", "spmlkit/ownership/nowhere.py") is None  # no such test file
+    assert mutation._mirror_test("io.py", "spmlkit/io.py") is None  # a single module: its covering tests only
