@@ -30,6 +30,7 @@ commit, date and wall time it was measured at::
     python benchmarks/mutation.py --all
     python benchmarks/mutation.py --render      # re-write mutation.md from mutation.json
     python benchmarks/mutation.py --module io.py --plant   # which survivors the tests kill now
+    python benchmarks/mutation.py --module ownership/ --plant --shard 1/3   # (and 2/3, 3/3 beside it)
 
 ``mutation.md`` marks a row **stale** when its module changed after the commit it was
 measured at (``git log``, or uncommitted changes), and its header lists the stale rows:
@@ -40,7 +41,10 @@ equivalent survivors, the survivors killed since) are data, in
 ``--plant`` plants each survivor of a module's last measurement that is not listed as
 equivalent, one at a time, in a temporary copy of the repository, runs the covering tests
 and records the first test that fails ("killed since" the measurement, with the commit and
-date); a re-measurement of the module replaces them.
+date); a re-measurement of the module replaces them.  For a package the test file that
+mirrors the mutated module (``tests/ownership/test_files.py`` for ``ownership/files.py``) runs
+first, the other covering tests only when it passes; ``--shard K/N`` plants every N-th
+survivor (N processes side by side, their findings merged).
 
 Heavy (minutes to an hour per module on 2 cores): not part of CI.  Run it under
 ``flock /tmp/spml-heavy.lock`` on a shared machine.
