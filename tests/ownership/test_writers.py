@@ -848,3 +848,11 @@ def test_a_new_file_where_one_exists_is_refused_naming_it(tmp_path):
         ownership.new_file(out / "a b" / "c d.txt")
     assert str(e.value) == (f"{out / 'a b' / 'c d.txt'} exists already; spmlkit writes a new file there and never "
                             "reuses one")
+
+
+def test_new_files_two_folders_down_are_made_where_asked(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    p = ownership.new_file(out / "a" / "b" / "c.txt")
+    ownership.touch(out / "a" / "b" / "d.txt")
+    assert sorted(os.listdir(out / "a" / "b")) == ["c.txt", "d.txt"] and p.read_text() == ""
+    assert sorted(os.listdir(out / "a")) == ["b"]
