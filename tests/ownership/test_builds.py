@@ -287,21 +287,24 @@ def test_the_file_size_signal_is_ignored_while_building_and_only_in_the_main_thr
     import signal
     import threading
 
-    before = signal.getsignal(signal.SIGXFSZ)
-    with ownership.build(tmp_path / "B", "tbuild") as tmp:  # a size limit reached: EFBIG, not a killed process
-        assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN
-        ownership.write_text(tmp / "meta.json", "{}")
-    assert signal.getsignal(signal.SIGXFSZ) == before
-    seen = []
+    before = signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # (CPython starts with it ignored: make it kill)
+    try:
+        with ownership.build(tmp_path / "B", "tbuild") as tmp:  # a size limit reached: EFBIG, not a killed process
+            assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN
+            ownership.write_text(tmp / "meta.json", "{}")
+        assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_DFL
+        seen = []
 
-    def other():
-        restore = own_builds._file_size_errors()
-        seen.append(signal.getsignal(signal.SIGXFSZ))
-        restore()
-    t = threading.Thread(target=other)
-    t.start()
-    t.join()
-    assert seen == [before]
+        def other():
+            restore = own_builds._file_size_errors()
+            seen.append(signal.getsignal(signal.SIGXFSZ))
+            restore()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen == [signal.SIG_DFL]
+    finally:
+        signal.signal(signal.SIGXFSZ, before)
 
 
 def test_things_named_like_a_build_folder_without_an_owner_file_are_skipped_unopened(tmp_path, monkeypatch):
