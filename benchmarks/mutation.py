@@ -532,13 +532,15 @@ def _mirror_test(key: str, file: str) -> str | None:
     return mirror if covered and (REPO / mirror).is_file() else None
 
 
-def plant(key: str, data: dict, log, budget: float = float("inf"), shard: tuple[int, int] = (1, 1)) -> dict:
+def plant(key: str, data: dict, log, budget: float = float("inf"), shard: tuple[int, int] = (1, 1),
+          only: set | None = None) -> dict:
     """Plant each survivor of ``key``'s last measurement that is not listed as equivalent,
     one at a time, in a temporary copy of the repository (the working tree is never
     written), run the covering tests there (``-x``; for a package, the test file that
     mirrors the mutated module first, the others only when it passes) and record the first
     test that fails: ``{mutant: {"test", "commit", "date"}}`` for the killed ones.
-    ``shard`` ``(k, n)``: only every n-th of those survivors, from the k-th (to run in parallel)."""
+    ``shard`` ``(k, n)``: only every n-th of those survivors, from the k-th (to run in parallel);
+    ``only``: only the survivors of these names (planted again after a test was added)."""
     mod = data["modules"][key]
     commit = git("rev-parse", "--short", "HEAD")
     dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
@@ -551,7 +553,8 @@ def plant(key: str, data: dict, log, budget: float = float("inf"), shard: tuple[
         shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SPML_NO_PROGRESS": "1"}
         t0 = time.time()
-        todo = [s for s in mod["survivors"] if not reason_for(key, s["diff"])]
+        todo = [s for s in mod["survivors"] if not reason_for(key, s["diff"])
+                and (only is None or s["mutant"] in only or s["mutant"].rsplit(".", 1)[-1] in only)]
         for s in todo[shard[0] - 1::shard[1]]:
             if time.time() - t0 > budget:
                 log(f"  time budget {budget:.0f} s spent: the other survivors are not planted")
@@ -717,6 +720,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shard", type=lambda v: tuple(int(x) for x in v.split("/")), default=(1, 1), metavar="K/N",
                     help="with --plant: only every N-th survivor, from the K-th (N runs in parallel, each K once; "
                          "their findings are merged)")
+    ap.add_argument("--mutant", action="append", default=[], help="with --plant: only this survivor (repeatable; "
+                    "its full or short name), its finding merged with the module's others")
     ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     args = ap.parse_args(argv)
     keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
@@ -743,10 +748,10 @@ def main(argv=None) -> int:
                 raise SystemExit(f"mutation.py: {key} has no measurement to plant from")
             t0 = time.time()
             found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"),
-                          shard=args.shard)
+                          shard=args.shard, only=set(args.mutant) or None)
             data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
             data["modules"] = migrate(data.get("modules", {}))
-            if args.shard != (1, 1):  # one of parallel shards: keep what the others found
+            if args.shard != (1, 1) or args.mutant:  # a shard, or named survivors: keep what the others found
                 found = {**(data["modules"][key].get("killed_since") or {}), **found}
             data["modules"][key]["killed_since"] = found
             log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
