@@ -311,6 +311,7 @@ def test_things_named_like_a_build_folder_without_an_owner_file_are_skipped_unop
     """A file named like a build folder, and a build folder whose owner file is a named pipe
     (opening it would wait for a writer), are left alone: never opened, never removed."""
     (tmp_path / ".B.abcd1234").write_text("the user's file")
+    (tmp_path / ".B.ijkl9012").mkdir()  # a folder of that name without an owner file
     pipe_folder = tmp_path / ".B.efgh5678"
     pipe_folder.mkdir()
     os.mkfifo(pipe_folder / ownership.BUILD_OWNER)
@@ -320,7 +321,7 @@ def test_things_named_like_a_build_folder_without_an_owner_file_are_skipped_unop
     _before_open(monkeypatch, pipe_folder / ownership.BUILD_OWNER, opened)
     with ownership.build(tmp_path / "B", "tbuild") as tmp:
         ownership.write_text(tmp / "meta.json", "{}")
-    assert sorted(os.listdir(tmp_path)) == [".B.abcd1234", ".B.efgh5678", "B"]
+    assert sorted(os.listdir(tmp_path)) == [".B.abcd1234", ".B.efgh5678", ".B.ijkl9012", "B"]
     assert os.listdir(pipe_folder) == [ownership.BUILD_OWNER]
 
 
