@@ -514,8 +514,15 @@ def plant_source(source: str, mutant: str, diff: str) -> str | None:
     unname = re.compile(r"^def [\w.]+\(")  # mutmut shows the def line with the plain (dotted) name
     want = [unname.sub("def (", x.strip()) for x in minus]
     lines = source.splitlines(keepends=True)
-    for i in range(span[0] - 1, span[1] - len(want) + 1):
-        if [unname.sub("def (", lines[i + k].strip()) for k in range(len(want))] == want:
+    # where the diff says the change is (its hunk's first line counts from the def line, then the
+    # context lines before the change): tried first, so a line written twice is changed where mutated
+    hunk = re.search(r"^@@ -(\d+)", diff, re.M)
+    body = diff[hunk.end():].split("\n")[1:] if hunk else []
+    lead = next((k for k, ln in enumerate(body) if ln.startswith("-")), 0)
+    at = [span[0] - 1 + int(hunk.group(1)) - 1 + lead] if hunk else []
+    for i in at + list(range(span[0] - 1, span[1] - len(want) + 1)):
+        if 0 <= i <= len(lines) - len(want) and \
+                [unname.sub("def (", lines[i + k].strip()) for k in range(len(want))] == want:
             indent = [re.match(r"\s*", lines[i + min(k, len(want) - 1)]).group(0) for k in range(len(plus))]
             new = [ind + unname.sub(f"def {name.split('.')[-1]}(", p.strip()) + "\n" for ind, p in zip(indent, plus)]
             return "".join(lines[:i] + new + lines[i + len(want):])
