@@ -759,7 +759,10 @@ def main(argv=None) -> int:
             data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
             data["modules"] = migrate(data.get("modules", {}))
             if args.shard != (1, 1) or args.mutant:  # a shard, or named survivors: keep what the others found
-                found = {**(data["modules"][key].get("killed_since") or {}), **found}
+                named = set(args.mutant)
+                kept = {k: v for k, v in (data["modules"][key].get("killed_since") or {}).items()
+                        if k not in named and k.rsplit(".", 1)[-1] not in named}  # (the named ones: planted again)
+                found = {**kept, **found}
             data["modules"][key]["killed_since"] = found
             log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
             store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -166,13 +166,18 @@ def test_a_record_name_taken_by_something_not_spmlkits_is_refused_before_and_dur
     with pytest.raises(ConfigError, match="where spmlkit records the files it writes"):
         ownership.output_file(link / "x.csv")
     side.unlink()
-    ownership.output_file(p)
-    with pytest.raises(ConfigError) as e:
-        with ownership.write_output_file(p) as tmp:
-            tmp.write_text("new\n")
-            side.write_text("a user's file, made meanwhile\n")
-    assert str(e.value) == f"{side}: not spmlkit's; the record of {p} was not written"
-    assert side.read_text() == "a user's file, made meanwhile\n"
+    (tmp_path / "elsewhere").write_text(json.dumps({"written_by": "spmlkit", "file": "p.csv"}))
+    for made in (lambda: side.write_text("a user's file, made meanwhile\n"),  # no JSON
+                 lambda: side.write_text(json.dumps({"written_by": "someone", "file": "p.csv"})),  # another's
+                 lambda: side.symlink_to(tmp_path / "elsewhere")):  # a link (to what reads as a record)
+        ownership.output_file(p, overwrite=True)
+        with pytest.raises(ConfigError) as e:
+            with ownership.write_output_file(p) as tmp:
+                tmp.write_text("new\n")
+                made()
+        assert str(e.value) == f"{side}: not spmlkit's; the record of {p} was not written"
+        assert os.path.lexists(side) and not _files.written_by_spmlkit(p)
+        side.unlink()
 
 
 def test_a_new_folder_is_made_for_the_file_and_a_folder_replaced_meanwhile_is_refused(tmp_path):
