@@ -30,6 +30,7 @@ commit, date and wall time it was measured at::
     python benchmarks/mutation.py --all
     python benchmarks/mutation.py --render      # re-write mutation.md from mutation.json
     python benchmarks/mutation.py --module io.py --plant   # which survivors the tests kill now
+    python benchmarks/mutation.py --module ownership/ --plant --shard 1/3   # (and 2/3, 3/3 beside it)
 
 ``mutation.md`` marks a row **stale** when its module changed after the commit it was
 measured at (``git log``, or uncommitted changes), and its header lists the stale rows:
@@ -40,7 +41,10 @@ equivalent survivors, the survivors killed since) are data, in
 ``--plant`` plants each survivor of a module's last measurement that is not listed as
 equivalent, one at a time, in a temporary copy of the repository, runs the covering tests
 and records the first test that fails ("killed since" the measurement, with the commit and
-date); a re-measurement of the module replaces them.
+date); a re-measurement of the module replaces them.  For a package the test file that
+mirrors the mutated module (``tests/ownership/test_files.py`` for ``ownership/files.py``) runs
+first, the other covering tests only when it passes; ``--shard K/N`` plants every N-th
+survivor (N processes side by side, their findings merged).
 
 Heavy (minutes to an hour per module on 2 cores): not part of CI.  Run it under
 ``flock /tmp/spml-heavy.lock`` on a shared machine.
@@ -81,9 +85,8 @@ MODULES: dict[str, list[str]] = {
     "io.py": ["tests/test_io.py"],
     # every file write goes through it (issue 33); the file-system fuzzer (tests/safety/test_fs_fuzzer.py)
     # drives whole commands and would cost ~20 s a mutant: left out, its cases are unit tests here
-    # (since issue 48 a package, src/spmlkit/ownership/, tested in tests/ownership/: this row stays stale, its
-    # survivors' lines named under the old module, until the package is measured again)
-    "ownership.py": ["tests/ownership"],
+    # (a package since issue 48, measured as a whole like losses/; formerly the module ownership.py)
+    "ownership/": ["tests/ownership"],
     "training/recipe.py": ["tests/training/test_recipe.py"],
     "data/formats/presence_only.py": ["tests/data/formats/test_presence_only.py"],
     # the bundle's readers and writer; test_memory reads bundles into memory (selection observations)
@@ -109,6 +112,10 @@ MODULES: dict[str, list[str]] = {
     # mutmut's copy of them does not have)
     "data/formats/occurrences.py": ["tests/data/formats/test_occurrences.py", "tests/cli/test_clean.py"],
 }
+
+#: keys a module was measured under before it moved (a module that became a package): a measurement
+#: stored under the old key is read as the new key's, so the report shows one row per module
+FORMER_KEYS = {"ownership.py": "ownership/"}
 
 #: decorators left on their function (mutmut then leaves it unmutated, or handles it itself)
 KEEP_DECORATORS = {"staticmethod", "classmethod", "property", "cached_property", "lru_cache", "cache",
@@ -150,17 +157,33 @@ def killed_since(key: str, diff: str, mutant: str | None = None, planted: dict |
 
 
 # ----------------------------------------------------------------------------- helpers
+def _package_of(key: str) -> str | None:
+    """The package key (``losses/``, ``ownership/``) a file key such as ``losses/focal.py`` is in."""
+    return next((k for k in MODULES if k.endswith("/") and key.startswith(k) and key.endswith(".py")), None)
+
+
 def module_key(arg: str) -> str:
     arg = arg.strip().removeprefix("src/spmlkit/")
-    if arg in MODULES:
-        return arg
-    if arg.startswith("losses/") and arg.endswith(".py"):
-        return arg  # one loss file: the loss tests
-    raise SystemExit(f"mutation.py: unknown module {arg!r}; known: {', '.join(MODULES)} (or losses/<file>.py)")
+    arg = FORMER_KEYS.get(arg, arg)
+    if arg in MODULES or _package_of(arg):
+        return arg  # one file of a package: the package's tests
+    packages = ", ".join(f"{k}<file>.py" for k in MODULES if k.endswith("/"))
+    raise SystemExit(f"mutation.py: unknown module {arg!r}; known: {', '.join(MODULES)} (or {packages})")
 
 
 def tests_for(key: str) -> list[str]:
-    return [t for t in (MODULES.get(key) or LOSS_TESTS) if (REPO / t).exists()]
+    return [t for t in MODULES.get(key, MODULES.get(_package_of(key) or "", [])) if (REPO / t).exists()]
+
+
+def migrate(modules: dict) -> dict:
+    """The stored measurements with each former key (:data:`FORMER_KEYS`) read as its new key;
+    a measurement under the new key replaces the one under the old."""
+    out = dict(modules)
+    for old, new in FORMER_KEYS.items():
+        if old in out:
+            m = out.pop(old)
+            out.setdefault(new, {**m, "module": new})
+    return out
 
 
 def mutate_pattern(key: str) -> str:
@@ -492,19 +515,40 @@ def plant_source(source: str, mutant: str, diff: str) -> str | None:
     unname = re.compile(r"^def [\w.]+\(")  # mutmut shows the def line with the plain (dotted) name
     want = [unname.sub("def (", x.strip()) for x in minus]
     lines = source.splitlines(keepends=True)
-    for i in range(span[0] - 1, span[1] - len(want) + 1):
-        if [unname.sub("def (", lines[i + k].strip()) for k in range(len(want))] == want:
+    # where the diff says the change is (its hunk's first line counts from the def line, then the
+    # context lines before the change): tried first, so a line written twice is changed where mutated
+    hunk = re.search(r"^@@ -(\d+)", diff, re.M)
+    body = diff[hunk.end():].split("\n")[1:] if hunk else []
+    lead = next((k for k, ln in enumerate(body) if ln.startswith("-")), 0)
+    at = [span[0] - 1 + int(hunk.group(1)) - 1 + lead] if hunk else []
+    for i in at + list(range(span[0] - 1, span[1] - len(want) + 1)):
+        if 0 <= i <= len(lines) - len(want) and \
+                [unname.sub("def (", lines[i + k].strip()) for k in range(len(want))] == want:
             indent = [re.match(r"\s*", lines[i + min(k, len(want) - 1)]).group(0) for k in range(len(plus))]
             new = [ind + unname.sub(f"def {name.split('.')[-1]}(", p.strip()) + "\n" for ind, p in zip(indent, plus)]
             return "".join(lines[:i] + new + lines[i + len(want):])
     return None
 
 
-def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
+def _mirror_test(key: str, file: str) -> str | None:
+    """The test file that mirrors a package's module (``spmlkit/ownership/files.py`` ->
+    ``tests/ownership/test_files.py``) when it is among the covering tests, else None."""
+    if not key.endswith("/"):
+        return None
+    mirror = f"tests/{key}test_{Path(file).stem}.py"
+    covered = any(mirror == t or mirror.startswith(t.rstrip("/") + "/") for t in tests_for(key))
+    return mirror if covered and (REPO / mirror).is_file() else None
+
+
+def plant(key: str, data: dict, log, budget: float = float("inf"), shard: tuple[int, int] = (1, 1),
+          only: set | None = None) -> dict:
     """Plant each survivor of ``key``'s last measurement that is not listed as equivalent,
     one at a time, in a temporary copy of the repository (the working tree is never
-    written), run the covering tests there (``-x``) and record the first test that fails:
-    ``{mutant: {"test", "commit", "date"}}`` for the killed ones."""
+    written), run the covering tests there (``-x``; for a package, the test file that
+    mirrors the mutated module first, the others only when it passes) and record the first
+    test that fails: ``{mutant: {"test", "commit", "date"}}`` for the killed ones.
+    ``shard`` ``(k, n)``: only every n-th of those survivors, from the k-th (to run in parallel);
+    ``only``: only the survivors of these names (planted again after a test was added)."""
     mod = data["modules"][key]
     commit = git("rev-parse", "--short", "HEAD")
     dirty = bool(git("status", "--porcelain", "--", "src", "tests"))
@@ -517,9 +561,9 @@ def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
         shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1", "SPML_NO_PROGRESS": "1"}
         t0 = time.time()
-        for s in mod["survivors"]:
-            if reason_for(key, s["diff"]):
-                continue
+        todo = [s for s in mod["survivors"] if not reason_for(key, s["diff"])
+                and (only is None or s["mutant"] in only or s["mutant"].rsplit(".", 1)[-1] in only)]
+        for s in todo[shard[0] - 1::shard[1]]:
             if time.time() - t0 > budget:
                 log(f"  time budget {budget:.0f} s spent: the other survivors are not planted")
                 break
@@ -531,11 +575,15 @@ def plant(key: str, data: dict, log, budget: float = float("inf")) -> dict:
                 continue
             path.write_text(planted, encoding="utf-8")
             try:
-                r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                                    *tests_for(key)], cwd=work, capture_output=True, text=True, timeout=600, env=env)
-                failed = [ln[len("FAILED "):].split(" - ")[0].split("[")[0] for ln in r.stdout.splitlines()
-                          if ln.startswith(("FAILED ", "ERROR "))]
-                verdict = failed[0] if failed else ("survives" if r.returncode == 0 else f"exit {r.returncode}")
+                mirror = _mirror_test(key, s["file"])
+                for tests in ([mirror], tests_for(key)) if mirror else (tests_for(key),):
+                    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                                       cwd=work, capture_output=True, text=True, timeout=600, env=env)
+                    failed = [ln[len("FAILED "):].split(" - ")[0].split("[")[0] for ln in r.stdout.splitlines()
+                              if ln.startswith(("FAILED ", "ERROR "))]
+                    verdict = failed[0] if failed else ("survives" if r.returncode == 0 else f"exit {r.returncode}")
+                    if verdict != "survives":
+                        break
             except subprocess.TimeoutExpired:
                 verdict = "timeout"
             finally:
@@ -677,6 +725,11 @@ def main(argv=None) -> int:
                     "measurement that is not listed as equivalent, one at a time, in a temporary copy of the "
                     "repository, run the covering tests and record the test that kills it (killed since the "
                     "measurement)")
+    ap.add_argument("--shard", type=lambda v: tuple(int(x) for x in v.split("/")), default=(1, 1), metavar="K/N",
+                    help="with --plant: only every N-th survivor, from the K-th (N runs in parallel, each K once; "
+                         "their findings are merged)")
+    ap.add_argument("--mutant", action="append", default=[], help="with --plant: only this survivor (repeatable; "
+                    "its full or short name), its finding merged with the module's others")
     ap.add_argument("--out", type=Path, default=RESULTS / "mutation.md")
     args = ap.parse_args(argv)
     keys = list(MODULES) if args.all else [module_key(m) for m in args.module]
@@ -684,6 +737,7 @@ def main(argv=None) -> int:
         ap.error("give --module MODULE (repeatable), --all or --render")
     store = args.out.with_suffix(".json")
     data = json.loads(store.read_text()) if store.exists() else {"modules": {}}
+    data["modules"] = migrate(data.get("modules", {}))
     command = "python benchmarks/mutation.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     def log(msg):
@@ -701,8 +755,15 @@ def main(argv=None) -> int:
             if key not in data["modules"]:
                 raise SystemExit(f"mutation.py: {key} has no measurement to plant from")
             t0 = time.time()
-            found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"))
+            found = plant(key, data, log, args.budget if "--budget" in (argv or sys.argv) else float("inf"),
+                          shard=args.shard, only=set(args.mutant) or None)
             data = json.loads(store.read_text())  # (another run may have written meanwhile: keep what it wrote)
+            data["modules"] = migrate(data.get("modules", {}))
+            if args.shard != (1, 1) or args.mutant:  # a shard, or named survivors: keep what the others found
+                named = set(args.mutant)
+                kept = {k: v for k, v in (data["modules"][key].get("killed_since") or {}).items()
+                        if k not in named and k.rsplit(".", 1)[-1] not in named}  # (the named ones: planted again)
+                found = {**kept, **found}
             data["modules"][key]["killed_since"] = found
             log(f"{key}: {len(found)} survivors killed by the tests now ({time.time() - t0:.0f} s)")
             store.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -714,7 +775,7 @@ def main(argv=None) -> int:
         res = measure(key, args.budget, args.max_children, args.keep_work, log, from_work=args.from_work)
         measured[key] = res
         if store.exists():  # another run may have written other modules meanwhile: keep them
-            data["modules"] = {**json.loads(store.read_text()).get("modules", {}), **measured}
+            data["modules"] = {**migrate(json.loads(store.read_text()).get("modules", {})), **measured}
         data["modules"][key] = res
         log(f"{key}: {sum(res['counts'].values())} mutants, score {fmt_score(res['score'])}, "
             f"{len(res['survivors'])} survivors, {time.time() - t0:.0f} s")

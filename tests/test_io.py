@@ -739,3 +739,98 @@ def test_atomic_path_through_an_opened_folder_never_follows_a_link_swapped_in(tm
         os.close(fd)
     assert os.listdir(user) == [] and os.listdir(tmp_path / "moved") == ["a.txt"]
     assert (tmp_path / "moved" / "a.txt").read_text() == "new\n"
+
+
+# ---- the temporary file of a write through an opened folder (dir_fd), and the fsync's open
+def _opened(folder):
+    return os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def test_a_taken_temporary_name_is_skipped_never_opened_through(tmp_path, monkeypatch):
+    """``O_EXCL | O_NOFOLLOW``: a name already there (here a link to a user's file) is
+    skipped for a fresh one; the user's file is never opened or written."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (tmp_path / "victim").write_text("user's\n")
+    os.symlink(tmp_path / "victim", d / f".a.txt.spml-{'00' * 5}.tmp")
+    draws = iter([b"\x00" * 5, b"\x01" * 5])
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+    fd = _opened(d)
+    try:
+        with io.atomic_path(d / "a.txt", dir_fd=fd) as tmp:
+            assert tmp.name == f".a.txt.spml-{'01' * 5}.tmp"
+            tmp.write_text("new\n")
+    finally:
+        os.close(fd)
+    assert (tmp_path / "victim").read_text() == "user's\n" and (d / "a.txt").read_text() == "new\n"
+
+
+def test_the_temporary_names_run_out_after_a_hundred_taken_ones(tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / f".a.txt.spml-{'00' * 5}.tmp").write_text("")
+    calls = []
+    monkeypatch.setattr(os, "urandom", lambda n: calls.append(n) or b"\x00" * n)
+    fd = _opened(d)
+    try:
+        with pytest.raises(FileExistsError) as e:
+            io._new_temporary(d / "a.txt", fd)
+    finally:
+        os.close(fd)
+    assert len(calls) == 100
+    assert (e.value.errno, e.value.strerror, e.value.filename) == (17, "no unused temporary name", str(d / "a.txt"))
+
+
+def test_the_temporary_file_is_made_in_the_opened_folder_with_the_usual_permissions(tmp_path, monkeypatch):
+    """Made relative to the descriptor (not the working folder), mode 0666 less the umask."""
+    d, cwd = tmp_path / "d", tmp_path / "cwd"
+    d.mkdir(), cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    old = os.umask(0o022)
+    fd = _opened(d)
+    try:
+        with io.atomic_path(d / "a.txt", dir_fd=fd) as tmp:
+            tmp.write_text("new\n")
+    finally:
+        os.close(fd)
+        os.umask(old)
+    assert os.listdir(cwd) == [] and os.listdir(d) == ["a.txt"]
+    assert (d / "a.txt").stat().st_mode & 0o777 == 0o644
+
+
+def test_without_a_descriptor_path_the_temporary_is_named_beside_the_target(tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    d.mkdir()
+    monkeypatch.setattr(io, "fd_path", lambda dir_fd, name: None)  # no /proc/self/fd
+    fd = _opened(d)
+    try:
+        tmp, name = io._new_temporary(d / "a.txt", fd)
+    finally:
+        os.close(fd)
+    assert tmp == d / name and tmp.is_file() and name.startswith(".a.txt.spml-")
+
+
+def test_fd_path_resolves_only_through_an_opened_folder(tmp_path):
+    (tmp_path / "f").write_text("")
+    fd, ffd = _opened(tmp_path), os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        assert io.fd_path(fd, "x") == io.Path(f"/proc/self/fd/{fd}", "x")
+        assert io.fd_path(ffd, "x") is None  # a file's descriptor: no folder to resolve through
+    finally:
+        os.close(fd), os.close(ffd)
+
+
+def test_a_temporary_swapped_for_a_link_is_never_synced_through_or_renamed_into_place(tmp_path):
+    (tmp_path / "victim").write_text("user's\n")
+    with pytest.raises(OSError):
+        with io.atomic_path(tmp_path / "a.txt") as tmp:
+            tmp.write_text("new\n")
+            tmp.unlink()
+            tmp.symlink_to(tmp_path / "victim")
+    assert sorted(os.listdir(tmp_path)) == ["victim"] and (tmp_path / "victim").read_text() == "user's\n"
+
+
+def test_jsonl_with_bytes_that_are_not_utf8_reads_them_as_replacement_characters(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_bytes(b'{"a": "x\xffy"}\n{"b": 2}\n')
+    assert io.read_jsonl(f) == [{"a": "x\ufffdy"}, {"b": 2}]

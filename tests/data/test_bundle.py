@@ -1305,6 +1305,38 @@ def test_observed_data_without_any_positive_is_refused_at_prepare(tmp_path):
     Z[::3, 1] = -1
     np.savez(tmp_path / "z.npz", X=np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32), Z=Z)
     ds = load_any(str(tmp_path / "z.npz"), observed=True)
-    with pytest.raises(DataFormatError, match="no observed positive in the training data"):
+    with pytest.raises(DataFormatError) as e:
         prepare_bundle(ds, tmp_path / "b")
+    assert ds.source and str(e.value) == (f"{ds.source}: no observed positive in the training data (every observation "
+                                          "is negative or unobserved); single-positive training needs positives")
     assert not (tmp_path / "b").exists()
+
+
+def test_the_source_of_the_features_is_recorded_in_the_bundle(tmp_path):
+    """``feature_source`` (features extracted by a backbone) is kept in meta.json, where the
+    recipes read it (training/recipe.py), and left out when the data has its own features."""
+    rng = np.random.default_rng(0)
+    Y = rng.random((20, 2)) < 0.5
+    Y[~Y.any(1), 0] = True
+    ds = MultiLabelDataset("sites", ["a", "b"], {"train": Split(X=rng.normal(size=(20, 3)), Y=Y)},
+                           feature_source="resnet50", label_reading="presence-only")
+    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    assert (b.meta["feature_source"], b.meta["label_reading"]) == ("resnet50", "presence-only")
+    plain = prepare_bundle(MultiLabelDataset("sites", ["a", "b"], {"train": Split(X=rng.normal(size=(20, 3)), Y=Y)}),
+                           tmp_path / "c", log=lambda m: None)
+    assert "feature_source" not in plain.meta and "label_reading" not in plain.meta
+    assert json.loads((tmp_path / "b" / "meta.json").read_text())["feature_source"] == "resnet50"
+
+
+def test_missing_recorded_files_are_named_three_at_most_with_a_count_of_the_others(fresh):
+    recorded = list(json.loads((fresh / "meta.json").read_text())["checksums"])
+    for n, more in ((3, ""), (4, " (and 1 more)")):
+        kept = {rel: (fresh / rel).read_bytes() for rel in recorded[:n]}
+        for rel in kept:
+            (fresh / rel).unlink()
+        with pytest.raises(CorruptFileError) as e:
+            Bundle(fresh)
+        assert str(e.value) == (f"{fresh}: files the bundle records are missing: {', '.join(recorded[:3])}{more}; "
+                                "the bundle was altered — re-run 'spml prepare'")
+        for rel, data in kept.items():
+            (fresh / rel).write_bytes(data)

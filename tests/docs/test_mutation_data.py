@@ -71,3 +71,24 @@ def test_a_row_is_stale_once_its_module_changed_after_the_measurement(mutation):
     last = git("log", "-1", "--format=%h", "--", "src/spmlkit/metrics.py")
     assert mutation.stale_since("metrics.py", last, worktree=False) is None
     assert "not in this history" in mutation.stale_since("metrics.py", "0" * 40)
+
+
+def test_a_package_is_measured_under_its_folder_key_and_its_former_key_is_read_as_it(mutation):
+    assert "ownership/" in mutation.MODULES and "ownership.py" not in mutation.MODULES
+    assert mutation.module_key("src/spmlkit/ownership/") == mutation.module_key("ownership.py") == "ownership/"
+    assert mutation.module_key("ownership/files.py") == "ownership/files.py"
+    assert mutation.tests_for("ownership/files.py") == mutation.tests_for("ownership/") == ["tests/ownership"]
+    assert mutation.tests_for("losses/focal.py") == mutation.tests_for("losses/")
+    assert mutation.mutate_pattern("ownership/") == "src/spmlkit/ownership/*"
+    with pytest.raises(SystemExit, match="ownership/<file>.py"):
+        mutation.module_key("ownership/files.txt")
+    old = {"module": "ownership.py", "commit": "230d791"}
+    assert mutation.migrate({"ownership.py": old}) == {"ownership/": {**old, "module": "ownership/"}}
+    new = {"module": "ownership/", "commit": "abc1234"}
+    assert mutation.migrate({"ownership.py": old, "ownership/": new}) == {"ownership/": new}
+
+
+def test_a_package_survivor_is_planted_against_its_mirroring_test_file_first(mutation):
+    assert mutation._mirror_test("ownership/", "spmlkit/ownership/files.py") == "tests/ownership/test_files.py"
+    assert mutation._mirror_test("ownership/", "spmlkit/ownership/nowhere.py") is None  # no such test file
+    assert mutation._mirror_test("io.py", "spmlkit/io.py") is None  # a single module: its covering tests only

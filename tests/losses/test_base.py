@@ -84,3 +84,30 @@ def test_registration_records_summary_reference_and_owner():
     finally:
         LOSSES.remove("test-base-plain")
         LOSSES.remove("test-base-doc")
+
+
+def test_hyperparameters_are_checked_by_the_constraints_of_the_registration():
+    """A registered loss checks its hyper-parameters by their annotations and the declared
+    constraints; a spec made without any accepts any value for the names it takes."""
+    from spmlkit.losses.base import LossSpec
+    from spmlkit.params import Interval
+
+    name = "test-base-checked"
+
+    @register_loss(name, inputs=("targets",), constraints={"rate": [Interval(float, 0, 1)]})
+    def checked(logits, observed, *, targets=None, scale: float = 2.0, rate: float = 0.5):
+        return scale * rate * logits
+
+    try:
+        spec = get_loss(name)
+        assert spec.check_params({"scale": 3, "rate": 1.0}) == {"scale": 3, "rate": 1.0}
+        with pytest.raises(ConfigError, match="loss 'test-base-checked': scale"):
+            spec.check_params({"scale": "big"})
+        with pytest.raises(ConfigError, match="loss 'test-base-checked': rate"):
+            spec.check_params({"rate": 2.0})
+        with pytest.raises(ConfigError, match=r"has no hyper-parameter\(s\) \['targets'\]"):  # an input, not one
+            spec.check_params({"targets": 1.0})
+    finally:
+        LOSSES.remove(name)
+    bare = LossSpec("bare", lambda s, z, *, cap=2.0: s, {"cap": 2.0}, ())
+    assert bare.check_params({"cap": "anything"}) == {"cap": "anything"}

@@ -72,3 +72,16 @@ def test_a_label_alone_weighs_its_background_fully():
     two = get_loss("full-weighted")(torch.zeros(1, 2), torch.tensor([[1, 0]]), background_logits=torch.zeros(1, 2),
                                     label_frequency=torch.tensor([0.5, 0.5]))
     assert two[0, 1].item() == pytest.approx((0.8 * 2 + 0.2) * math.log(2), rel=1e-6)
+
+
+def test_a_label_whose_frequency_reaches_one_minus_eps_in_the_weights_precision_has_no_target_group():
+    """``alone`` (background weight 1, not 1 − λ₂) from 1 − 1e-6 on, compared in the weights'
+    precision (float32 here): a float64 frequency just below it that float32 rounds onto it
+    counts as alone too."""
+    z = torch.zeros(1, 1)
+    just_below = torch.tensor([1 - 1e-6 - 1e-9], dtype=torch.float64)  # float32: exactly float32(1 - 1e-6)
+    for q in (torch.tensor([1 - 1e-6]), just_below):
+        out = get_loss("full-weighted")(z, torch.tensor([[1]]), background_logits=z, label_frequency=q,
+                                        lambda1=1.0, lambda2=0.5)
+        q32 = float(torch.tensor([1 - 1e-6]).item())
+        assert out.item() == pytest.approx(math.log(2) * (1 / q32 + 1.0), rel=1e-6)  # not 1 / q + 0.5

@@ -154,3 +154,12 @@ def test_the_one_pass_form_equals_the_term_by_term_loss_bit_for_bit(seed):
     (fast * w).sum().backward()
     (plain * w).sum().backward()
     assert torch.equal(a.grad, b.grad)
+
+
+def test_the_unobserved_term_computes_log_p_itself_when_not_given():
+    from spmlkit.losses.generalized_robust import gr_unobserved
+
+    g = torch.Generator().manual_seed(0)
+    s, k, v = torch.randn(3, 4, generator=g), torch.rand(3, 4, generator=g), torch.rand(3, 4, generator=g)
+    given = gr_unobserved(s, k, v, q2=0.01, q3=1.0, log_p=torch.nn.functional.logsigmoid(s))
+    assert torch.allclose(gr_unobserved(s, k, v, q2=0.01, q3=1.0), given)

@@ -265,3 +265,69 @@ def test_an_abandoned_build_is_removed_after_builds_that_are_skipped(tmp_path, m
     own_builds._remove_abandoned_builds(str(tmp_path / "B"))
     assert linked.exists() and theirs.exists() and not gone.exists()
     assert sent == [0]  # whether the builder lives is asked with signal 0: no signal is sent to it
+
+
+@pytest.mark.parametrize("case", ["a file made by hand", "the manifest deleted", "its removal failing"])
+def test_a_failed_build_of_this_process_is_removed_whole_even_where_its_manifest_cannot(tmp_path, monkeypatch, case):
+    """The folder this process made for its build is removed whole when it fails, also when
+    its manifest does not list everything, is gone, or its removal by the manifest fails."""
+    if case == "its removal failing":
+        monkeypatch.setattr(own_builds, "discard", lambda *a, **k: (_ for _ in ()).throw(OSError(5, "I/O error")))
+    with pytest.raises(RuntimeError, match="killed"):
+        with ownership.build(tmp_path / "B", "tbuild") as tmp:
+            ownership.write_text(tmp / "meta.json", "{}")
+            (tmp / "by-hand.txt").write_text("not listed")
+            if case == "the manifest deleted":
+                (tmp / ownership.MANIFEST).unlink()
+            raise RuntimeError("killed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_file_size_signal_is_ignored_while_building_and_only_in_the_main_thread(tmp_path):
+    import signal
+    import threading
+
+    before = signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # (CPython starts with it ignored: make it kill)
+    try:
+        with ownership.build(tmp_path / "B", "tbuild") as tmp:  # a size limit reached: EFBIG, not a killed process
+            assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN
+            ownership.write_text(tmp / "meta.json", "{}")
+        assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_DFL
+        seen = []
+
+        def other():
+            restore = own_builds._file_size_errors()
+            seen.append(signal.getsignal(signal.SIGXFSZ))
+            restore()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen == [signal.SIG_DFL]
+    finally:
+        signal.signal(signal.SIGXFSZ, before)
+
+
+def test_things_named_like_a_build_folder_without_an_owner_file_are_skipped_unopened(tmp_path, monkeypatch):
+    """A file named like a build folder, and a build folder whose owner file is a named pipe
+    (opening it would wait for a writer), are left alone: never opened, never removed."""
+    (tmp_path / ".B.abcd1234").write_text("the user's file")
+    (tmp_path / ".B.ijkl9012").mkdir()  # a folder of that name without an owner file
+    pipe_folder = tmp_path / ".B.efgh5678"
+    pipe_folder.mkdir()
+    os.mkfifo(pipe_folder / ownership.BUILD_OWNER)
+
+    def opened():
+        raise AssertionError("the named pipe was opened")
+    _before_open(monkeypatch, pipe_folder / ownership.BUILD_OWNER, opened)
+    with ownership.build(tmp_path / "B", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert sorted(os.listdir(tmp_path)) == [".B.abcd1234", ".B.efgh5678", ".B.ijkl9012", "B"]
+    assert os.listdir(pipe_folder) == [ownership.BUILD_OWNER]
+
+
+def test_a_build_leaves_no_descriptor_open(tmp_path):
+    """The owner file is held open (locked) while building, and closed after."""
+    before = sorted(os.listdir("/proc/self/fd"))
+    with ownership.build(tmp_path / "B", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    assert sorted(os.listdir("/proc/self/fd")) == before

@@ -208,3 +208,16 @@ def test_a_folder_made_and_removed_by_someone_else_meanwhile_is_refused(tmp_path
     with pytest.raises(ConfigError, match="^.*/sub: made and removed by someone else while spmlkit made it — "
                                           "choose another -o$"):
         ownership.write_text(out / "sub" / "a.txt", "a")
+
+
+def test_a_folder_of_this_version_whose_manifest_is_gone_is_not_claimed_again(tmp_path):
+    """Its marker says it had a manifest: without it nothing inside is known to be spmlkit's,
+    so the folder is refused (an older version's folder, without one, is adopted by layout)."""
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    (out / ownership.MANIFEST).unlink()
+    ownership._ROOTS.pop(str(out))  # (a later process)
+    with pytest.raises(ConfigError) as e:
+        ownership.claim(out, "run", option="--out")
+    assert str(e.value) == (f"{out}: spmlkit's list of what it wrote there ({ownership.MANIFEST}) is missing; the "
+                            "folder was changed by someone else — choose another --out")

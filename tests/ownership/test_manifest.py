@@ -134,3 +134,15 @@ def test_a_new_folder_made_by_a_parallel_worker_meanwhile_is_claimed(tmp_path, m
     monkeypatch.setattr(os, "makedirs", raced)
     ownership.claim(out, "run")
     assert ownership.folder_kind(out) == "run"
+
+
+def test_the_manifest_is_read_on_from_where_the_last_read_ended(tmp_path):
+    """Each refresh reads only what was appended since the last one: the read offset ends at
+    the manifest's size, whatever the number of refreshes."""
+    out = ownership.claim(tmp_path / "r", "run")
+    root = ownership._ROOTS[str(out)]
+    for name in ("a.txt", "b.txt", "c.txt"):
+        ownership.write_text(out / name, name)
+        root.refresh()
+        assert root._offset == os.path.getsize(out / ownership.MANIFEST)
+    assert sorted(root.entries) == ["a.txt", "b.txt", "c.txt"]

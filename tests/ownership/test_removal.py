@@ -453,3 +453,29 @@ def test_discard_keeps_a_folder_holding_something_under_a_bookkeeping_name(tmp_p
     ownership.write_text(out / "a.txt", "a")
     (out / ownership.LOCK).mkdir()  # a folder of the user's under the lock file's name
     assert ownership.discard(out) is False and (out / ownership.LOCK).is_dir()
+
+
+def test_a_folder_whose_manifest_was_deleted_is_not_cleared(tmp_path):
+    """The marker says a manifest lists what spmlkit wrote; without it nothing inside is known
+    to be spmlkit's, so ``--overwrite`` is refused whole (not judged by the layout)."""
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    (out / ownership.MANIFEST).unlink()
+    with pytest.raises(ConfigError) as e:
+        ownership.check_clearable(out, "run", option="--overwrite")
+    assert str(e.value) == (f"refusing --overwrite: {out} has spmlkit's marker but its list of what spmlkit wrote there "
+                            f"({ownership.MANIFEST}) is missing, so nothing in it is known to be spmlkit's; spmlkit "
+                            "removes only what that list names — move your files out (or choose another -o)")
+
+
+def test_an_entry_gone_before_its_removal_counts_as_removed_and_another_one_is_kept(tmp_path):
+    from spmlkit.ownership import removal
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    root = ownership._ROOTS[str(out)]
+    st = os.lstat(out / "a.txt")
+    os.rename(out / "a.txt", tmp_path / "a.old")  # (kept: its inode number is not reused)
+    assert removal._remove_checked(root, "a.txt", st) is True  # nothing left there
+    (out / "a.txt").write_text("someone else's")
+    assert removal._remove_checked(root, "a.txt", st) is False and (out / "a.txt").exists()

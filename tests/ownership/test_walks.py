@@ -7,6 +7,7 @@ anyone else's); only what the manifest lists is removed; an output is never an i
 command through the same rule."""
 
 import os
+import stat
 
 import pytest
 
@@ -115,3 +116,54 @@ def test_a_nested_folder_replaced_by_the_users_is_refused_as_foreign(tmp_path):
     (out / "voc" / "mine.txt").write_text("the user's")
     with pytest.raises(ConfigError, match="voc: this folder was not written by spmlkit"):
         ownership.write_text(out / "voc" / "x.txt", "x")
+
+
+def test_lstat_at_never_follows_a_link(tmp_path):
+    from spmlkit.ownership.walks import lstat_at
+
+    (tmp_path / "f").write_text("x")
+    os.symlink(tmp_path / "f", tmp_path / "to-f")
+    os.symlink(tmp_path / "gone", tmp_path / "dangling")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert stat.S_ISLNK(lstat_at(fd, "to-f").st_mode) and stat.S_ISLNK(lstat_at(fd, "dangling").st_mode)
+        assert stat.S_ISREG(lstat_at(fd, "f").st_mode) and lstat_at(fd, "missing") is None
+    finally:
+        os.close(fd)
+
+
+def test_open_parent_refuses_a_root_replaced_or_a_folder_changed_into_a_link(tmp_path, user):
+    from spmlkit.ownership.walks import open_parent
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "sub" / "a.txt", "a")
+    root = ownership._ROOTS[str(out)]
+    os.close(open_parent(root, "sub/a.txt"))
+    (out / "sub").rename(tmp_path / "sub-moved")
+    os.symlink(user, out / "sub")
+    with pytest.raises(ConfigError) as e:
+        open_parent(root, "sub/a.txt")
+    assert str(e.value) == (f"{out / 'sub'} changed into a link or a file while spmlkit wrote in it; nothing was "
+                            "written there")
+    out.rename(tmp_path / "r-moved")
+    out.mkdir()
+    with pytest.raises(ConfigError) as e:
+        open_parent(root, "a.txt")
+    assert str(e.value) == (f"{out} was removed or replaced by someone else while spmlkit was using it; nothing more "
+                            "is written there")
+
+
+def test_open_parent_refuses_a_folder_in_place_of_spmlkits_even_listed_under_another_type(tmp_path):
+    from spmlkit.ownership.walks import open_parent
+    from tests.helpers.ownership_fs import _list_by_hand
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "sub" / "a.txt", "a")
+    root = ownership._ROOTS[str(out)]
+    (out / "sub").rename(tmp_path / "sub-moved")
+    (out / "sub").mkdir()  # someone else's folder in its place
+    _list_by_hand(out, "f", "sub", out / "sub")  # its inode listed, but as a file
+    with pytest.raises(ConfigError) as e:
+        open_parent(root, "sub/a.txt")
+    assert str(e.value).startswith(f"{out / 'sub'}: this folder was not written by spmlkit (it is not listed in ")
+    assert str(e.value).endswith("); refusing to replace it — move it away or choose another -o")

@@ -643,3 +643,216 @@ def test_a_file_a_parallel_worker_makes_meanwhile_is_waited_for_a_second_at_most
 
     monkeypatch.setattr(os, "open", gone)
     assert ownership.touch(out / "d.lock") == out / "d.lock" and slept == [0.01] * 100
+
+
+# ---- the writers two folders down (names with a space), and what changes between their check and their open
+from spmlkit.ownership import writers as own_writers  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _after(monkeypatch, obj, name, action):
+    """Run ``action`` once right after ``obj.name`` returns (a change between two of spmlkit's steps)."""
+    real = getattr(obj, name)
+
+    def wrapped(*a, **k):
+        out = real(*a, **k)
+        action()
+        return out
+    monkeypatch.setattr(obj, name, wrapped)
+
+
+def _swap_folder(folder, to):
+    def swap():
+        os.rename(folder, str(folder) + "-moved")
+        os.symlink(to, folder)
+    return swap
+
+
+def test_the_writers_reach_a_file_two_folders_down_whose_name_has_a_space(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    sub = out / "a" / "b"
+    ownership.append_jsonl(sub / "m l.jsonl", {"i": 1})
+    ownership.append_jsonl(sub / "m l.jsonl", {"i": 2})
+    assert (sub / "m l.jsonl").read_text() == '{"i": 1}\n{"i": 2}\n'
+    for _ in range(2):  # new, then replacing spmlkit's own
+        m = ownership.open_memmap(sub / "x y.npy", mode="w+", dtype=np.float32, shape=(3,))
+        m[:] = [1, 2, 3]
+        m.flush()
+        del m
+    m = ownership.open_memmap(sub / "x y.npy", mode="r+")
+    m[0] = 5
+    m.flush()
+    del m
+    assert ownership.open_memmap(sub / "x y.npy", mode="r").tolist() == [5, 2, 3]
+    ownership.rename(sub / "x y.npy", sub / "z w.npy")
+    assert sorted(os.listdir(sub)) == ["m l.jsonl", "z w.npy"]
+    assert np.load(sub / "z w.npy").tolist() == [5, 2, 3]
+
+
+def test_an_append_never_goes_through_a_link_swapped_in_after_its_check(tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "m.jsonl", {"i": 1})
+    monkeypatch.chdir(tmp_path)
+    shown = os.path.join("r", "m.jsonl")  # as the user spelled it
+    _before_open(monkeypatch, out / "m.jsonl", _to_link(out / "m.jsonl", user / "notes.txt"),
+                 when=lambda flags: flags & os.O_APPEND)
+    with pytest.raises(ConfigError) as e:
+        ownership.append_jsonl(shown, {"i": 2})
+    assert str(e.value) == (f"{shown} is a symbolic link (to {user / 'notes.txt'}) inside a folder spmlkit wrote; "
+                            "spmlkit never writes through links — remove the link or choose another -o")
+    assert (user / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_new_append_or_memmap_never_opens_a_link_that_appeared_after_the_check(tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    for path, write in ((out / "m.jsonl", lambda p: ownership.append_jsonl(p, {"i": 1})),
+                        (out / "x.npy", lambda p: ownership.open_memmap(p, mode="w+", dtype=np.uint8, shape=(4,)))):
+        if path.suffix == ".npy":
+            write(path)  # spmlkit's own file, removed and made again by the w+ open
+        with monkeypatch.context() as mp:
+            _before_open(mp, path, lambda: os.symlink(user / "notes.txt", path), when=lambda flags: flags & os.O_CREAT)
+            with pytest.raises(FileExistsError):
+                write(path)
+        assert (user / "notes.txt").read_text() == "mine\n" and os.readlink(path) == str(user / "notes.txt")
+
+
+def test_a_hard_linked_file_appended_to_is_read_without_following_a_link_swapped_in(tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "m.jsonl", {"i": 1})
+    os.link(out / "m.jsonl", tmp_path / "other-name")
+    _before_open(monkeypatch, out / "m.jsonl", _to_link(out / "m.jsonl", user / "notes.txt"),
+                 when=lambda flags: not flags & os.O_NONBLOCK)  # (the read, not the generation's look)
+    with pytest.raises(OSError) as e:
+        ownership.append_jsonl(out / "m.jsonl", {"i": 2})
+    assert e.value.errno == 40  # ELOOP: O_NOFOLLOW met the link
+    assert (user / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_memmap_opened_for_change_refuses_a_hard_link_made_after_its_first_check(tmp_path, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    np.save(ownership.new_file(out / "x.npy"), np.zeros(3, np.float32))
+    _after(monkeypatch, own_writers, "target", lambda: os.link(out / "x.npy", tmp_path / "other-name"))
+    with pytest.raises(ConfigError) as e:
+        ownership.open_memmap(out / "x.npy", mode="r+")
+    assert str(e.value) == (f"{out / 'x.npy'} has 2 names (hard links); spmlkit never modifies a file shared with "
+                            "another path in place — remove the other names or choose another -o")
+
+
+def test_a_memmap_of_a_missing_file_is_file_not_found(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    with pytest.raises(FileNotFoundError) as e:
+        ownership.open_memmap(out / "x.npy", mode="r+")
+    assert (e.value.errno, e.value.strerror, e.value.filename) == (2, "No such file or directory", str(out / "x.npy"))
+
+
+def test_a_memmap_is_opened_through_its_folder_even_when_the_folder_is_swapped_for_a_link(tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    sub = out / "s"
+    ownership.target(sub / "x.npy")
+    with monkeypatch.context() as mp:
+        _before_open(mp, sub / "x.npy", _swap_folder(sub, user), when=lambda flags: flags & os.O_CREAT)
+        m = ownership.open_memmap(sub / "x.npy", mode="w+", dtype=np.uint8, shape=(2,))
+        m[:] = 7
+        m.flush()
+        del m
+    assert sorted(os.listdir(user)) == ["notes.txt"]
+    moved = tmp_path / "r" / "s-moved"
+    assert np.load(moved / "x.npy").tolist() == [7, 7]
+    os.unlink(sub)
+    os.rename(moved, sub)
+    with monkeypatch.context() as mp:
+        _after(mp, own_manifest._Root, "inplace", _swap_folder(sub, user))
+        assert ownership.open_memmap(sub / "x.npy", mode="r+").tolist() == [7, 7]
+    assert sorted(os.listdir(user)) == ["notes.txt"]
+
+
+def test_a_rename_refuses_a_source_replaced_after_its_check(tmp_path, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "spmlkit's\n")
+
+    def replace():
+        os.rename(out / "a.txt", tmp_path / "a.old")  # (kept: its inode number is not reused)
+        (out / "a.txt").write_text("someone else's\n")
+    _after(monkeypatch, own_writers, "target", replace)
+    with pytest.raises(ConfigError) as e:
+        ownership.rename(out / "a.txt", out / "b.txt")
+    assert str(e.value).startswith(f"{out / 'a.txt'}: this file was not written by spmlkit (it is not listed in ")
+    assert sorted(os.listdir(out)) == sorted(["a.txt", ownership.MARKER, ownership.MANIFEST])
+    assert (out / "a.txt").read_text() == "someone else's\n"
+
+
+def test_a_link_or_another_file_appearing_between_the_checks_and_the_write_is_refused(tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    with monkeypatch.context() as mp:  # a link swapped in after target()'s check, before the write's own
+        _after(mp, own_writers, "target", _to_link(out / "a.txt", user / "notes.txt"))
+        with pytest.raises(ConfigError) as e:
+            ownership.write_text(out / "a.txt", "b")
+    assert str(e.value) == (f"{out / 'a.txt'} is a symbolic link (to {user / 'notes.txt'}) inside a folder spmlkit "
+                            "wrote; spmlkit never writes through links — remove the link or choose another -o")
+    assert (user / "notes.txt").read_text() == "mine\n"
+    ownership.append_jsonl(out / "m.jsonl", {"i": 1})
+
+    def replace():
+        os.rename(out / "m.jsonl", tmp_path / "m.old")  # (kept: its inode number is not reused)
+        (out / "m.jsonl").write_text("someone else's\n")
+    with monkeypatch.context() as mp:
+        _before_open(mp, out / "m.jsonl", replace, when=lambda flags: flags & os.O_APPEND)
+        with pytest.raises(ConfigError) as e:
+            ownership.append_jsonl(out / "m.jsonl", {"i": 2})
+    assert str(e.value) == f"{out / 'm.jsonl'} was replaced while spmlkit appended to it; nothing was written"
+    assert (out / "m.jsonl").read_text() == "someone else's\n"
+    ownership.append_jsonl(out / "n.jsonl", {"i": 1})
+    with monkeypatch.context() as mp:  # another name made for it between the check and the open
+        _before_open(mp, out / "n.jsonl", lambda: os.link(out / "n.jsonl", tmp_path / "n-other"),
+                     when=lambda flags: flags & os.O_APPEND)
+        with pytest.raises(ConfigError, match="was replaced while spmlkit appended to it"):
+            ownership.append_jsonl(out / "n.jsonl", {"i": 2})
+    assert (tmp_path / "n-other").read_text() == '{"i": 1}\n'
+
+
+@pytest.mark.parametrize("exc", [OSError(28, "No space left on device"), OSError("the disk went away")])
+def test_a_failed_append_names_the_file(tmp_path, monkeypatch, exc):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.append_jsonl(out / "m.jsonl", {"i": 1})
+
+    def fail(fd, data):
+        raise exc
+    monkeypatch.setattr(os, "write", fail)
+    with pytest.raises(OSError) as e:
+        ownership.append_jsonl(out / "m.jsonl", {"i": 2})
+    assert (e.value.errno, e.value.strerror, e.value.filename) == (
+        exc.errno, exc.strerror or str(exc), str(out / "m.jsonl"))
+
+
+def test_a_memmap_for_change_of_a_file_with_two_names_is_refused_and_a_write_never_follows_a_swapped_folder(
+        tmp_path, user, monkeypatch):
+    out = ownership.claim(tmp_path / "r", "run")
+    np.save(ownership.new_file(out / "x.npy"), np.zeros(3, np.float32))
+    os.link(out / "x.npy", tmp_path / "other-name")
+    with pytest.raises(ConfigError) as e:
+        ownership.open_memmap(out / "x.npy", mode="r+")
+    assert str(e.value).startswith(f"{out / 'x.npy'} has 2 names (hard links); spmlkit never modifies a file shared")
+    sub = out / "s"
+    ownership.write_text(sub / "a.txt", "a")
+    with monkeypatch.context() as mp:  # the folder swapped for a link after the write's own check
+        _after(mp, own_writers, "_check_at", _swap_folder(sub, user))
+        ownership.write_text(sub / "a.txt", "b")
+    assert sorted(os.listdir(user)) == ["notes.txt"] and (out / "s-moved" / "a.txt").read_text() == "b"
+
+
+def test_a_new_file_where_one_exists_is_refused_naming_it(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.new_file(out / "a b" / "c d.txt")
+    with pytest.raises(ConfigError) as e:
+        ownership.new_file(out / "a b" / "c d.txt")
+    assert str(e.value) == (f"{out / 'a b' / 'c d.txt'} exists already; spmlkit writes a new file there and never "
+                            "reuses one")
+
+
+def test_new_files_two_folders_down_are_made_where_asked(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    p = ownership.new_file(out / "a" / "b" / "c.txt")
+    ownership.touch(out / "a" / "b" / "d.txt")
+    assert sorted(os.listdir(out / "a" / "b")) == ["c.txt", "d.txt"] and p.read_text() == ""
+    assert sorted(os.listdir(out / "a")) == ["b"]
