@@ -177,3 +177,31 @@ def single_positive_data(n, seed=0, L=12, D=8):
         Y[i, order[i, :sizes[i]]] = True
     obs = np.array([rng.choice(np.flatnonzero(r)) for r in Y])
     return X, Y, obs
+
+
+class OneSplitBundle:
+    """What :func:`spmlkit.practitioner.evaluation.evaluate_model` reads of a bundle: one split
+    (``test``) of features ``X`` with full labels ``Y``, observations ``Z`` and a label mask."""
+
+    kind, path, meta = "features", "bundle", {}
+
+    def __init__(self, X, label_names, *, Y=None, Z=None, mask=None):
+        self.X, self.label_names, self.Y, self.Z, self.mask = X, label_names, Y, Z, mask
+
+    def _check_split(self, split):
+        assert split == "test"
+
+    def size(self, split):
+        return len(self.X)
+
+    def features(self, split, feature_set=None):
+        return self.X
+
+    def labels(self, split):
+        return self.Y
+
+    def observations(self, split):
+        return self.Z
+
+    def label_mask(self, split):
+        return self.mask

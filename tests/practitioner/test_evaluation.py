@@ -17,6 +17,7 @@ from spmlkit.metrics import (
 )
 from spmlkit.training import train_linear
 from tests.helpers.cli import run_cli as run
+from tests.helpers.factories import OneSplitBundle
 
 NAMES = ["cat", "dog", "sofa", "tv"]
 
@@ -112,31 +113,9 @@ class _Logits:
         return np.asarray(self.logits, dtype=np.float32)
 
 
-class _Split:
-    """The one split of a bundle that :func:`evaluate_model` reads."""
-
-    kind, path, meta, label_names = "features", "bundle", {}, ["a", "b", "c"]
-
-    def __init__(self, n, *, Y=None, Z=None):
-        self.X, self.Y, self.Z = np.zeros((n, 2)), Y, Z
-
-    def _check_split(self, split):
-        assert split == "test"
-
-    def size(self, split):
-        return len(self.X)
-
-    def features(self, split, feature_set=None):
-        return self.X
-
-    def labels(self, split):
-        return self.Y
-
-    def observations(self, split):
-        return self.Z
-
-    def label_mask(self, split):
-        return None
+def _Split(n, *, Y=None, Z=None):
+    """The one split of a bundle that :func:`evaluate_model` reads (three labels, n rows)."""
+    return OneSplitBundle(np.zeros((n, 2)), ["a", "b", "c"], Y=Y, Z=Z)
 
 
 @pytest.mark.parametrize("rule, n, set_rows", [({"rule": "threshold", "threshold": 0.5}, 5, 2),
@@ -208,10 +187,10 @@ def test_the_features_meet_the_model_by_name_reordered_or_refused():
     from spmlkit.data.formats.tabular import describe_name_difference
     from spmlkit.practitioner.evaluation import model_features
 
-    class Features(_Split):
+    class Features(OneSplitBundle):
         def __init__(self, names, kind="features"):
-            super().__init__(4)
-            self.X, self.meta, self.kind, self.asked = np.arange(12.0).reshape(4, 3), {"feature_names": names}, kind, []
+            super().__init__(np.arange(12.0).reshape(4, 3), ["a", "b", "c"])
+            self.meta, self.kind, self.asked = {"feature_names": names}, kind, []
 
         def features(self, split, feature_set=None):
             self.asked.append((split, feature_set))

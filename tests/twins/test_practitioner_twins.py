@@ -19,6 +19,7 @@ from spmlkit.practitioner import evaluation
 from spmlkit.practitioner.evaluation import evaluate_label_sets, evaluate_model
 from spmlkit.practitioner.inference import PredictionInput, predict_to_file
 from spmlkit.sparse_labels import SparseLabels
+from tests.helpers.factories import OneSplitBundle
 from tests.twins.models import linear, model_and_inputs
 from tests.twins.strategies import TWIN, TWIN_FEW, label_matrix
 
@@ -81,31 +82,7 @@ def test_a_batch_rule_takes_the_whole_collection_however_it_is_chunked(tmp_path,
 
 
 # ------------------------------------------------------------------ streamed evaluation
-class _Bundle:
-    """What :func:`evaluate_model` reads of a bundle: one split, full labels or observations."""
-
-    kind, path, meta = "features", "bundle", {}
-
-    def __init__(self, X, label_names, *, Y=None, Z=None, mask=None):
-        self.X, self.label_names, self.Y, self.Z, self.mask = X, label_names, Y, Z, mask
-
-    def _check_split(self, split):
-        assert split == "test"
-
-    def size(self, split):
-        return len(self.X)
-
-    def features(self, split, feature_set=None):
-        return self.X
-
-    def labels(self, split):
-        return self.Y
-
-    def observations(self, split):
-        return self.Z
-
-    def label_mask(self, split):
-        return self.mask
+_Bundle = OneSplitBundle  # what evaluate_model reads of a bundle: one split
 
 
 def _streamed(monkeypatch, model, bundle, rows):
