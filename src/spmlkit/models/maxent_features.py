@@ -156,10 +156,8 @@ class MaxEntFeatures(nn.Module):
         self.low.copy_(low.float().expand_as(self.low))
         self.high.copy_(torch.where(constant, low + 1.0, high).float().expand_as(self.high))
         self.active.copy_(self._mask(classes, continuous, indicator).expand_as(self.active))
-        self.shift.zero_()
-        self.scale.fill_(1.0)
-        self.shift.copy_(self._moments(chunks)[0].expand_as(self.shift))
-        shift, sd = self._moments(chunks)
+        shift, sd = self._moments(chunks)  # (of the unit features: they do not read shift or scale)
+        self.shift.copy_(shift.expand_as(self.shift))
         self.scale.copy_(torch.where(sd > 1e-6, sd, torch.ones_like(sd)).expand_as(self.scale))
         self._fitted_classes = (classes, indicator)  # plain attributes: read by a fit of the weights only
         beta = self._beta(classes, indicator, int(n_records))
