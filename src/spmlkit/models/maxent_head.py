@@ -208,12 +208,13 @@ class MaxEntHead(FeatureHead):
         if bool(has.any()) and bool(on.any()):
             lam[torch.nonzero(on)[:, 0][:, None], torch.nonzero(has)[:, 0][None, :]] = fit_gibbs(
                 mean_records[has][:, on], background[:, on], penalty[on][:, has])
-        eta = background @ lam
-        eta = eta - torch.logsumexp(eta, 0)                    # log p_λ over the background, (B, L)
+        scores = background @ lam
+        lse = torch.logsumexp(scores, 0)
+        eta = scores - lse                                     # log p_λ over the background, (B, L)
         entropy = -(torch.exp(eta) * eta).sum(0)               # H, (L,)
         # z = η + H (cloglog); a label without records: e^z of half a record over the background
         none = torch.full_like(entropy, math.log(0.5 / max(len(background), 1)))
-        offset = torch.where(has, entropy, none) - torch.logsumexp(background @ lam, 0)
+        offset = torch.where(has, entropy, none) - lse
         self._write(lam, offset)
 
     @torch.no_grad()
