@@ -209,8 +209,8 @@ def build_auto(members: str = DEFAULT_MEMBERS, lrs: str = DEFAULT_LRS, combine: 
     ``presence_members`` /
     ``presence_head``: the members and their head on presence-only data (background rows),
     chosen by ``target_group_auc`` there; ``presence_single``: the members on presence-only
-    data with one species (``background_auc`` chooses there; by default full-weighted with the
-    MLP, MaxEnt-feature and linear heads).
+    data with one species (``background_auc`` chooses there; by default full-weighted with
+    MaxEnt's own head, ``maxent``).
     """
     names = parse_members(members)
     po_names = parse_members(presence_members, "presence_members")
