@@ -205,3 +205,18 @@ class OneSplitBundle:
 
     def label_mask(self, split):
         return self.mask
+
+
+def one_species_bundle(path, *, n: int, d: int, n_records: int, shift: float, column: int = 0, seed: int = 0):
+    """A prepared presence-only bundle of one species ("Aus alpha") at ``path``: ``n`` rows of
+    ``d`` standard-normal covariates, the first ``n_records`` of them the species' records,
+    whose covariate ``column`` is moved by ``shift`` (the rest background)."""
+    from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:n_records, column] += shift
+    Z = np.zeros((n, 1), np.int8)
+    Z[:n_records, 0] = 1
+    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
+    return prepare_bundle(ds, path, log=lambda m: None)

@@ -13,6 +13,7 @@ from spmlkit.errors import ConfigError
 from spmlkit.models.heads import build_head
 from spmlkit.models.maxent_features import MaxEntFeatures, feature_classes, regularisation
 from spmlkit.sparse_labels import as_sparse
+from tests.helpers.factories import one_species_bundle
 
 
 class _Store:
@@ -164,16 +165,10 @@ def test_a_trained_head_saves_loads_and_predicts_what_it_trained(tmp_path):
     the expansion's state (plain float tensors: ranges, classes, penalty) and predicts the
     run's test scores; its ranges are the training rows'."""
     from spmlkit.cli import main
-    from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
+    from spmlkit.data import Bundle
     from spmlkit.practitioner.saved import load_model
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 3)).astype(np.float32)
-    X[:40, 0] += 1.5
-    Z = np.zeros((300, 1), np.int8)
-    Z[:40, 0] = 1
-    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
-    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    bundle = one_species_bundle(tmp_path / "b", n=300, d=3, n_records=40, shift=1.5)
     out = tmp_path / "run"
     assert main(["train", str(bundle.path), "-m", "full-weighted", "--head", "maxent-features", "--epochs", "3",
                  "--batch-size", "8", "--no-refit", "-o", str(out)]) == 0
@@ -199,18 +194,12 @@ def test_auto_with_the_maxent_features_head_predicts_from_disk_what_the_run_scor
     import json
 
     from spmlkit.cli import main
-    from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
+    from spmlkit.data import Bundle
     from spmlkit.practitioner.evaluation import model_features
     from spmlkit.practitioner.saved import load_model
     from spmlkit.practitioner.sdm_metrics import auc
 
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(500, 3)).astype(np.float32)
-    X[:80, 1] -= 1.0
-    Z = np.zeros((500, 1), np.int8)
-    Z[:80, 0] = 1
-    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
-    b = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    b = one_species_bundle(tmp_path / "b", n=500, d=3, n_records=80, shift=-1.0, column=1, seed=3)
     out = tmp_path / "run"
     assert main(["train", str(b.path), "--param", "presence_single=full-weighted:maxent-features,full-weighted:linear",
                  "--param", "combine=mean_probability", "--param", "lrs=1e-2", "--epochs", "3", "--batch-size", "8",

@@ -11,8 +11,10 @@ import pytest
 import torch
 
 from spmlkit.models.heads import build_head
-from spmlkit.models.maxent_head import MAX_BACKGROUND, cloglog_logit, evenly_spaced, fit_gibbs, gibbs_objective, soft_threshold
+from spmlkit.models.maxent_head import (MAX_BACKGROUND, cloglog_logit, evenly_spaced, fit_gibbs, gibbs_objective,
+                                        soft_threshold)
 from spmlkit.sparse_labels import as_sparse
+from tests.helpers.factories import one_species_bundle
 
 #: the solver's precision is tested at a tolerance far below the default's (which stops where
 #: the ranking no longer moves); the default is tested by its objective against the tight fit's
@@ -191,17 +193,11 @@ def test_spml_train_with_the_maxent_head_saves_and_predicts_its_fit(tmp_path):
     """``spml train --head maxent`` on presence-only data: the saved model predicts what the
     head fitted (the records of the species of high x0 above the background)."""
     from spmlkit.cli import main
-    from spmlkit.data import Bundle, MultiLabelDataset, Split, prepare_bundle
+    from spmlkit.data import Bundle
     from spmlkit.practitioner.saved import load_model
     from spmlkit.practitioner.sdm_metrics import auc
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 3)).astype(np.float32)
-    X[:40, 0] += 3.0
-    Z = np.zeros((300, 1), np.int8)
-    Z[:40, 0] = 1
-    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
-    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    bundle = one_species_bundle(tmp_path / "b", n=300, d=3, n_records=40, shift=3.0)
     out = tmp_path / "run"
     assert main(["train", str(bundle.path), "-m", "full-weighted", "--head", "maxent", "--epochs", "2",
                  "--batch-size", "16", "--no-refit", "-o", str(out)]) == 0

@@ -19,6 +19,7 @@ from spmlkit.metrics import observed_positive_map
 from spmlkit.training.run import train
 from spmlkit.training.ensemble import bagged_ensemble_selection
 from spmlkit.training.recipe import mean_probability_logits
+from tests.helpers.factories import one_species_bundle
 
 
 FAST = dict(epochs=3, batch_size=16)
@@ -881,17 +882,10 @@ def test_auto_on_one_species_trains_its_one_species_members_and_saves_them(tmp_p
     """Presence-only data with one species: auto trains ``presence_single`` (full-weighted:
     SINR's λ = 2048 would call nearly every cell suitable; with MaxEnt's own head), chosen by
     background_auc, and the members it keeps are saved as heads that load and predict."""
-    from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
     from spmlkit.practitioner.run_folder import run_training
     from spmlkit.practitioner.saved import load_model
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(260, 4)).astype(np.float32)
-    X[:60, 0] += 2.0  # the species lives where covariate 0 is high
-    Z = np.zeros((260, 1), np.int8)
-    Z[:60, 0] = 1
-    ds = MultiLabelDataset("one", ["Aus alpha"], {"train": Split(X=X, Z=Z)}, source="one", background=True)
-    bundle = prepare_bundle(ds, tmp_path / "b", log=lambda m: None)
+    bundle = one_species_bundle(tmp_path / "b", n=260, d=4, n_records=60, shift=2.0)  # lives where x0 is high
     assert build_method("auto").members_for(True, False, n_labels=1) == (("full-weighted", "maxent"),)
     cfg = TrainConfig(method="auto", epochs=3, batch_size=16, threads=1, params={"lrs": "1e-2"})
     run_training(bundle, cfg, tmp_path / "run", log=lambda m: None)
