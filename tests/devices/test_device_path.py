@@ -149,6 +149,19 @@ def test_every_linear_method_runs_under_the_device_trap(toy_bundle, presence_bun
     assert not failures, failures
 
 
+@pytest.mark.parametrize("head", ["maxent-features", "maxent"])
+def test_the_heads_fitted_on_the_training_rows_run_under_the_device_trap(presence_bundle, tmp_path, head):
+    """A head whose inputs (and, for ``maxent``, weights) are fitted on the training rows
+    before the first epoch, explicitly on the CPU while the default device is ``meta``."""
+    from spmlkit.training.run import train
+
+    cfg = TrainConfig(method="full-weighted", head=head, epochs=2, batch_size=16, device="cpu")
+    with device_trap():
+        res = train(presence_bundle, cfg, lrs=[1e-2, 1e-3], seeds=[0, 1], run_dir=tmp_path / head, keep_state=True)
+    assert all(np.isfinite(r.test_map) for r in res)
+    assert all(t.device.type == "cpu" for t in res[0].state["head"].values())
+
+
 def test_checkpoints_hold_cpu_tensors_and_plain_values_only(toy_bundle, tmp_path):
     """What a run writes loads with ``weights_only=True`` on a CPU-only machine."""
     from spmlkit.training.linear import train_linear

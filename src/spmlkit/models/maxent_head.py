@@ -99,11 +99,12 @@ def fit_gibbs(mean_records: torch.Tensor, background: torch.Tensor, penalty: tor
     mean_records, background = mean_records.double(), background.double()
     penalty = penalty.double()
     F, L = penalty.shape
-    lam = torch.zeros((F, L), dtype=torch.float64)
+    dev = background.device
+    lam = torch.zeros((F, L), dtype=torch.float64, device=dev)
     y = lam.clone()
-    t = torch.ones(L, dtype=torch.float64)
-    lip = torch.ones(L, dtype=torch.float64)
-    going = torch.ones(L, dtype=torch.bool)  # each label stops on its own (as if fitted alone)
+    t = torch.ones(L, dtype=torch.float64, device=dev)
+    lip = torch.ones(L, dtype=torch.float64, device=dev)
+    going = torch.ones(L, dtype=torch.bool, device=dev)  # each label stops on its own (as if fitted alone)
     last = _full(lam, mean_records, background, penalty)
     for _ in range(int(max_iterations)):
         fy, gy = gibbs_objective(y, mean_records, background)
@@ -190,8 +191,8 @@ class MaxEntHead(FeatureHead):
         bg_rows = torch.as_tensor(evenly_spaced(n_rows, MAX_BACKGROUND), dtype=torch.long, device="cpu")
         background = ex.features_unit(store.gather(bg_rows).to("cpu", torch.float32)).double()
         F = ex.n_out
-        mean_records = torch.zeros((n_labels, F), dtype=torch.float64)
-        penalty = torch.zeros((F, n_labels), dtype=torch.float64)
+        mean_records = torch.zeros((n_labels, F), dtype=torch.float64, device="cpu")
+        penalty = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")
         counts = np.zeros(n_labels, dtype=np.int64)
         for label in np.unique(labels_of):
             rows = rows_of[labels_of == label]
@@ -202,8 +203,8 @@ class MaxEntHead(FeatureHead):
             mean_records[label] = rec.double().mean(0)
             beta = ex.class_beta(int(counts[label]))
             penalty[:, label] = regularisation(rec, beta, int(counts[label]), ex.layout()["hinge"]).double()
-        lam = torch.zeros((F, n_labels), dtype=torch.float64)  # a label without records: λ = 0
-        has = torch.as_tensor(counts > 0)
+        lam = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")  # a label without records: λ = 0
+        has = torch.as_tensor(counts > 0, device="cpu")
         on = ex.active[0] > 0  # an inactive feature is 0 on every row: its λ stays 0 (left out of the fit)
         if bool(has.any()) and bool(on.any()):
             lam[torch.nonzero(on)[:, 0][:, None], torch.nonzero(has)[:, 0][None, :]] = fit_gibbs(
