@@ -194,8 +194,10 @@ class MaxEntHead(FeatureHead):
         mean_records = torch.zeros((n_labels, F), dtype=torch.float64, device="cpu")
         penalty = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")
         counts = np.zeros(n_labels, dtype=np.int64)
-        for label in np.unique(labels_of):
-            rows = rows_of[labels_of == label]
+        order = np.argsort(labels_of, kind="stable")  # each label's records in row order, found in one pass
+        labels, starts, sizes = np.unique(labels_of[order], return_index=True, return_counts=True)
+        for label, start, size in zip(labels, starts, sizes):
+            rows = rows_of[order[start:start + size]]
             counts[label] = rows.size
             rows = rows[evenly_spaced(rows.size, MAX_RECORD_ROWS)]
             rec = ex.features_unit(store.gather(torch.as_tensor(rows, dtype=torch.long, device="cpu"))
