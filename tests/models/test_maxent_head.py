@@ -12,7 +12,7 @@ import torch
 
 from spmlkit.models.heads import build_head
 from spmlkit.models.maxent_head import (MAX_BACKGROUND, cloglog_logit, evenly_spaced, fit_gibbs, gibbs_objective,
-                                        soft_threshold)
+                                        label_blocks, soft_threshold)
 from spmlkit.sparse_labels import as_sparse
 from tests.helpers.factories import one_species_bundle
 
@@ -207,3 +207,11 @@ def test_spml_train_with_the_maxent_head_saves_and_predicts_its_fit(tmp_path):
     z = b.observations("test").dense()[:, 0]
     assert auc(s[z == 1], s[z == 0]) > 0.9
     assert np.array_equal(s, load_model(out).decision_function(np.asarray(b.features("test")))[:, 0])
+
+
+def test_label_blocks_cover_every_label_once_in_order():
+    for B, L, entries in [(1, 1, 1), (7, 13, 20), (10_000, 3, 1 << 22), (5, 9, 1), (3, 0, 10), (4, 5, 4 * 5)]:
+        blocks = label_blocks(B, L, entries)
+        covered = [i for b in blocks for i in range(L)[b]]
+        assert covered == list(range(L))
+        assert all(0 < (b.stop - b.start) and (b.stop - b.start) * B <= max(entries, B) for b in blocks)

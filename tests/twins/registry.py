@@ -114,6 +114,10 @@ TWINS: list[Twin] = [
     Twin("training.scores:ScoreView.chunks", "ScoreView.dense / the tensor whole",
          STREAMED_RUN + (SC + "test_score_view_member_and_dense",)),
     Twin("training.scores:numpy_chunks", "the tensor whole", STREAMED_RUN),
+    Twin("models.maxent_head:fit_gibbs", "models.maxent_head.fit_gibbs_labels: every label at once",
+         ("tests/twins/test_models_twins.py::test_lambda_fitted_in_blocks_of_labels_equals_every_label_at_once",)),
+    Twin("models.maxent_head:cloglog_offsets", "the (B, L) scores' entropy and log-sum-exp computed whole",
+         ("tests/twins/test_models_twins.py::test_cloglog_offsets_in_blocks_equal_the_whole_computation",)),
 ]
 
 #: found by the rule but not a fast path: why
@@ -134,4 +138,5 @@ NOT_FAST_PATHS: dict[str, str] = {
     "reading:read_limit_bytes": "the read budget (a number); computes no result of its own",
     "data.spatial_splits:block_cells": "spatial cross-validation blocks of a map, not row blocks",
     "data.spatial_splits:block_folds": "spatial cross-validation blocks of a map, not row blocks",
+    "models.maxent_head:label_blocks": "sizes the blocks of labels; computes no result of its own",
 }

@@ -66,6 +66,10 @@ MAX_BACKGROUND = 10_000
 TOLERANCE = 1e-6
 #: proximal gradient steps at most
 MAX_ITERATIONS = 5_000
+#: (background rows × labels) entries of one block of labels fitted together: the fit's
+#: (B, L) float64 arrays (scores, softmax, the backtracking's trial scores) are held for one
+#: block at a time, 2²² entries (32 MiB each), so memory does not grow with the labels
+BLOCK_ENTRIES = 1 << 22
 
 
 def soft_threshold(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -90,12 +94,40 @@ def gibbs_objective(lam: torch.Tensor, mean_records: torch.Tensor, background: t
     return value, grad
 
 
+def label_blocks(n_background: int, n_labels: int, entries: int = BLOCK_ENTRIES) -> list[slice]:
+    """Consecutive blocks of labels, each with at most ``entries`` (background × labels)
+    entries and at least one label (every label once, in order).
+
+    >>> label_blocks(10, 5, entries=20)
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    >>> label_blocks(10, 0), label_blocks(100, 3, entries=1)
+    ([], [slice(0, 1, None), slice(1, 2, None), slice(2, 3, None)])
+    """
+    width = max(1, int(entries) // max(int(n_background), 1))
+    return [slice(start, min(start + width, n_labels)) for start in range(0, n_labels, width)]
+
+
 def fit_gibbs(mean_records: torch.Tensor, background: torch.Tensor, penalty: torch.Tensor,
-              *, tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS) -> torch.Tensor:
-    """``(F, L)`` the λ minimising MaxEnt's regularised objective of every label at once
-    (module docstring): ``mean_records`` ``(L, F)``, ``background`` ``(B, F)``, ``penalty``
-    ``(F, L)`` (β_jl ≥ 0).  FISTA with a backtracking step per label (each label's own
-    problem: the labels share nothing but the background), in float64."""
+              *, tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS,
+              entries: int = BLOCK_ENTRIES) -> torch.Tensor:
+    """``(F, L)`` the λ minimising MaxEnt's regularised objective of every label (module
+    docstring): ``mean_records`` ``(L, F)``, ``background`` ``(B, F)``, ``penalty`` ``(F, L)``
+    (β_jl ≥ 0).  The labels share nothing but the background, so they are fitted in
+    blocks of at most ``entries`` (B × labels) entries (:func:`label_blocks`), each block
+    by :func:`fit_gibbs_labels`: the same λ as all labels at once, in bounded memory."""
+    F, L = penalty.shape
+    lam = torch.zeros((F, L), dtype=torch.float64, device=background.device)
+    for block in label_blocks(len(background), L, entries):
+        lam[:, block] = fit_gibbs_labels(mean_records[block], background, penalty[:, block],
+                                         tolerance=tolerance, max_iterations=max_iterations)
+    return lam
+
+
+def fit_gibbs_labels(mean_records: torch.Tensor, background: torch.Tensor, penalty: torch.Tensor,
+                     *, tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS) -> torch.Tensor:
+    """``(F, L)`` the λ of :func:`fit_gibbs` for every label of ``penalty`` at once: FISTA
+    with a backtracking step per label (each label's own problem, stopping on its own), in
+    float64."""
     mean_records, background = mean_records.double(), background.double()
     penalty = penalty.double()
     F, L = penalty.shape
@@ -145,6 +177,24 @@ def _backtracked(y, fy, gy, lip, mean_records, background, penalty, going) -> tu
         if not bool(bad.any()) or bool((lip > 1e12).all()):
             return new, fn
         lip[bad] *= 2.0
+
+
+def cloglog_offsets(background: torch.Tensor, lam: torch.Tensor, has: torch.Tensor,
+                    entries: int = BLOCK_ENTRIES) -> torch.Tensor:
+    """``(L,)`` the offset ``H − log Σ_b exp(λ·f(x_b))`` that makes ``λ·f(x) + offset`` the
+    cloglog's ``z = η + H`` (module docstring), from the background ``(B, F)`` and ``lam``
+    ``(F, L)``, in blocks of labels (:func:`label_blocks`); a label without records (``has``
+    false) gets ``log(0.5 / B) − log Σ_b exp(0)``: ``e^z`` of half a record spread over the
+    background."""
+    offset = torch.empty(lam.shape[1], dtype=torch.float64, device=lam.device)
+    none = math.log(0.5 / max(len(background), 1))
+    for block in label_blocks(len(background), lam.shape[1], entries):
+        scores = background @ lam[:, block]
+        lse = torch.logsumexp(scores, 0)
+        eta = scores - lse                                     # log p_λ over the background, (B, l)
+        entropy = -(torch.exp(eta) * eta).sum(0)               # H, (l,)
+        offset[block] = torch.where(has[block], entropy, torch.full_like(entropy, none)) - lse
+    return offset
 
 
 #: ``z`` above it gives a cloglog of 1 in any float (e^30 ≈ 10¹³): clamped there
@@ -211,14 +261,7 @@ class MaxEntHead(FeatureHead):
         if bool(has.any()) and bool(on.any()):
             lam[torch.nonzero(on)[:, 0][:, None], torch.nonzero(has)[:, 0][None, :]] = fit_gibbs(
                 mean_records[has][:, on], background[:, on], penalty[on][:, has])
-        scores = background @ lam
-        lse = torch.logsumexp(scores, 0)
-        eta = scores - lse                                     # log p_λ over the background, (B, L)
-        entropy = -(torch.exp(eta) * eta).sum(0)               # H, (L,)
-        # z = η + H (cloglog); a label without records: e^z of half a record over the background
-        none = torch.full_like(entropy, math.log(0.5 / max(len(background), 1)))
-        offset = torch.where(has, entropy, none) - lse
-        self._write(lam, offset)
+        self._write(lam, cloglog_offsets(background, lam, has))
 
     @torch.no_grad()
     def _write(self, lam: torch.Tensor, offset: torch.Tensor) -> None:
