@@ -102,17 +102,30 @@ def test_the_standardised_features_and_the_penalty_on_their_scale():
                           atol=1e-4)
     unit = f.features_unit(torch.as_tensor(X[:40]))
     beta = f._beta(feature_classes(200), torch.zeros(3, dtype=torch.bool), 200)
-    reg = regularisation(unit, beta, 200, f.layout()["hinge"])
+    every = f.features_unit(torch.as_tensor(X))
+    assert torch.allclose(f.span(), every.max(0).values - every.min(0).values)  # the range over the training rows
+    reg = regularisation(unit, beta, 200, f.layout()["hinge"], span=f.span())
     assert torch.allclose(f.penalty[0], reg / f.scale[0])
     # the class table at 200 records: 0.05 for linear/quadratic/product (the product table), 0.5 for hinges
     assert beta[0].item() == pytest.approx(0.05) and beta[f.layout()["hinge"]][0].item() == pytest.approx(0.5)
 
 
 def test_regularisation_by_hand():
-    f = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])  # sd (unbiased) √(1/3), 0
-    r = regularisation(f, torch.tensor([0.5, 0.5]), 4, slice(1, 2))
-    sd = math.sqrt(1 / 3)
-    assert r.tolist() == pytest.approx([0.5 * sd / 2, 0.5 * 0.5 / 2])  # a hinge: + ½·max(sd, 1/√m)/√m
+    """maxnet's ``maxnet.default.regularization``: the largest of β·sd/√m, for a hinge
+    ½·max(sd, 1/√m)/√m, and 0.001 of the feature's range over the training rows — a
+    maximum, not a sum."""
+    f = torch.tensor([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 1.0]])
+    sd = math.sqrt(1 / 3)  # (unbiased) of columns 0 and 3; columns 1 and 2 are constant at the records
+    span = torch.tensor([1.0, 1.0, 0.5, 1.0])
+    r = regularisation(f, torch.tensor([0.5, 0.5, 0.5, 0.5]), 4, slice(1, 2), span=span)
+    assert r.tolist() == pytest.approx([0.5 * sd / 2,       # linear: β·sd/√m
+                                        0.5 * 0.5 / 2,      # a hinge with sd 0 < 1/√m: ½·(1/√m)/√m
+                                        0.001 * 0.5,        # constant at the records: the range's floor
+                                        0.5 * sd / 2])      # column 3, not a hinge here
+    hinge = regularisation(f, torch.tensor([0.5, 0.5, 0.5, 0.5]), 4, slice(3, 4), span=span)
+    assert hinge[3].item() == pytest.approx(0.5 * sd / 2)   # sd > 1/√m: ½·sd/√m, once (not added to β·sd/√m)
+    big = regularisation(f, torch.tensor([0.5, 0.5, 0.5, 0.5]), 4, slice(3, 4), span=torch.full((4,), 1e4))
+    assert big.tolist() == pytest.approx([10.0] * 4)        # the floor wins where the range is wide
 
 
 def test_the_fit_reads_the_training_rows_only():

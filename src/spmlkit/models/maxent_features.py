@@ -30,7 +30,9 @@ does not extrapolate a hinge or a square beyond the data.
 
 **Regularisation and fit.**  MaxEnt minimises the log loss plus ``Σ_j β_j |λ_j|`` with
 ``β_j = β(m)·s_j/√m`` (Phillips & Dudík 2008; ``s_j`` the feature's standard deviation at
-the ``m`` records, ``β(m)`` a per-class table, :data:`BETA`, :func:`regularisation`).  The
+the ``m`` records, ``β(m)`` a per-class table, :data:`BETA`), bounded from below as maxnet
+bounds it (Phillips et al. 2017: a hinge at least ``½·max(s_j, 1/√m)/√m``, every feature at
+least 0.001 of its range; :func:`regularisation`).  The
 head (:class:`FeatureHead`) is a linear layer on the features; its weights start at 0 (MaxEnt
 starts from λ = 0, the uniform distribution) and the gradient of the same L1 term is added
 to the loss's at every step (a subgradient, :meth:`FeatureHead.forward`), the loss being the
@@ -156,13 +158,14 @@ class MaxEntFeatures(nn.Module):
         self.low.copy_(low.float().expand_as(self.low))
         self.high.copy_(torch.where(constant, low + 1.0, high).float().expand_as(self.high))
         self.active.copy_(self._mask(classes, continuous, indicator).expand_as(self.active))
-        shift, sd = self._moments(chunks)  # (of the unit features: they do not read shift or scale)
+        shift, sd, span = self._moments(chunks)  # (of the unit features: they do not read shift or scale)
         self.shift.copy_(shift.expand_as(self.shift))
         self.scale.copy_(torch.where(sd > 1e-6, sd, torch.ones_like(sd)).expand_as(self.scale))
-        self._fitted_classes = (classes, indicator)  # plain attributes: read by a fit of the weights only
+        # plain attributes, read by a fit of the weights only: the classes, the features' ranges
+        self._fitted_classes, self._fitted_span = (classes, indicator), span
         beta = self._beta(classes, indicator, int(n_records))
         unit = self.features_unit(records.detach().to("cpu", torch.float32))
-        reg = regularisation(unit, beta, int(n_records), self.layout()["hinge"])
+        reg = regularisation(unit, beta, int(n_records), self.layout()["hinge"], span=span)
         self.penalty.copy_((reg / self.scale[0]).expand_as(self.penalty))  # λ_j = w_j / σ_j
 
     def class_beta(self, n_records: int) -> torch.Tensor:
@@ -172,17 +175,28 @@ class MaxEntFeatures(nn.Module):
             raise ConfigError("head 'maxent-features': the expansion is not fitted on training rows yet")
         return self._beta(*self._fitted_classes, int(n_records))
 
-    def _moments(self, chunks) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and standard deviation of the unit features over the training rows (float64 sums)."""
-        s = ss = None
+    def span(self) -> torch.Tensor:
+        """``(F,)`` each feature's range (max − min) over the training rows it was fitted on."""
+        if not hasattr(self, "_fitted_span"):
+            raise ConfigError("head 'maxent-features': the expansion is not fitted on training rows yet")
+        return self._fitted_span
+
+    def _moments(self, chunks) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mean, standard deviation and range (max − min) of the unit features over the
+        training rows (float64 sums)."""
+        s = ss = low = high = None
         n = 0
         for x in chunks():
             f = self.features_unit(x.detach().to("cpu", torch.float32)).double()
+            if not len(f):
+                continue
             s = f.sum(0) if s is None else s + f.sum(0)
             ss = (f * f).sum(0) if ss is None else ss + (f * f).sum(0)
+            low = f.min(0).values if low is None else torch.minimum(low, f.min(0).values)
+            high = f.max(0).values if high is None else torch.maximum(high, f.max(0).values)
             n += len(f)
         mean = s / n
-        return mean.float(), (ss / n - mean * mean).clamp(min=0).sqrt().float()
+        return mean.float(), (ss / n - mean * mean).clamp(min=0).sqrt().float(), (high - low).float()
 
     def _beta(self, classes, indicator: torch.Tensor, n: int) -> torch.Tensor:
         """``(F,)`` the class regularisation ``β(n)`` of every feature (:data:`BETA`)."""
@@ -218,22 +232,29 @@ class MaxEntFeatures(nn.Module):
         return (self.features_unit(x) - self.shift[0]) / self.scale[0] * self.active[0]
 
 
-def regularisation(features: torch.Tensor, beta: torch.Tensor, n: int, hinge: slice) -> torch.Tensor:
+def regularisation(features: torch.Tensor, beta: torch.Tensor, n: int, hinge: slice, *,
+                   span: torch.Tensor) -> torch.Tensor:
     """``(F,)`` MaxEnt's L1 regularisation of each feature from its values at the records
-    ``features`` ``(m, F)`` (Phillips & Dudík 2008: β_j = β·s[f_j]/√m, s the standard
-    deviation of the feature over the records; Phillips et al. 2017's maxnet adds
-    to a hinge feature half its standard deviation, at least 1/√m, over √m, so that a hinge
-    active at a few records is not free):
+    ``features`` ``(m, F)``: Phillips & Dudík 2008's ``β_j = β·s[f_j]/√m`` (``s`` the
+    standard deviation of the feature over the ``m`` records), as Phillips et al. 2017's
+    maxnet (``maxnet.default.regularization``) bounds it from below — the **largest** of
+
+    * ``β·s_j/√m``;
+    * for a hinge, ``½·max(s_j, 1/√m)/√m``, so that a hinge active at a few records is not
+      nearly free;
+    * ``0.001·span_j``, ``span`` ``(F,)`` the feature's range (max − min) over the training
+      rows, so that a feature constant at the records keeps a finite weight.
 
     >>> f = torch.tensor([[0.0, 1.0], [1.0, 1.0]])           # sd 0.7071 and 0
-    >>> [round(v, 4) for v in regularisation(f, torch.tensor([1.0, 0.5]), 4, slice(1, 2)).tolist()]
+    >>> [round(v, 4) for v in regularisation(f, torch.tensor([1.0, 0.5]), 4, slice(1, 2),
+    ...                                      span=torch.ones(2)).tolist()]
     [0.3536, 0.125]
     """
     m = max(int(n), 1)
     sd = features.double().std(0) if len(features) > 1 else torch.zeros(features.shape[1], dtype=torch.float64)
     sd = torch.nan_to_num(sd)
-    out = beta.double() * sd / math.sqrt(m)
-    out[hinge] += 0.5 * sd[hinge].clamp(min=1.0 / math.sqrt(m)) / math.sqrt(m)
+    out = torch.maximum(beta.double() * sd / math.sqrt(m), 0.001 * span.double())
+    out[hinge] = torch.maximum(out[hinge], 0.5 * sd[hinge].clamp(min=1.0 / math.sqrt(m)) / math.sqrt(m))
     return out.float()
 
 

@@ -254,7 +254,8 @@ class MaxEntHead(FeatureHead):
                                    .to("cpu", torch.float32))
             mean_records[label] = rec.double().mean(0)
             beta = ex.class_beta(int(counts[label]))
-            penalty[:, label] = regularisation(rec, beta, int(counts[label]), ex.layout()["hinge"]).double()
+            penalty[:, label] = regularisation(rec, beta, int(counts[label]), ex.layout()["hinge"],
+                                               span=ex.span()).double()
         lam = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")  # a label without records: λ = 0
         has = torch.as_tensor(counts > 0, device="cpu")
         on = ex.active[0] > 0  # an inactive feature is 0 on every row: its λ stays 0 (left out of the fit)
