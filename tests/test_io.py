@@ -4,6 +4,7 @@ tests/ownership/."""
 import hashlib
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -796,6 +797,22 @@ def test_the_temporary_file_is_made_in_the_opened_folder_with_the_usual_permissi
         os.umask(old)
     assert os.listdir(cwd) == [] and os.listdir(d) == ["a.txt"]
     assert (d / "a.txt").stat().st_mode & 0o777 == 0o644
+
+
+def test_the_longest_name_its_temporary_allows_is_written(tmp_path):
+    """The temporary beside ``NAME`` is ``.NAME.spml-`` + 10 hex digits + ``.tmp``, 21 bytes
+    longer than the name: a name up to the file system's longest less 21 bytes is written."""
+    d = tmp_path / "d"
+    d.mkdir()
+    name = "a" * (os.pathconf(d, "PC_NAME_MAX") - 21)
+    fd = _opened(d)
+    try:
+        with io.atomic_path(d / name, dir_fd=fd) as tmp:
+            assert re.fullmatch(rf"\.{name}\.spml-[0-9a-f]{{10}}\.tmp", tmp.name)
+            tmp.write_text("new\n")
+    finally:
+        os.close(fd)
+    assert os.listdir(d) == [name] and (d / name).read_text() == "new\n"
 
 
 def test_without_a_descriptor_path_the_temporary_is_named_beside_the_target(tmp_path, monkeypatch):

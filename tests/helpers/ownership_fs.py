@@ -93,3 +93,26 @@ def _to_link(path, to):
         os.unlink(path)
         os.symlink(to, path)
     return swap
+
+
+def _permissions_as_for_a_user(monkeypatch):
+    """The permission checks every user but root meets, applied to ``os.open`` (tests may run as
+    root, whom the kernel lets open anything): a regular file without a write permission bit is
+    not opened for writing, a folder without a read permission bit is not opened (its files can
+    still be looked up by name)."""
+    import errno
+    import stat
+
+    real = os.open
+
+    def checked(p, flags, *a, **kw):
+        try:
+            st = os.stat(opened_path(p, kw.get("dir_fd")))
+        except OSError:
+            st = None
+        if st is not None and ((stat.S_ISREG(st.st_mode) and flags & os.O_ACCMODE != os.O_RDONLY
+                                and not st.st_mode & 0o222) or (stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o444)):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(p))
+        return real(p, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", checked)

@@ -331,3 +331,91 @@ def test_a_build_leaves_no_descriptor_open(tmp_path):
     with ownership.build(tmp_path / "B", "tbuild") as tmp:
         ownership.write_text(tmp / "meta.json", "{}")
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+# ---- the abandoned builds looked at one after another (a skipped one never stops the look-up), the owner
+# file's first 64 bytes, and the previous folder of an older spmlkit replaced from inside another output folder
+def _abandoned(tmp_path, name, owner_text=None):
+    """A build folder a killed process left (marker and manifest), its owner file holding ``owner_text``."""
+    d = tmp_path / name
+    d.mkdir()
+    own_manifest._write_marker(str(d), "bundle")
+    if owner_text is not None:
+        (d / ownership.BUILD_OWNER).write_text(owner_text)
+    return d
+
+
+def _in_order(monkeypatch):
+    listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p=".": sorted(listdir(p)))  # the ones skipped looked at first
+
+
+def test_a_build_folder_without_an_owner_file_is_skipped_and_the_next_one_still_removed(tmp_path, monkeypatch):
+    bare = _abandoned(tmp_path, ".A.bare")  # marker and manifest, but no owner file: never a build's to remove
+    gone = _abandoned(tmp_path, ".Z.gone", f"{os.getpid()}\nflock\n")  # unlocked: its builder is gone
+    _in_order(monkeypatch)
+    own_builds._remove_abandoned_builds(str(tmp_path / "B"))
+    assert bare.exists() and not gone.exists()
+
+
+def test_a_build_whose_owner_file_goes_before_it_is_locked_is_skipped_and_the_next_one_still_removed(
+        tmp_path, monkeypatch):
+    """The owner file removed (by another spmlkit clearing the same folder) between its read
+    and the open that locks it: that folder is left to the other, the next one is still removed."""
+    raced = _abandoned(tmp_path, ".A.raced", f"{os.getpid()}\nflock\n")
+    gone = _abandoned(tmp_path, ".Z.gone", f"{os.getpid()}\nflock\n")
+    _in_order(monkeypatch)
+    owner = raced / ownership.BUILD_OWNER
+    opens = []
+    done = _before_open(monkeypatch, owner, owner.unlink, when=lambda flags: opens.append(flags) or len(opens) == 2)
+    own_builds._remove_abandoned_builds(str(tmp_path / "B"))
+    assert done and raced.exists() and not owner.exists() and not gone.exists()
+
+
+def test_only_the_first_64_bytes_of_an_owner_file_are_read(tmp_path):
+    """A lock is looked for only where the owner file's first 64 bytes say ``flock``; past them,
+    the folder is taken for an older version's, kept while the process of its pid lives (this one)."""
+    head = f"{os.getpid()}\n"
+    read = _abandoned(tmp_path, ".B.read", head.ljust(59) + "flock\n")  # 'flock' ends at byte 64: read, unlocked
+    cut = _abandoned(tmp_path, ".B.cut", head.ljust(60) + "flock\n")  # only 'floc' in the first 64 bytes
+    own_builds._remove_abandoned_builds(str(tmp_path / "B"))
+    assert not read.exists() and cut.exists()
+    assert (cut / ownership.BUILD_OWNER).read_text() == head.ljust(60) + "flock\n"
+
+
+def test_an_older_marked_folder_is_replaced_from_inside_another_output_folder(tmp_path, monkeypatch):
+    """The old folder's manifest is looked for in the old folder, never in the current one: run
+    from inside another output folder of spmlkit's (which has a manifest), a marked folder of an
+    older spmlkit without one is still listed by its layout and removed."""
+    ownership.register_kind("legacy-marked-cwd", "a legacy marked build", layout=("meta.json", "train"))
+    work = ownership.claim(tmp_path / "run", "run")
+    monkeypatch.chdir(work)  # holds a .spml-manifest of its own
+    old = tmp_path / "B"
+    (old / "train").mkdir(parents=True)
+    (old / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": "legacy-marked-cwd"}))
+    (old / "meta.json").write_text("{}")
+    (old / "train" / "X.npy").write_text("x")
+    with ownership.build(old, "legacy-marked-cwd", replace=True) as tmp:
+        ownership.write_text(tmp / "meta.json", '{"new": 1}')
+    assert (old / "meta.json").read_text() == '{"new": 1}' and not (old / "train").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["B", "run"]
+
+
+def test_the_previous_folder_is_removed_by_its_manifest_whatever_its_marker_says_by_then(tmp_path, monkeypatch):
+    """Once the new folder is in place, the previous one (renamed aside) is removed by what its
+    manifest lists; it is not claimed again, so a marker rewritten by someone else meanwhile (here
+    another kind's) cannot fail a build that has succeeded."""
+    out = tmp_path / "B"
+    with ownership.build(out, "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", '{"v": 1}')
+    real = os.rename
+
+    def rename(src, dst):
+        real(src, dst)
+        if os.fspath(dst) == str(out):  # the new folder just moved into place
+            (old,) = tmp_path.glob(".B.*.old")
+            own_manifest._write_marker(str(old), "run")
+    monkeypatch.setattr(os, "rename", rename)
+    with ownership.build(out, "tbuild", replace=True) as tmp:
+        ownership.write_text(tmp / "meta.json", '{"v": 2}')
+    assert (out / "meta.json").read_text() == '{"v": 2}' and os.listdir(tmp_path) == ["B"]

@@ -13,7 +13,8 @@ import pytest
 
 from spmlkit import ownership
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import user, manifest_lines
+from spmlkit.ownership.files import written_by_spmlkit
+from tests.helpers.ownership_fs import user, manifest_lines, _permissions_as_for_a_user
 
 
 def test_single_output_files(tmp_path, user):
@@ -243,3 +244,21 @@ def test_a_record_that_cannot_be_written_is_named_by_its_full_path(tmp_path, mon
         os.close(dfd)
     assert (e.value.errno, e.value.filename) == (errno.ENOSPC, str(tmp_path / ".p.csv.spml-file"))
     assert os.listdir(tmp_path) == ["p.csv"]
+
+
+def test_a_file_in_a_folder_that_cannot_be_read_is_not_taken_for_spmlkits(tmp_path, monkeypatch):
+    """A folder with search but no read permission: the file in it is found, the record beside it
+    cannot be read, so the file is not known to be spmlkit's and is replaced only with --overwrite."""
+    d = tmp_path / "out"
+    p = ownership.output_file(d / "pred.csv")
+    with ownership.write_output_file(p) as tmp:
+        tmp.write_text("a\n")
+    assert written_by_spmlkit(p)
+    os.chmod(d, 0o311)
+    try:
+        _permissions_as_for_a_user(monkeypatch)
+        assert not written_by_spmlkit(p)
+        with pytest.raises(ConfigError, match="refusing to replace"):
+            ownership.output_file(p)
+    finally:
+        os.chmod(d, 0o755)

@@ -14,7 +14,7 @@ import pytest
 from spmlkit import ownership
 from spmlkit.ownership import builds as own_builds, manifest as own_manifest
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import user, _before_open, _to_link
+from tests.helpers.ownership_fs import user, _before_open, _to_link, _permissions_as_for_a_user
 
 
 @pytest.mark.parametrize("marker", [
@@ -146,3 +146,16 @@ def test_the_manifest_is_read_on_from_where_the_last_read_ended(tmp_path):
         root.refresh()
         assert root._offset == os.path.getsize(out / ownership.MANIFEST)
     assert sorted(root.entries) == ["a.txt", "b.txt", "c.txt"]
+
+
+def test_a_read_only_file_spmlkit_wrote_keeps_its_generation_and_stays_spmlkits(tmp_path, monkeypatch):
+    """A file's generation number is read through a read-only descriptor: a file spmlkit wrote,
+    made read-only since (no write permission), has the same generation and is still spmlkit's."""
+    p = ownership.output_file(tmp_path / "pred.csv")
+    with ownership.write_output_file(p) as tmp:
+        tmp.write_text("a\n")
+    gen = own_manifest._generation(str(p), os.lstat(p))  # (None on a file system without generation numbers)
+    os.chmod(p, 0o444)
+    _permissions_as_for_a_user(monkeypatch)
+    assert own_manifest._generation(str(p), os.lstat(p)) == gen
+    assert ownership.output_file(p) == p  # replaced without --overwrite: still the file spmlkit wrote

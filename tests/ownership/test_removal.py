@@ -14,7 +14,7 @@ import pytest
 
 from spmlkit import ownership
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import snapshot, user, manifest_lines, _owned_then_replaced, _list_by_hand
+from tests.helpers.ownership_fs import snapshot, user, manifest_lines, _owned_then_replaced, _list_by_hand, _before_open
 
 
 def test_files_and_folders_of_anyone_else_are_never_replaced(tmp_path):
@@ -479,3 +479,38 @@ def test_an_entry_gone_before_its_removal_counts_as_removed_and_another_one_is_k
     assert removal._remove_checked(root, "a.txt", st) is True  # nothing left there
     (out / "a.txt").write_text("someone else's")
     assert removal._remove_checked(root, "a.txt", st) is False and (out / "a.txt").exists()
+
+
+def test_a_file_replaced_as_it_is_removed_is_left_and_so_is_its_folders_bookkeeping(tmp_path, monkeypatch):
+    """A file spmlkit wrote, replaced by someone else's between the check and the removal (as
+    its folder is opened for it): left where it is, and reported as left; a folder being
+    discarded keeps its marker and manifest then."""
+    def replaced_when_opened(folder, name):
+        def replace():
+            os.rename(folder / name, tmp_path / f"{name}.old")  # (kept: its inode number is not reused)
+            (folder / name).write_text("the user's")
+        return _before_open(monkeypatch, folder, replace)
+
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "a.txt", "a")
+    done = replaced_when_opened(out, "a.txt")
+    assert ownership.remove(out / "a.txt") is False and done
+    assert (out / "a.txt").read_text() == "the user's" and manifest_lines(out)[-1] == "f a.txt"
+    other = ownership.claim(tmp_path / "s", "run")
+    ownership.write_text(other / "b.txt", "b")
+    done = replaced_when_opened(other, "b.txt")
+    assert ownership.discard(other) is False and done
+    assert sorted(os.listdir(other)) == sorted([ownership.MARKER, ownership.MANIFEST, "b.txt"])
+
+
+def test_stale_temporaries_are_never_looked_for_through_a_link(tmp_path):
+    """A folder spmlkit made, moved out by the user and a link left in its place (and a link to
+    nothing): neither is followed; the temporary-named file in the moved folder is the user's now."""
+    out = ownership.claim(tmp_path / "r", "run")
+    ownership.write_text(out / "sub" / "x.txt", "x")
+    os.rename(out / "sub", tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", out / "sub")
+    os.symlink(tmp_path / "nowhere", out / "dangling")
+    (tmp_path / "elsewhere" / ".x.txt.spml-0123456789.tmp").write_text("the user's now")
+    assert ownership.remove_stale_temporaries(out, recursive=True) == 0
+    assert (tmp_path / "elsewhere" / ".x.txt.spml-0123456789.tmp").read_text() == "the user's now"

@@ -13,7 +13,7 @@ import pytest
 
 from spmlkit import ownership
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import user, manifest_lines
+from tests.helpers.ownership_fs import user, manifest_lines, _list_by_hand
 
 
 def test_sub_folders_are_made_listed_and_checked(tmp_path):
@@ -155,8 +155,6 @@ def test_open_parent_refuses_a_root_replaced_or_a_folder_changed_into_a_link(tmp
 
 def test_open_parent_refuses_a_folder_in_place_of_spmlkits_even_listed_under_another_type(tmp_path):
     from spmlkit.ownership.walks import open_parent
-    from tests.helpers.ownership_fs import _list_by_hand
-
     out = ownership.claim(tmp_path / "r", "run")
     ownership.write_text(out / "sub" / "a.txt", "a")
     root = ownership._ROOTS[str(out)]
@@ -167,3 +165,33 @@ def test_open_parent_refuses_a_folder_in_place_of_spmlkits_even_listed_under_ano
         open_parent(root, "sub/a.txt")
     assert str(e.value).startswith(f"{out / 'sub'}: this folder was not written by spmlkit (it is not listed in ")
     assert str(e.value).endswith("); refusing to replace it — move it away or choose another -o")
+
+
+def test_mkdir_makes_every_folder_below_an_empty_folder_and_below_a_nested_owned_one(tmp_path):
+    """A walk that only makes folders (mkdir, ensure_parent) goes on past an empty folder it
+    takes, and past a folder owned on its own that it enters, to the last folder asked."""
+    out = ownership.claim(tmp_path / "bench", "bench")
+    (out / "empty").mkdir()  # an empty folder of anyone's: taken, and walked through
+    ownership.mkdir(out / "empty" / "a" / "b")
+    assert (out / "empty" / "a" / "b").is_dir()
+    assert manifest_lines(out)[-3:] == ["d empty", "d empty/a", "d empty/a/b"]
+    with ownership.build(out / "voc", "tbuild") as tmp:
+        ownership.write_text(tmp / "meta.json", "{}")
+    ownership._ROOTS.pop(str(out / "voc"))  # (found through the bench's manifest)
+    ownership.mkdir(out / "voc" / "c" / "d")
+    assert (out / "voc" / "c" / "d").is_dir() and manifest_lines(out / "voc")[-2:] == ["d c", "d c/d"]
+
+
+def test_mkdir_refuses_a_folder_of_the_users_listed_as_a_file(tmp_path):
+    """A folder whose inode number the manifest lists for a file of spmlkit's (an inode number a
+    removed file had, given by a file system without generation numbers to the user's folder)
+    is not spmlkit's folder: nothing is made inside it."""
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "d").mkdir()
+    (out / "d" / "mine.txt").write_text("the user's")
+    _list_by_hand(out, "f", "d", out / "d")
+    with pytest.raises(ConfigError) as e:
+        ownership.mkdir(out / "d" / "sub")
+    assert str(e.value) == (f"{out / 'd'}: this folder was not written by spmlkit (it is not listed in "
+                            f"{out / ownership.MANIFEST}); refusing to replace it — move it away or choose another -o")
+    assert os.listdir(out / "d") == ["mine.txt"]

@@ -856,3 +856,64 @@ def test_new_files_two_folders_down_are_made_where_asked(tmp_path):
     ownership.touch(out / "a" / "b" / "d.txt")
     assert sorted(os.listdir(out / "a" / "b")) == ["c.txt", "d.txt"] and p.read_text() == ""
     assert sorted(os.listdir(out / "a")) == ["b"]
+
+
+# ---- a link (or someone else's file) met at the write's own check: named as the user spelled the path
+@pytest.mark.parametrize("case", ["write, after target()", "append, after target()", "append, at its open"])
+def test_a_link_swapped_in_before_the_write_is_named_as_the_user_spelled_it(tmp_path, user, monkeypatch, case):
+    """Refused in one line naming the path as given (relative here, with a space in the name)
+    and what the link points to, whichever of the write's checks meets it."""
+    out = ownership.claim(tmp_path / "r", "run")
+    path = out / "a b.txt"
+    write = ownership.write_text if case.startswith("write") else ownership.append_jsonl
+    record = "a" if case.startswith("write") else {"i": 1}
+    write(path, record)
+    monkeypatch.chdir(tmp_path)
+    shown = os.path.join("r", "a b.txt")
+    if case.endswith("after target()"):  # after target()'s check, before the write's own (_check_at)
+        _after(monkeypatch, own_writers, "target", _to_link(path, user / "notes.txt"))
+    else:  # after both checks, at the open that appends
+        _before_open(monkeypatch, path, _to_link(path, user / "notes.txt"), when=lambda flags: flags & os.O_APPEND)
+    with pytest.raises(ConfigError) as e:
+        write(shown, record)
+    assert str(e.value) == (f"{shown} is a symbolic link (to {user / 'notes.txt'}) inside a folder spmlkit wrote; "
+                            "spmlkit never writes through links — remove the link or choose another -o")
+    assert (user / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_file_appearing_during_a_write_listed_as_a_folder_is_not_replaced(tmp_path):
+    """The write's own check (just before the rename) takes only a file listed as a file: the
+    user's file made meanwhile, whose inode number the manifest lists for a folder (a file system
+    without generation numbers), is refused and kept."""
+    out = ownership.claim(tmp_path / "r", "run")
+    with pytest.raises(ConfigError) as e:
+        with ownership.atomic_path(out / "a.txt") as tmp:
+            tmp.write_text("spmlkit's")
+            (out / "a.txt").write_text("the user's")
+            _list_by_hand(out, "d", "a.txt", out / "a.txt")
+    assert str(e.value).startswith(f"{out / 'a.txt'}: this file was not written by spmlkit")
+    assert (out / "a.txt").read_text() == "the user's"
+
+
+def test_target_checks_the_file_at_a_name_with_a_space_and_its_other_names(tmp_path):
+    out = ownership.claim(tmp_path / "r", "run")
+    (out / "a b.txt").write_text("the user's")
+    with pytest.raises(ConfigError, match="a b.txt: this file was not written by spmlkit"):
+        ownership.target(out / "a b.txt")
+    ownership.write_text(out / "c d.txt", "c")
+    assert ownership.target(out / "c d.txt", inplace=True) == out / "c d.txt"
+    os.link(out / "c d.txt", tmp_path / "other name")
+    assert ownership.target(out / "c d.txt") == out / "c d.txt"  # replaced by name: the other name keeps its bytes
+    with pytest.raises(ConfigError) as e:
+        ownership.target(out / "c d.txt", inplace=True)  # modified in place: refused
+    assert str(e.value) == (f"{out / 'c d.txt'} has 2 names (hard links); spmlkit never modifies a file shared "
+                            "with another path in place — remove the other names or choose another -o")
+
+
+def test_touching_a_file_spmlkit_made_already_takes_it_at_once(tmp_path, monkeypatch):
+    """No wait for a parallel worker when the file is there and spmlkit's (a name with a space)."""
+    out = ownership.claim(tmp_path / "r", "run")
+    slept = []
+    monkeypatch.setattr(time, "sleep", lambda s: slept.append(s))
+    assert ownership.touch(out / "a b.lock") == out / "a b.lock"  # made
+    assert ownership.touch(out / "a b.lock") == out / "a b.lock" and slept == []  # there: taken at once
