@@ -42,6 +42,8 @@ class Plant:
     tests: tuple[str, ...]  # the test files (or node ids) that should catch it
 
 
+MAXENT_TESTS = ("tests/models/test_maxent_features.py", "tests/models/test_maxent_head.py", "tests/twins/test_models_twins.py")
+
 PLANTS = [
     Plant("a", "sparse_labels.py", "DeviceLabels, values None: `and bool(has.all())` dropped (rows without an "
           "observed positive train as positives of label 0)",
@@ -181,6 +183,28 @@ PLANTS = [
           'if el.tag not in ("SourceFilename", "SourceDataset", "OverviewDataset") or',
           'if el.tag != "SourceFilename" or',
           ("tests/data/test_rasters.py", "tests/safety/test_fs_fuzzer.py", "tests/data/test_rasters_edges.py")),
+    Plant("ae", "models/maxent_features.py", "MaxEnt's penalty of a hinge: maxnet's lower bound added to β·sd/√m "
+          "instead of taking the larger of the two (hinges penalised about twice)",
+          "out[hinge] = torch.maximum(out[hinge], 0.5 * sd[hinge].clamp(min=1.0 / math.sqrt(m)) / math.sqrt(m))",
+          "out[hinge] += 0.5 * sd[hinge].clamp(min=1.0 / math.sqrt(m)) / math.sqrt(m)",
+          MAXENT_TESTS),
+    Plant("af", "models/maxent_features.py", "the features' range for the penalty floor: the maximum of the last "
+          "chunk of training rows, not of every chunk",
+          "high = f.max(0).values if high is None else torch.maximum(high, f.max(0).values)",
+          "high = f.max(0).values", MAXENT_TESTS),
+    Plant("ag", "models/maxent_head.py", "maxent head: each label's class regularisation β(m) from the number of "
+          "records of every label together, not the label's own",
+          "beta = ex.class_beta(int(counts[label]))", "beta = ex.class_beta(int(len(rows_of)))", MAXENT_TESTS),
+    Plant("ah", "models/maxent_head.py", "cloglog offsets in blocks of labels: a label without records gets its "
+          "entropy like the others (half a record over the background dropped)",
+          "offset[block] = torch.where(has[block], entropy, torch.full_like(entropy, none)) - lse",
+          "offset[block] = entropy - lse", MAXENT_TESTS),
+    Plant("ai", "models/maxent_head.py", "blocks of labels sized without the background rows (every label in one "
+          "block: the fit's memory grows with the labels again, the results unchanged)",
+          "width = max(1, int(entries) // max(int(n_background), 1))", "width = max(1, int(entries))", MAXENT_TESTS),
+    Plant("aj", "models/maxent_features.py", "MaxEnt's clamping dropped: a covariate outside the training range "
+          "extrapolates its features beyond [0, 1]",
+          "u = ((x - low) / (high - low)).clamp(0.0, 1.0)", "u = ((x - low) / (high - low))", MAXENT_TESTS),
 ]
 
 

@@ -215,3 +215,22 @@ def test_label_blocks_cover_every_label_once_in_order():
         covered = [i for b in blocks for i in range(L)[b]]
         assert covered == list(range(L))
         assert all(0 < (b.stop - b.start) and (b.stop - b.start) * B <= max(entries, B) for b in blocks)
+
+
+def test_a_labels_fit_does_not_depend_on_the_other_labels_in_the_head():
+    """Each label is its own MaxEnt problem: its penalties from its own records and their
+    number (β(m) of the label's m, not of every label's records together), so a label fitted
+    beside another equals the label fitted alone on the same rows (both labels have 15–79
+    records, so the expansion's classes are the same either way)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 2)).astype(np.float32)
+    Z = np.zeros((150, 2), np.int8)
+    Z[np.flatnonzero(X[:, 0] > 0.5)[:40], 0] = 1       # 40 records of a species of high x0
+    Z[np.flatnonzero((X[:, 1] < 0) & (Z[:, 0] == 0))[:16], 1] = 1   # 16 of one of low x1
+    both = build_head("maxent", 2, 2, [torch.Generator().manual_seed(0)])
+    both.fit_inputs(_Store(X), as_sparse(Z))
+    for label in range(2):
+        alone = build_head("maxent", 2, 1, [torch.Generator().manual_seed(0)])
+        alone.fit_inputs(_Store(X), as_sparse(Z[:, [label]]))
+        assert torch.allclose(both.out.weight[..., label], alone.out.weight[..., 0], rtol=1e-4, atol=1e-6)
+        assert torch.allclose(both.out.bias[..., label], alone.out.bias[..., 0], rtol=1e-4, atol=1e-6)
