@@ -1,0 +1,278 @@
+"""The recipe's helpers pinned on tiny stubs (no training), for the survivors of its
+mutation measurement (benchmarks/mutation.py, ``training/recipe.py``): how the members are
+weighed (which rows, which labels, which criterion, what is said and where), the
+members' probabilities, their validation logits scored again from their heads, and the
+tree members' memory budget.  The end-to-end behaviour is in test_recipe.py."""
+from __future__ import annotations
+
+import types
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import spmlkit.training.recipe as R
+from spmlkit import metrics
+from spmlkit.config import TrainConfig
+from spmlkit.models.heads import build_head
+from spmlkit.sparse_labels import as_sparse
+from spmlkit.training import ensemble
+from spmlkit.training.trees import working_bytes
+
+N, D, L = 12, 3, 4
+
+
+def _head_state(kind: str, seed: int, hidden: int = 5) -> dict:
+    """One run's head (unstacked, as a member run keeps it) of ``kind``, drawn by ``seed``."""
+    head = build_head(kind, D, L, [torch.Generator(device="cpu").manual_seed(seed)], hidden=hidden)
+    with torch.no_grad():  # (a linear head starts at zero: a drawn state tells the members apart)
+        for v in head.parameters():
+            v.copy_(torch.randn(v.shape, generator=torch.Generator().manual_seed(100 + seed)))
+    return {k: v[0].clone() for k, v in head.state_dict().items()}
+
+
+def _logits(state: dict, kind: str, X: np.ndarray, hidden: int = 5) -> np.ndarray:
+    head = build_head(kind, D, L, [torch.Generator(device="cpu").manual_seed(0)], hidden=hidden)
+    head.load_state_dict({k: v[None] for k, v in state.items()})
+    with torch.no_grad():
+        return head(torch.as_tensor(X))[0].numpy()
+
+
+def _data(n_members: int = 3, kinds=None, score=0.5):
+    """A validation split of ``N`` rows (single positives; label 3 never observed), a stub
+    bundle that serves its features, and ``n_members`` runs whose heads give their logits."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, D)).astype(np.float32)
+    Z = np.zeros((N, L), dtype=np.int8)
+    Z[np.arange(N), np.arange(N) % 3] = 1  # labels 0, 1, 2 observed; label 3 without a positive
+    kinds = kinds or ["linear"] * n_members
+    runs = []
+    for j, kind in enumerate(kinds):
+        head = _head_state(kind, j)
+        runs.append(types.SimpleNamespace(val_score=score, state={"head": head, "val_logits": _logits(head, kind, X)}))
+    bundle = types.SimpleNamespace(n_labels=L, features=lambda split, fs=None: X)
+    return bundle, X, as_sparse(Z, dtype=np.int8), runs, kinds
+
+
+def _recipe(said=None, combine="ensemble_selection"):
+    return types.SimpleNamespace(combine=combine, rounds=3, steps=2, log=None if said is None else said.append)
+
+
+def _weigh(bundle, runs, kinds, Z, criterion, *, held=True, config=None, recipe=None, seed=7):
+    zeros, ones = np.zeros(D, np.float32), np.ones(D, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a recipe with a log says it there, never as a warning)
+        return R._weigh(bundle, config or TrainConfig(), recipe or _recipe([]), runs, kinds, Z, criterion, seed,
+                        held, zeros, ones, torch.device("cpu"))
+
+
+@pytest.fixture
+def weighed(monkeypatch):
+    """Every call of ``weigh`` from the recipe: ``(rule, P, Z, criterion, keywords)``."""
+    calls = []
+
+    def spy(rule, P, Z, criterion=ensemble.observed_map, **kw):
+        calls.append((rule, np.asarray(P), np.asarray(Z), criterion, kw))
+        return ensemble.weigh(rule, P, Z, criterion, **kw)
+
+    monkeypatch.setattr(R, "weigh", spy)
+    return calls
+
+
+def test_one_member_has_one_weight_and_nothing_to_weigh(weighed):
+    bundle, X, Z, runs, kinds = _data(1)
+    w, where = _weigh(bundle, runs, kinds, Z, metrics.observed_positive_map)
+    assert w.tolist() == [1.0] and where is None and weighed == []
+
+
+@pytest.mark.parametrize("criterion", [metrics.observed_positive_map, metrics.presence_target_group_auc])
+def test_held_logits_are_weighed_with_the_recipes_criterion_rounds_steps_and_seed(weighed, criterion):
+    """Runs that kept their validation logits are weighed on them, over every label, by the
+    recipe's rule with its own rounds and steps, seeded by the seed, under the run's criterion
+    (a presence criterion is not replaced by the observed mAP)."""
+    bundle, X, Z, runs, kinds = _data()
+    said = []
+    w, where = _weigh(bundle, runs, kinds, Z, criterion, recipe=_recipe(said))
+    assert where is None and said == []
+    ((rule, P, Zw, crit, kw),) = weighed
+    assert rule == "ensemble_selection" and crit is criterion and kw == {"rounds": 3, "steps": 2, "seed": 7}
+    np.testing.assert_array_equal(Zw, np.asarray(Z))
+    np.testing.assert_allclose(P, 1 / (1 + np.exp(-np.stack([r.state["val_logits"] for r in runs]).astype(float))))
+    assert w.tolist() == ensemble.weigh("ensemble_selection", P, Zw, criterion, rounds=3, steps=2, seed=7).tolist()
+
+
+@pytest.mark.parametrize("observed", [True, False])
+def test_logits_scored_again_are_weighed_on_the_labels_the_criterion_counts(weighed, observed):
+    """Runs without their validation logits are scored again from their heads on every row:
+    under the observed mAP (counted by ``ensemble.observed_map``) only the labels with an
+    observed positive are weighed; a presence criterion keeps every label, and itself.
+    Said through the recipe's log (no warning), and recorded."""
+    bundle, X, Z, runs, kinds = _data()
+    criterion = metrics.observed_positive_map if observed else metrics.presence_target_group_auc
+    said = []
+    w, where = _weigh(bundle, runs, kinds, Z, criterion, held=False, recipe=_recipe(said))
+    labels = [0, 1, 2] if observed else [0, 1, 2, 3]
+    assert where == {"rows": N, "of": N, "seed": 7, "labels": len(labels), "within_validation_subsample": False}
+    assert said == [f"auto: members weighed by ensemble_selection on the {N} validation rows scored again from "
+                    "their heads"]
+    ((rule, P, Zw, crit, kw),) = weighed
+    assert crit is (ensemble.observed_map if observed else criterion)
+    assert kw == {"rounds": 3, "steps": 2, "seed": 7}
+    np.testing.assert_array_equal(Zw, np.asarray(Z)[:, labels])
+    expected = np.stack([r.state["val_logits"][:, labels] for r in runs]).astype(np.float64)
+    np.testing.assert_allclose(P, 1 / (1 + np.exp(-expected)), rtol=1e-6)
+
+
+def test_the_held_weighing_is_kept_up_to_the_selections_entries_inclusive(weighed, monkeypatch):
+    """Held logits are weighed as they are while the split has at most ``SELECTION_ENTRIES``
+    entries (rows x labels); one entry fewer allowed and they are scored again from the heads."""
+    bundle, X, Z, runs, kinds = _data()
+    monkeypatch.setattr(R, "SELECTION_ENTRIES", N * L)
+    assert _weigh(bundle, runs, kinds, Z, metrics.observed_positive_map)[1] is None
+    monkeypatch.setattr(R, "SELECTION_ENTRIES", N * L - 1)
+    where = _weigh(bundle, runs, kinds, Z, metrics.observed_positive_map)[1]
+    assert where is not None and where["rows"] == N
+
+
+@pytest.mark.parametrize("criterion, observed", [(metrics.observed_positive_map, True),
+                                                 (metrics.presence_target_group_auc, False),
+                                                 (metrics.presence_background_auc, False)])
+def test_the_selection_subsample_counts_positives_only_under_the_observed_criterion(monkeypatch, criterion,
+                                                                                     observed):
+    bundle, X, Z, runs, kinds = _data()
+    asked = []
+    real = ensemble.selection_subsample
+
+    def spy(Zs, **kw):
+        asked.append(kw.get("observed", True))  # (the value it reads: its default when not given)
+        return real(Zs, **kw)
+
+    monkeypatch.setattr(R, "selection_subsample", spy)
+    Zb = np.asarray(Z).copy()
+    Zb[-2:] = 0  # (background rows, for the background AUC)
+    _weigh(bundle, runs, kinds, as_sparse(Zb, dtype=np.int8), criterion)
+    assert asked == [observed]
+
+
+def test_a_subsample_under_a_presence_criterion_is_said_without_observed_positives(monkeypatch):
+    bundle, X, Z, runs, kinds = _data()
+    monkeypatch.setattr(R, "selection_subsample", lambda Zs, **kw: np.array([0, 2, 5, 7, 9]))
+    said = []
+    w, where = _weigh(bundle, runs, kinds, Z, metrics.presence_target_group_auc, recipe=_recipe(said))
+    assert where == {"rows": 5, "of": N, "seed": 7, "labels": L, "within_validation_subsample": False}
+    assert said == [f"auto: members weighed by ensemble_selection on 5 of the {N} validation rows (a subsample "
+                    f"seeded by 7; {L} labels): the whole split is over the selection's size or memory budget"]
+
+
+def test_weighing_within_the_rows_validation_scores_is_said_so(monkeypatch):
+    """With ``--val-rows`` the members are weighed on the rows validation scored, said as
+    such (not as a split over the selection's budget)."""
+    from spmlkit.training.validation import validation_rows
+
+    bundle, X, Z, runs, kinds = _data()
+    cfg = TrainConfig(val_rows=8)
+    policy = validation_rows(N, L, cfg)
+    assert policy.subsampled and len(policy.rows) == 8
+    seen = []
+    real = R._rows_logits
+    monkeypatch.setattr(R, "_rows_logits", lambda b, c, rs, ks, rows, *a: seen.append(rows) or real(b, c, rs, ks,
+                                                                                                     rows, *a))
+    said = []
+    w, where = _weigh(bundle, runs, kinds, Z, metrics.observed_positive_map, config=cfg, recipe=_recipe(said))
+    (rows,) = seen
+    assert rows.tolist() == policy.rows.tolist()
+    n_labels = int((np.asarray(Z)[policy.rows] == 1).any(0).sum())
+    assert where == {"rows": 8, "of": N, "seed": 7, "labels": n_labels, "within_validation_subsample": True}
+    assert said == [f"auto: members weighed by ensemble_selection on 8 of the {N} validation rows (a subsample "
+                    f"seeded by 7; {n_labels} labels with an observed positive): the rows validation scores (its "
+                    "fixed subsample), within the selection's size and memory budget"]
+
+
+def test_a_recipe_without_a_log_warns_at_its_callers_caller(monkeypatch):
+    bundle, X, Z, runs, kinds = _data()
+    warned = []
+    monkeypatch.setattr(warnings, "warn", lambda msg, *a, **kw: warned.append((msg, kw)))
+    R._weigh(bundle, TrainConfig(), _recipe(None), runs, kinds, Z, metrics.observed_positive_map, 0, False,
+             np.zeros(D, np.float32), np.ones(D, np.float32), torch.device("cpu"))
+    assert warned == [(f"auto: members weighed by ensemble_selection on the {N} validation rows scored again "
+                       "from their heads", {"stacklevel": 3})]
+
+
+def test_probabilities_are_float64_sigmoids_and_nan_for_a_run_without_a_score():
+    """sigmoid(logit) in float64 (a float32 logit of -100 is not squashed to 0, which would
+    tie it with others), and NaN for every entry of a run without a valid score."""
+    x = np.array([[-100.0, 0.0, 3.0]], dtype=np.float32)
+    runs = [types.SimpleNamespace(val_score=0.5), types.SimpleNamespace(val_score=float("nan")),
+            types.SimpleNamespace(val_score=None)]
+    P = R._probabilities(runs, [x, x, x])
+    assert P.dtype == np.float64 and P.shape == (3, 1, 3)
+    np.testing.assert_array_equal(P[0], 1.0 / (1.0 + np.exp(-x.astype(np.float64))))
+    assert 0 < P[0, 0, 0] < 1e-40 and P[0, 0, 1] == 0.5
+    assert np.isnan(P[1:]).all()
+
+
+def test_rows_logits_are_each_runs_own_whatever_the_order_of_its_head_kinds(monkeypatch):
+    """Each run's validation logits on the rows asked, from its own head, with members of
+    several head kinds interleaved (stacked each kind together, given back in run order),
+    over several row chunks."""
+    import spmlkit.training.linear as linear
+
+    monkeypatch.setattr(linear, "CHUNK_ROWS", 2)  # (5 rows: three chunks)
+    kinds = ["mlp", "linear", "mlp", "linear"]
+    bundle, X, Z, runs, _ = _data(kinds=kinds)
+    rows = np.array([0, 3, 4, 8, 11])
+    mean, std = np.full(D, 0.5, np.float32), np.full(D, 2.0, np.float32)
+    out = R._rows_logits(bundle, TrainConfig(hidden=5), runs, kinds, rows, mean, std, torch.device("cpu"))
+    assert len(out) == 4
+    for r, k, got in zip(runs, kinds, out):
+        assert got.shape == (5, L)
+        np.testing.assert_allclose(got, _logits(r.state["head"], k, (X[rows] - 0.5) / 2.0), rtol=1e-5, atol=1e-6)
+
+
+class _Observed:
+    """What ``_trees_within_budget`` reads of the training observations: their shape."""
+
+    def __init__(self, n, n_labels):
+        self.shape = (n, n_labels)
+
+    def __len__(self):
+        return self.shape[0]
+
+
+def _parts(n, n_labels):
+    return types.SimpleNamespace(observed=_Observed(n, n_labels), device=torch.device("cpu"))
+
+
+def test_tree_members_are_kept_while_their_working_arrays_fit_the_budget_exactly(monkeypatch):
+    """A tree member holds ``working_bytes(n, L, runs)`` while it trains (one run per seed):
+    kept at exactly the budget, dropped one byte over, whatever member comes first."""
+    from spmlkit.training.recipe import _trees_within_budget
+
+    need = working_bytes(100, 10, 3)
+    assert need == 100 * 10 * 40 * 3
+    members = (("an", "linear"), ("gr", "tree"))
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", repr(need / 2 ** 20))
+    assert _trees_within_budget(members, _parts(100, 10), 3, log=print) == (members, [])
+    said = []
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", repr((need - 1) / 2 ** 20))
+    kept, dropped = _trees_within_budget(members, _parts(100, 10), 3, log=said.append)
+    assert kept == (("an", "linear"),) and [d["method"] for d in dropped] == ["gr:tree"] and len(said) == 1
+    # every member a tree: every one dropped
+    kept, dropped = _trees_within_budget((("gr", "tree"), ("an", "tree")), _parts(100, 10), 3, log=said.append)
+    assert kept == () and [d["method"] for d in dropped] == ["gr:tree", "an:tree"]
+    # no tree member: nothing to drop, however far over
+    assert _trees_within_budget(members[:1], _parts(10 ** 6, 10 ** 4), 3) == (members[:1], [])
+
+
+def test_a_dropped_tree_member_is_said_with_its_size_in_gib(monkeypatch):
+    from spmlkit.training.recipe import _trees_within_budget
+
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", str(3 * 1024))
+    said = []
+    kept, dropped = _trees_within_budget((("gr", "tree"),), _parts(100_000, 10_000), 2, log=said.append)
+    reason = ("a tree head holds dense gradients of 74.5 GiB for 2 run(s) x 100,000 examples x 10,000 labels, "
+              "over the 3.0 GiB budget (SPML_STATE_BUDGET_MB)")
+    assert working_bytes(100_000, 10_000, 2) / 2 ** 30 == pytest.approx(74.5, abs=0.05)
+    assert dropped == [{"method": "gr:tree", "reason": reason}]
+    assert said == [f"auto: member 'gr:tree' dropped: {reason}"]
