@@ -276,3 +276,61 @@ def test_a_dropped_tree_member_is_said_with_its_size_in_gib(monkeypatch):
     assert working_bytes(100_000, 10_000, 2) / 2 ** 30 == pytest.approx(74.5, abs=0.05)
     assert dropped == [{"method": "gr:tree", "reason": reason}]
     assert said == [f"auto: member 'gr:tree' dropped: {reason}"]
+
+
+def _planned(monkeypatch):
+    """Every call of the cost budget's ``plan`` from the recipe: ``(members, keywords)``."""
+    asked = []
+    real = R.budgeting.plan
+    monkeypatch.setattr(R.budgeting, "plan", lambda members, **kw: asked.append((members, kw)) or real(members, **kw))
+    return asked, real
+
+
+_MEMBERS = (("gr", "linear"), ("wan", "linear"), ("l1r", "linear"), ("wan", "mlp"))
+
+
+def _scale_bundle():
+    """A bundle whose training features are 5 wide in the feature set ``clip`` (its own
+    columns: 2), each split 7 rows."""
+    wide, own = np.zeros((7, 5), np.float32), np.zeros((7, 2), np.float32)
+    return types.SimpleNamespace(features=lambda split, fs=None: wide if (split, fs) == ("train", "clip") else own)
+
+
+def test_at_scale_the_cost_plan_reads_the_runs_sizes_and_says_each_decision(monkeypatch):
+    """From ``budget_from`` training entries the members are planned within the recipe's
+    budget on the run's sizes (training entries, epochs, the recipe's learning rates, the
+    width of the feature set trained on, the hidden width): said in one line, and one line
+    per dropped member, through the recipe's log."""
+    asked, real = _planned(monkeypatch)
+    said = []
+    recipe = types.SimpleNamespace(lrs=(1e-2, 1e-3), budget=4.0, budget_from=2 ** 27, log=said.append)
+    config = TrainConfig(feature_set="clip", epochs=3, hidden=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = R._cost_plan(_scale_bundle(), config, recipe, _MEMBERS, _parts(100_000, 10_000))
+    kw = dict(n_train=100_000, n_labels=10_000, epochs=3, n_lrs=2, in_features=5, hidden=16, budget=4.0,
+              budget_from=2 ** 27)
+    assert asked == [(_MEMBERS, kw)]
+    expected = real(_MEMBERS, **kw)
+    assert plan.active and plan.members == expected.members and plan.dropped == expected.dropped != []
+    assert said == ["auto: at 100,000 x 10,000 training entries the members train within 12 epochs of one run "
+                    "(method param budget=4 runs): each member's learning rates 0.01, 0.001 train one epoch and the "
+                    "best goes on (successive halving); no longer try",
+                    *(f"auto: member {d['method']!r} dropped: {d['reason']}" for d in expected.dropped)]
+
+
+def test_below_scale_the_cost_plan_changes_nothing_and_says_nothing(monkeypatch):
+    said = []
+    recipe = types.SimpleNamespace(lrs=(1e-2,), budget=4.0, budget_from=2 ** 27, log=said.append)
+    plan = R._cost_plan(_scale_bundle(), TrainConfig(epochs=3), recipe, _MEMBERS, _parts(100, 10))
+    assert not plan.active and plan.members == _MEMBERS and plan.dropped == [] and said == []
+
+
+def test_a_cost_plan_without_a_log_warns_at_its_callers_caller(monkeypatch):
+    warned = []
+    monkeypatch.setattr(warnings, "warn", lambda msg, *a, **kw: warned.append((msg, kw)))
+    recipe = types.SimpleNamespace(lrs=(1e-2, 1e-3), budget=1.0, budget_from=1)
+    plan = R._cost_plan(_scale_bundle(), TrainConfig(epochs=2), recipe, _MEMBERS[1:3], _parts(10, 10))
+    assert [d["method"] for d in plan.dropped] == ["wan"]  # (l1r is the cheaper)
+    assert [kw for _, kw in warned] == [{"stacklevel": 3}] * 2
+    assert warned[1][0] == f"auto: member 'wan' dropped: {plan.dropped[0]['reason']}"
