@@ -334,3 +334,162 @@ def test_a_cost_plan_without_a_log_warns_at_its_callers_caller(monkeypatch):
     assert [d["method"] for d in plan.dropped] == ["wan"]  # (l1r is the cheaper)
     assert [kw for _, kw in warned] == [{"stacklevel": 3}] * 2
     assert warned[1][0] == f"auto: member 'wan' dropped: {plan.dropped[0]['reason']}"
+
+
+def _combined_case(monkeypatch, Y_train):
+    """Two linear members weighed 1:3, a stub bundle of every split (5 rows each), the
+    splits' labels, and spies on the scorers: ``(args, scored)``."""
+    rng = np.random.default_rng(3)
+    X = {sp: rng.normal(size=(5, D)).astype(np.float32) for sp in ("train", "val", "test")}
+    heads = [_head_state("linear", j) for j in range(2)]
+    kept = [types.SimpleNamespace(state={"val_logits": _logits(h, "linear", X["val"]),
+                                         "test_logits": _logits(h, "linear", X["test"])}) for h in heads]
+    head_state = R._stacked_heads([types.SimpleNamespace(state={"head": h}) for h in heads], ["linear"] * 2)
+    bundle = types.SimpleNamespace(n_labels=L, features=lambda split, fs=None: X[split], size=lambda split: 5)
+    Y = (rng.random((5, L)) < 0.5).astype(np.int8)
+    parts = types.SimpleNamespace(Y_test=Y, Z_test=Y.copy(), Y_train=Y_train, test_mask=np.ones((5, L), bool),
+                                  device=torch.device("cpu"))
+    calls = {}
+    monkeypatch.setattr(R, "split_scores", lambda *a, **kw: calls.setdefault("split", (a, kw)) and "scored")
+    monkeypatch.setattr(R, "streamed_split_scores", lambda *a, **kw: calls.setdefault("streamed", (a, kw)) and
+                        ["scored"])
+    evaluated = []
+    evaluate = lambda logits: evaluated.append(logits) or [0.25]  # noqa: E731
+    base = TrainConfig(empty_classes="zero")
+    zeros, ones = np.zeros(D, np.float32), np.ones(D, np.float32)
+    return (bundle, base, parts, kept, head_state, zeros, ones, evaluate), X, heads, calls, evaluated
+
+
+@pytest.mark.parametrize("with_train", [True, False])
+def test_the_combined_model_is_scored_with_the_members_weights_on_every_split(monkeypatch, with_train):
+    """Held logits: the combined model's validation, test and (with training labels)
+    training logits are the members' mean probability weighed 1:3, scored with the run's
+    empty-class rule and test mask; streamed, the same splits' views."""
+    Y_train = np.ones((5, L), np.int8) if with_train else None
+    (bundle, base, parts, kept, head_state, mean, std, evaluate), X, heads, calls, evaluated = \
+        _combined_case(monkeypatch, Y_train)
+    w = [1.0, 3.0]
+
+    def combined(split):
+        return R._combine([_logits(h, "linear", X[split]) for h in heads], w)
+
+    val, test, score, scored = R._combined_scores(bundle, base, parts, kept, ["linear"] * 2, head_state, w, mean,
+                                                  std, evaluate, True)
+    assert score == 0.25 and scored == "scored"
+    np.testing.assert_allclose(val, combined("val"), rtol=1e-6)
+    np.testing.assert_allclose(test, combined("test"), rtol=1e-6)
+    ((v,),) = [tuple(e) for e in evaluated]
+    np.testing.assert_allclose(v.numpy(), combined("val"), rtol=1e-6)
+    (test_arg, train_arg), kw = calls["split"]
+    np.testing.assert_array_equal(test_arg, test)
+    if with_train:
+        np.testing.assert_allclose(train_arg, combined("train"), rtol=1e-5, atol=1e-6)
+    else:
+        assert train_arg is None
+    assert kw.keys() == {"Y_test", "Z_test", "Y_train", "empty", "test_mask"} and kw["empty"] == "zero"
+    assert kw["Y_test"] is parts.Y_test and kw["Z_test"] is parts.Z_test and kw["Y_train"] is Y_train
+    assert kw["test_mask"] is parts.test_mask
+    # streamed: the views of the same combined model
+    evaluated.clear()
+    out = R._combined_scores(bundle, base, parts, kept, ["linear"] * 2, head_state, w, mean, std, evaluate, False)
+    assert out == (None, None, 0.25, "scored")
+    ((view,),) = [tuple([e]) for e in evaluated]
+    np.testing.assert_allclose(view.dense()[0].numpy(), combined("val"), rtol=1e-5, atol=1e-6)
+    (test_view, train_view), kw = calls["streamed"]
+    np.testing.assert_allclose(test_view.dense()[0].numpy(), combined("test"), rtol=1e-5, atol=1e-6)
+    if with_train:
+        np.testing.assert_allclose(train_view.dense()[0].numpy(), combined("train"), rtol=1e-5, atol=1e-6)
+    else:
+        assert train_view is None
+    assert kw["empty"] == "zero" and kw["test_mask"] is parts.test_mask and kw["Y_train"] is Y_train
+    assert kw["Y_test"] is parts.Y_test and kw["Z_test"] is parts.Z_test
+
+
+class _ValBundle:
+    """What ``_validation_observations`` reads of a bundle: the validation split's size and
+    its selection observations in a regime (recorded)."""
+
+    def __init__(self, Z):
+        self.Z, self.asked = Z, []
+
+    def size(self, split):
+        return len(self.Z) if split == "val" else 9
+
+    def selection_observations(self, split, regime):
+        self.asked.append((split, regime))
+        return self.Z
+
+
+def test_the_validation_observations_are_the_runs_regimes_in_int8():
+    from spmlkit.methods.base import build_method
+
+    recipe = build_method("auto")
+    one = _ValBundle(np.array([[0, 1, 0]], dtype=np.int64))  # one row, with a positive
+    Z = R._validation_observations(one, TrainConfig(regime="single_positive_most_frequent"), recipe)
+    assert one.asked == [("val", "single_positive_most_frequent")]
+    assert Z.dtype == np.int8 and np.asarray(Z).tolist() == [[0, 1, 0]]
+    R._validation_observations(one, TrainConfig(), recipe)
+    assert one.asked[-1] == ("val", recipe.regime)
+
+
+def test_the_validation_refusals_in_full():
+    from spmlkit.errors import ConfigError
+    from spmlkit.methods.base import build_method
+
+    recipe = build_method("auto")
+    ok = _ValBundle(np.array([[1, 0]], dtype=np.int8))
+    with pytest.raises(ConfigError) as e:
+        R._validation_observations(ok, TrainConfig(setting="finetune"), recipe)
+    assert str(e.value) == ("method 'auto' is a recipe of the linear setting (it trains several heads on cached "
+                            "features); for fine-tuning name one method")
+    with pytest.raises(ConfigError) as e:
+        R._validation_observations(_ValBundle(np.zeros((0, 2), np.int8)), TrainConfig(), recipe)
+    assert str(e.value) == ("method 'auto' chooses each member's learning rate on held-out observations; this data "
+                            "has no validation split (prepare it with --val-fraction > 0, or give SPMLClassifier "
+                            "validation_data)")
+    with pytest.raises(ConfigError) as e:
+        R._validation_observations(_ValBundle(np.array([[0, -1]], np.int8)), TrainConfig(), recipe)
+    assert str(e.value) == ("the validation split has no observed positive, so the recipe cannot compare learning "
+                            "rates; prepare the bundle again with a larger --val-fraction")
+
+
+class _SparseParts:
+    """What the budgets read of a run's prepared splits: its training observations and device."""
+
+    def __init__(self, n, n_labels):
+        self.observed = as_sparse(np.zeros((n, n_labels), dtype=np.int8), dtype=np.int8)
+        self.device = torch.device("cpu")
+
+
+def test_members_within_every_budget_in_turn(monkeypatch):
+    """The per-entry state budget for every stacked run, then the tree members' arrays for
+    one run per seed, then (at scale) the cost budget: each drop said through the recipe's
+    log, listed in that order, and the plan given back."""
+    from spmlkit.methods.base import TrainContext, build_method
+
+    parts = _SparseParts(100, 10)
+    n_runs, n_seeds = 8, 2
+    tree_need = working_bytes(100, 10, n_seeds)
+    em = build_method("em-apl").state_bytes(TrainContext(n_train=100, n_labels=10, observed=parts.observed,
+                                                         n_members=n_runs))
+    assert em > tree_need  # (em-apl dropped, the tree member kept at exactly its need)
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", repr(tree_need / 2 ** 20))
+    said = []
+    recipe = types.SimpleNamespace(lrs=(1e-2, 1e-3, 1e-4), budget=12.0, budget_from=1, log=said.append)
+    members = (("em-apl", "linear"), ("an", "linear"), ("gr", "tree"), ("wan", "linear"), ("an", "mlp"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept, dropped, plan = R._members_within_budgets(_scale_bundle(), TrainConfig(epochs=2), recipe, members,
+                                                        parts, n_runs, n_seeds)
+    assert plan.active and kept == plan.members and ("gr", "tree") in kept and ("em-apl", "linear") not in kept
+    assert [d["method"] for d in dropped] == ["em-apl", *(d["method"] for d in plan.dropped)] != ["em-apl"]
+    assert said[0] == f"auto: member 'em-apl' dropped: {dropped[0]['reason']}" and len(said) == 2 + len(plan.dropped)
+    # one byte less: the tree member goes too, said after the state budget's drops
+    monkeypatch.setenv("SPML_STATE_BUDGET_MB", repr((tree_need - 1) / 2 ** 20))
+    said.clear()
+    recipe.budget_from = 10 ** 9
+    kept, dropped, plan = R._members_within_budgets(_scale_bundle(), TrainConfig(epochs=2), recipe, members,
+                                                    parts, n_runs, n_seeds)
+    assert not plan.active and kept == (("an", "linear"), ("wan", "linear"), ("an", "mlp"))
+    assert [d["method"] for d in dropped] == ["em-apl", "gr:tree"] and "for 2 run(s)" in dropped[1]["reason"]
+    assert said == [f"auto: member {d['method']!r} dropped: {d['reason']}" for d in dropped]
