@@ -373,9 +373,10 @@ def test_the_combined_model_is_scored_with_the_members_weights_on_every_split(mo
     def combined(split):
         return R._combine([_logits(h, "linear", X[split]) for h in heads], w)
 
-    val, test, score, scored = R._combined_scores(bundle, base, parts, kept, ["linear"] * 2, head_state, w, mean,
-                                                  std, evaluate, True)
-    assert score == 0.25 and scored == "scored"
+    with torch.device("meta"):  # (a caller's default device: the validation logits are scored on the CPU)
+        val, test, score, scored = R._combined_scores(bundle, base, parts, kept, ["linear"] * 2, head_state, w,
+                                                      mean, std, evaluate, True)
+    assert score == 0.25 and scored == "scored" and evaluated[0].device.type == "cpu"
     np.testing.assert_allclose(val, combined("val"), rtol=1e-6)
     np.testing.assert_allclose(test, combined("test"), rtol=1e-6)
     ((v,),) = [tuple(e) for e in evaluated]
