@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import types
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -494,3 +495,156 @@ def test_members_within_every_budget_in_turn(monkeypatch):
     assert not plan.active and kept == (("an", "linear"), ("wan", "linear"), ("an", "mlp"))
     assert [d["method"] for d in dropped] == ["em-apl", "gr:tree"] and "for 2 run(s)" in dropped[1]["reason"]
     assert said == [f"auto: member {d['method']!r} dropped: {d['reason']}" for d in dropped]
+
+
+class _FakeTraining:
+    """``train_linear`` without training: each ``(lr, seed)`` gets a run with a drawn head
+    of the member's kind, drawn validation and test logits, the score ``scores(method, lr,
+    seed, epochs)`` and ``epochs`` run, best at ``best(method, epochs)``; records what it
+    was asked and what the member's callbacks were told."""
+
+    def __init__(self, bundle, hidden, scores, best):
+        self.bundle, self.hidden, self.scores, self.best = bundle, hidden, scores, best
+        self.D = np.asarray(bundle.features("train")).shape[1]
+        self.calls = []
+
+    def __call__(self, bundle, cfg, *, lrs, seeds, run_dir, resume, callbacks, keep_state, device):
+        from spmlkit.training.callbacks import Tagged
+
+        for cb in callbacks:  # (one epoch told to the caller's callbacks)
+            cb.on_epoch_end(None, {"epoch": 1, "rows": []}) if isinstance(cb, Tagged) else None
+        self.calls.append({"method": cfg.method, "head": cfg.head, "params": cfg.params, "patience": cfg.patience,
+                           "selection": cfg.selection, "epochs": cfg.epochs, "lrs": list(lrs),
+                           "seeds": list(seeds), "run_dir": run_dir, "resume": resume, "keep_state": keep_state,
+                           "device": device, "callbacks": callbacks})
+        runs = []
+        L, n_val, n_test = self.bundle.n_labels, self.bundle.size("val"), self.bundle.size("test")
+        for lr, s in zip(lrs, seeds):
+            key = zlib.crc32(repr((cfg.method, cfg.head, float(lr), int(s), cfg.epochs)).encode())
+            g = torch.Generator().manual_seed(key)
+            head = build_head(cfg.head, self.D, L, [g], hidden=self.hidden)
+            with torch.no_grad():
+                for v in head.parameters():
+                    v.copy_(torch.randn(v.shape, generator=g))
+            rng = np.random.default_rng(key)
+            state = {"head": {k: v[0].clone() for k, v in head.state_dict().items()},
+                     "mean": np.zeros(self.D, np.float32), "std": np.ones(self.D, np.float32),
+                     "val_logits": rng.normal(size=(n_val, L)).astype(np.float32),
+                     "test_logits": rng.normal(size=(n_test, L)).astype(np.float32)}
+            runs.append(types.SimpleNamespace(method=cfg.method, lr=float(lr), seed=int(s), state=state,
+                                              val_score=self.scores(cfg.method, lr, s, cfg.epochs),
+                                              best_epoch=self.best(cfg.method, cfg.epochs), epochs_run=cfg.epochs))
+        return runs
+
+
+def test_a_recipe_records_its_members_choices_weights_and_result_fields(toy_bundle, monkeypatch, tmp_path):
+    """With the members' training stubbed: each member is asked for its runs with the run's
+    settings (its head, the recipe's patience, the observed criterion, every learning rate
+    for every distinct seed, its own folder, the caller's resume, its state kept), tagged;
+    a run peaking at its last epoch trains again longer and wins when it scores higher; the
+    result of each caller's (lr, seed) records the chosen runs, their weights and the
+    combined model (members of two head kinds side by side)."""
+    import time
+
+    from spmlkit.methods.base import build_method
+    from spmlkit.training.recipe import train_recipe
+
+    def scores(method, lr, s, epochs):
+        return {("an", 1e-2): 0.3, ("an", 1e-3): 0.6, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.2}[(method, lr)] + \
+            0.1 * s + (0.05 if epochs == 4 else 0.0)
+
+    fake = _FakeTraining(toy_bundle, hidden=6, scores=scores, best=lambda method, epochs: 2 if method == "an" else 1)
+    monkeypatch.setattr(R, "train_linear", fake)
+    recipe = build_method("auto", members="an,l1r:mlp", lrs="1e-2,1e-3", combine="mean_probability", longer=2)
+    cfg = TrainConfig(method="auto", params={"members": "an,l1r:mlp"}, epochs=2, batch_size=16, hidden=6,
+                      expected_positives=1.5)
+    heard = []
+    t0 = time.perf_counter()
+    results = train_recipe(toy_bundle, cfg, recipe, lrs=[0.5, 0.25, 0.125], seeds=[0, 0, 1], run_dir=tmp_path / "run",
+                           resume=False, keep_state=True, on_epoch=heard.append)
+    elapsed = time.perf_counter() - t0
+    assert len(results) == 3 and [(r.lr, r.seed) for r in results] == [(0.5, 0), (0.25, 0), (0.125, 1)]
+    members = tmp_path / "run" / "members"
+    asked = [{k: c[k] for k in ("method", "head", "params", "patience", "selection", "epochs", "lrs", "seeds",
+                                "run_dir", "resume", "keep_state")} for c in fake.calls]
+    grid = dict(lrs=[1e-2, 1e-2, 1e-3, 1e-3], seeds=[0, 1, 0, 1])
+    common = dict(params=(), patience=recipe.patience, selection="observed_map", resume=False, keep_state=True)
+    assert asked == [
+        dict(method="an", head="linear", epochs=2, run_dir=members / "an", **grid, **common),
+        # an peaked at its last epoch (2 of 2) for both seeds: each trains again for 4 epochs at its lr
+        dict(method="an", head="linear", epochs=4, lrs=[1e-3], seeds=[0], run_dir=members / "an-x2-lr0.001-s0",
+             **common),
+        dict(method="an", head="linear", epochs=4, lrs=[1e-3], seeds=[1], run_dir=members / "an-x2-lr0.001-s1",
+             **common),
+        dict(method="l1r", head="mlp", epochs=2, run_dir=members / "l1r-mlp", **grid, **common)]
+    assert all(c["device"] == torch.device("cpu") for c in fake.calls)
+    tags = [{k: v for k, v in cb.info.items()} for c in fake.calls for cb in c["callbacks"]]
+    assert tags == [{"member": "an (1/2)", "member_index": 0, "member_count": 2, "member_epochs": 2},
+                    {"member": "an-x2-lr0.001-s0 (1/2)", "member_index": 0, "member_count": 2, "member_epochs": 4},
+                    {"member": "an-x2-lr0.001-s1 (1/2)", "member_index": 0, "member_count": 2, "member_epochs": 4},
+                    {"member": "l1r-mlp (2/2)", "member_index": 1, "member_count": 2, "member_epochs": 2}]
+    for r in results:
+        s = r.seed
+        assert r.method == "auto" and r.params == dict(recipe.params) and r.batch_size == 16
+        assert r.selection == "observed_map" and r.val_history == [] and r.expected_positives == 1.5
+        assert 0 <= r.seconds <= elapsed
+        assert r.notes["members"] == [
+            {"method": "an", "label": "an", "head": "linear", "lr": 1e-3, "best_epoch": 2, "epochs_run": 4,
+             "val_observed_map": scores("an", 1e-3, s, 4), "weight": 0.5, "longer_from": 2},
+            {"method": "l1r", "label": "l1r-mlp", "head": "mlp", "lr": 1e-2, "best_epoch": 1, "epochs_run": 2,
+             "val_observed_map": scores("l1r", 1e-2, s, 2), "weight": 0.5}]
+        assert r.notes["patience"] == recipe.patience and r.notes["combine"] == "mean_probability"
+        assert set(r.notes) == {"members", "patience", "combine"}
+        assert r.best_epoch == 2 and r.epochs_run == 4
+        st = r.state
+        assert st["members"] == 2 and st["member_weights"] == [0.5, 0.5] and st["method"] == {}
+        assert st["head_kind"] == "mixed" and st["member_heads"] == ["linear", "mlp"]
+        np.testing.assert_array_equal(st["mean"], np.zeros(fake.D)) and np.testing.assert_array_equal(st["std"], 1)
+        assert st["val_logits"].shape == (toy_bundle.size("val"), toy_bundle.n_labels)
+        assert st["head"].keys() == R._stacked_heads([types.SimpleNamespace(state={"head": fake_head})
+                                                      for fake_head in (_head_like("linear", fake),
+                                                                        _head_like("mlp", fake))],
+                                                     ["linear", "mlp"]).keys()
+    assert results[0].notes == results[1].notes and results[0].notes != results[2].notes
+    assert heard == [{"epoch": 1, "rows": [], **tag} for tag in tags]  # (on_epoch: the member's epochs, tagged)
+
+
+def _head_like(kind, fake):
+    head = build_head(kind, fake.D, fake.bundle.n_labels, [torch.Generator().manual_seed(0)], hidden=fake.hidden)
+    return {k: v[0] for k, v in head.state_dict().items()}
+
+
+def test_at_scale_a_recipe_halves_its_learning_rates_tries_nothing_longer_and_records_the_budget(toy_bundle,
+                                                                                                   monkeypatch):
+    """From ``budget_from`` entries each member's learning rates are halved after one epoch
+    (a stacked member only), no run trains longer, the plan is in the notes with what was
+    dropped; ``select`` keeps one member, whose head is saved unstacked."""
+    from spmlkit.methods.base import build_method
+    from spmlkit.training.budget import LearningRateHalving
+    from spmlkit.training.recipe import train_recipe
+
+    fake = _FakeTraining(toy_bundle, hidden=6, scores=lambda m, lr, s, e: {"an": 0.2, "l1r": 0.4}[m] + lr,
+                         best=lambda method, epochs: epochs)
+    monkeypatch.setattr(R, "train_linear", fake)
+    recipe = build_method("auto", members="an,l1r,wan:mlp", lrs="1e-2,1e-3", combine="select", longer=2,
+                          budget_from=0, budget=4)
+    said = []
+    recipe.log = said.append
+    cfg = TrainConfig(method="auto", epochs=2, batch_size=16, hidden=6)
+    (r,) = train_recipe(toy_bundle, cfg, recipe, lrs=[1e-3], seeds=[0], keep_state=True)
+    assert [(c["method"], c["epochs"]) for c in fake.calls] == [("an", 2), ("l1r", 2)]  # no longer try
+    for c in fake.calls:
+        assert [type(cb).__name__ for cb in c["callbacks"]] == ["LearningRateHalving"]
+        assert c["callbacks"][0].at == 1 and isinstance(c["callbacks"][0], LearningRateHalving)
+    assert sorted(m["weight"] for m in r.notes["members"]) == [0.0, 1.0] and r.state["member_weights"] == [1.0]
+    assert r.notes["budget"]["halving"] == "learning rates after epoch 1" and r.notes["budget"]["longer"] == "skipped"
+    assert [d["method"] for d in r.notes["dropped"]] == ["wan:mlp"] and len(said) == 2
+    assert r.state["members"] == 1 and r.state["head_kind"] == "linear" and "member_heads" not in r.state
+    assert r.state["head"]["weight"].shape == (fake.D, toy_bundle.n_labels)  # (one member: its own head)
+    assert r.best_epoch == 2 and r.epochs_run == 2
+    # one learning rate: nothing to halve
+    fake.calls.clear()
+    recipe = build_method("auto", members="an", lrs="1e-2", budget_from=0)
+    recipe.log = said.append
+    train_recipe(toy_bundle, cfg, recipe, lrs=[1e-3], seeds=[0])
+    assert [c["callbacks"] for c in fake.calls] == [[]]
