@@ -511,7 +511,7 @@ class _FakeTraining:
     def __init__(self, bundle, hidden, scores, best):
         self.bundle, self.hidden, self.scores, self.best = bundle, hidden, scores, best
         self.D = np.asarray(bundle.features("train")).shape[1]
-        self.calls = []
+        self.calls, self.states = [], {}
 
     def __call__(self, bundle, cfg, *, lrs, seeds, run_dir, resume, callbacks, keep_state, device):
         from spmlkit.training.callbacks import Tagged
@@ -533,9 +533,11 @@ class _FakeTraining:
                     v.copy_(torch.randn(v.shape, generator=g))
             rng = np.random.default_rng(key)
             state = {"head": {k: v[0].clone() for k, v in head.state_dict().items()},
-                     "mean": np.zeros(self.D, np.float32), "std": np.ones(self.D, np.float32),
+                     "mean": rng.normal(size=self.D).astype(np.float32),
+                     "std": rng.uniform(0.5, 2.0, size=self.D).astype(np.float32),
                      "val_logits": rng.normal(size=(n_val, L)).astype(np.float32),
                      "test_logits": rng.normal(size=(n_test, L)).astype(np.float32)}
+            self.states[(cfg.method, cfg.head, float(lr), int(s), cfg.epochs)] = state
             runs.append(types.SimpleNamespace(method=cfg.method, lr=float(lr), seed=int(s), state=state,
                                               val_score=self.scores(cfg.method, lr, s, cfg.epochs),
                                               best_epoch=self.best(cfg.method, cfg.epochs), epochs_run=cfg.epochs))
@@ -555,13 +557,14 @@ def test_a_recipe_records_its_members_choices_weights_and_result_fields(toy_bund
     from spmlkit.training.recipe import train_recipe
 
     def scores(method, lr, s, epochs):
-        return {("an", 1e-2): 0.3, ("an", 1e-3): 0.6, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.2}[(method, lr)] + \
+        return {("an", 1e-2): 0.3, ("an", 1e-3): 0.6, ("l1r", 1e-2): 0.5, ("l1r", 1e-3): 0.2, ("wan", 1e-2): 0.1,
+                ("wan", 1e-3): 0.4}[(method, lr)] + \
             0.1 * s + (0.05 if epochs == 4 else 0.0)
 
     fake = _FakeTraining(toy_bundle, hidden=6, scores=scores, best=lambda method, epochs: 2 if method == "an" else 1)
     monkeypatch.setattr(R, "train_linear", fake)
-    recipe = build_method("auto", members="an,l1r:mlp", lrs="1e-2,1e-3", combine="mean_probability", longer=2)
-    cfg = TrainConfig(method="auto", params={"members": "an,l1r:mlp"}, epochs=2, batch_size=16, hidden=6,
+    recipe = build_method("auto", members="an,l1r:mlp,wan", lrs="1e-2,1e-3", combine="mean_probability", longer=2)
+    cfg = TrainConfig(method="auto", params={"members": "an,l1r:mlp,wan"}, epochs=2, batch_size=16, hidden=6,
                       expected_positives=1.5)
     heard = []
     t0 = time.perf_counter()
@@ -581,13 +584,17 @@ def test_a_recipe_records_its_members_choices_weights_and_result_fields(toy_bund
              **common),
         dict(method="an", head="linear", epochs=4, lrs=[1e-3], seeds=[1], run_dir=members / "an-x2-lr0.001-s1",
              **common),
-        dict(method="l1r", head="mlp", epochs=2, run_dir=members / "l1r-mlp", **grid, **common)]
+        dict(method="l1r", head="mlp", epochs=2, run_dir=members / "l1r-mlp", **grid, **common),
+        dict(method="wan", head="linear", epochs=2, run_dir=members / "wan", **grid, **common)]
     assert all(c["device"] == torch.device("cpu") for c in fake.calls)
     tags = [{k: v for k, v in cb.info.items()} for c in fake.calls for cb in c["callbacks"]]
-    assert tags == [{"member": "an (1/2)", "member_index": 0, "member_count": 2, "member_epochs": 2},
-                    {"member": "an-x2-lr0.001-s0 (1/2)", "member_index": 0, "member_count": 2, "member_epochs": 4},
-                    {"member": "an-x2-lr0.001-s1 (1/2)", "member_index": 0, "member_count": 2, "member_epochs": 4},
-                    {"member": "l1r-mlp (2/2)", "member_index": 1, "member_count": 2, "member_epochs": 2}]
+    assert tags == [{"member": "an (1/3)", "member_index": 0, "member_count": 3, "member_epochs": 2},
+                    {"member": "an-x2-lr0.001-s0 (1/3)", "member_index": 0, "member_count": 3, "member_epochs": 4},
+                    {"member": "an-x2-lr0.001-s1 (1/3)", "member_index": 0, "member_count": 3, "member_epochs": 4},
+                    {"member": "l1r-mlp (2/3)", "member_index": 1, "member_count": 3, "member_epochs": 2},
+                    {"member": "wan (3/3)", "member_index": 2, "member_count": 3, "member_epochs": 2}]
+    third = 1 / 3
+    first = fake.states[("an", "linear", 1e-3, 0, 4)]  # (seed 0's first member: an's longer run)
     for r in results:
         s = r.seed
         assert r.method == "auto" and r.params == dict(recipe.params) and r.batch_size == 16
@@ -595,28 +602,26 @@ def test_a_recipe_records_its_members_choices_weights_and_result_fields(toy_bund
         assert 0 <= r.seconds <= elapsed
         assert r.notes["members"] == [
             {"method": "an", "label": "an", "head": "linear", "lr": 1e-3, "best_epoch": 2, "epochs_run": 4,
-             "val_observed_map": scores("an", 1e-3, s, 4), "weight": 0.5, "longer_from": 2},
+             "val_observed_map": scores("an", 1e-3, s, 4), "weight": third, "longer_from": 2},
             {"method": "l1r", "label": "l1r-mlp", "head": "mlp", "lr": 1e-2, "best_epoch": 1, "epochs_run": 2,
-             "val_observed_map": scores("l1r", 1e-2, s, 2), "weight": 0.5}]
+             "val_observed_map": scores("l1r", 1e-2, s, 2), "weight": third},
+            {"method": "wan", "label": "wan", "head": "linear", "lr": 1e-3, "best_epoch": 1, "epochs_run": 2,
+             "val_observed_map": scores("wan", 1e-3, s, 2), "weight": third}]
         assert r.notes["patience"] == recipe.patience and r.notes["combine"] == "mean_probability"
         assert set(r.notes) == {"members", "patience", "combine"}
         assert r.best_epoch == 2 and r.epochs_run == 4
         st = r.state
-        assert st["members"] == 2 and st["member_weights"] == [0.5, 0.5] and st["method"] == {}
-        assert st["head_kind"] == "mixed" and st["member_heads"] == ["linear", "mlp"]
-        np.testing.assert_array_equal(st["mean"], np.zeros(fake.D)) and np.testing.assert_array_equal(st["std"], 1)
+        assert st["members"] == 3 and st["member_weights"] == [third] * 3 and st["method"] == {}
+        assert st["head_kind"] == "mixed" and st["member_heads"] == ["linear", "linear", "mlp"]  # each kind together
+        assert st["mean"] is first["mean"] and st["std"] is first["std"]
         assert st["val_logits"].shape == (toy_bundle.size("val"), toy_bundle.n_labels)
-        assert st["head"].keys() == R._stacked_heads([types.SimpleNamespace(state={"head": fake_head})
-                                                      for fake_head in (_head_like("linear", fake),
-                                                                        _head_like("mlp", fake))],
-                                                     ["linear", "mlp"]).keys()
+        runs = [types.SimpleNamespace(state=fake.states[k]) for k in
+                (("an", "linear", 1e-3, s, 4), ("wan", "linear", 1e-3, s, 2), ("l1r", "mlp", 1e-2, s, 2))]
+        expected = R._stacked_heads(runs, ["linear", "linear", "mlp"])
+        assert st["head"].keys() == expected.keys()
+        assert all(torch.equal(st["head"][k], v) for k, v in expected.items())
     assert results[0].notes == results[1].notes and results[0].notes != results[2].notes
     assert heard == [{"epoch": 1, "rows": [], **tag} for tag in tags]  # (on_epoch: the member's epochs, tagged)
-
-
-def _head_like(kind, fake):
-    head = build_head(kind, fake.D, fake.bundle.n_labels, [torch.Generator().manual_seed(0)], hidden=fake.hidden)
-    return {k: v[0] for k, v in head.state_dict().items()}
 
 
 def test_at_scale_a_recipe_halves_its_learning_rates_tries_nothing_longer_and_records_the_budget(toy_bundle,
@@ -635,9 +640,10 @@ def test_at_scale_a_recipe_halves_its_learning_rates_tries_nothing_longer_and_re
                           budget_from=0, budget=4)
     said = []
     recipe.log = said.append
-    cfg = TrainConfig(method="auto", epochs=2, batch_size=16, hidden=6)
+    cfg = TrainConfig(method="auto", epochs=2, batch_size=16, hidden=6, selection="observed_map")
     (r,) = train_recipe(toy_bundle, cfg, recipe, lrs=[1e-3], seeds=[0], keep_state=True)
     assert [(c["method"], c["epochs"]) for c in fake.calls] == [("an", 2), ("l1r", 2)]  # no longer try
+    assert all(c["run_dir"] is None and c["resume"] is True for c in fake.calls)
     for c in fake.calls:
         assert [type(cb).__name__ for cb in c["callbacks"]] == ["LearningRateHalving"]
         assert c["callbacks"][0].at == 1 and isinstance(c["callbacks"][0], LearningRateHalving)
@@ -653,3 +659,15 @@ def test_at_scale_a_recipe_halves_its_learning_rates_tries_nothing_longer_and_re
     recipe.log = said.append
     train_recipe(toy_bundle, cfg, recipe, lrs=[1e-3], seeds=[0])
     assert [c["callbacks"] for c in fake.calls] == [[]]
+
+
+def test_another_selection_is_refused_in_full(toy_bundle):
+    from spmlkit.errors import ConfigError
+    from spmlkit.methods.base import build_method
+    from spmlkit.training.recipe import train_recipe
+
+    with pytest.raises(ConfigError) as e:
+        train_recipe(toy_bundle, TrainConfig(method="auto", selection="map"), build_method("auto"), lrs=[1e-3],
+                     seeds=[0])
+    assert str(e.value) == ("method 'auto' selects with observed_map only (observed labels) on this data; "
+                            "--selection map is not used by it \N{EM DASH} leave --selection at auto")
