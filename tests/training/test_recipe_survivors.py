@@ -16,6 +16,7 @@ import torch
 import spmlkit.training.recipe as R
 from spmlkit import metrics
 from spmlkit.config import TrainConfig
+from spmlkit.methods.recipe import TREES_INSTALLED
 from spmlkit.models.heads import build_head
 from spmlkit.sparse_labels import as_sparse
 from spmlkit.training import ensemble
@@ -669,3 +670,25 @@ def test_another_selection_is_refused_in_full(toy_bundle):
                      seeds=[0])
     assert str(e.value) == ("method 'auto' selects with observed_map only (observed labels) on this data; "
                             "--selection map is not used by it \N{EM DASH} leave --selection at auto")
+
+
+@pytest.mark.skipif(not TREES_INSTALLED, reason="a tree member needs the trees extra")
+def test_at_scale_a_tree_member_trains_its_boosting_rounds_without_halving(toy_bundle, monkeypatch):
+    """A tree member trains with ``train_trees`` (boosting rounds, not epochs of stacked
+    learning rates): at scale it gets no learning-rate halving."""
+    from spmlkit.methods.base import build_method
+    from spmlkit.training.recipe import train_recipe
+
+    asked = []
+
+    def trees(bundle, cfg, *, lrs, seeds, callbacks, **kw):
+        asked.append((cfg.method, cfg.head, list(lrs), [type(cb).__name__ for cb in callbacks]))
+        raise KeyboardInterrupt  # (stop there: what it was given is what is tested)
+
+    monkeypatch.setattr(R, "train_trees", trees)
+    monkeypatch.setattr(R, "train_linear", lambda *a, **kw: pytest.fail("a tree member trained as a linear one"))
+    recipe = build_method("auto", members="wan:tree", lrs="1e-2,1e-3", budget_from=0)
+    recipe.log = lambda line: None
+    with pytest.raises(KeyboardInterrupt):
+        train_recipe(toy_bundle, TrainConfig(method="auto", epochs=2, batch_size=16), recipe, lrs=[1e-3], seeds=[0])
+    assert asked == [("wan", "tree", [1e-2, 1e-3], [])]
