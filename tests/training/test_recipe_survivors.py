@@ -613,7 +613,11 @@ def test_a_recipe_records_its_members_choices_weights_and_result_fields(toy_bund
         assert st["members"] == 3 and st["member_weights"] == [third] * 3 and st["method"] == {}
         assert st["head_kind"] == "mixed" and st["member_heads"] == ["linear", "linear", "mlp"]  # each kind together
         assert st["mean"] is first["mean"] and st["std"] is first["std"]
-        assert st["val_logits"].shape == (toy_bundle.size("val"), toy_bundle.n_labels)
+        chosen = [fake.states[k] for k in (("an", "linear", 1e-3, s, 4), ("wan", "linear", 1e-3, s, 2),
+                                            ("l1r", "mlp", 1e-2, s, 2))]  # (each head kind's members together)
+        for split in ("val", "test"):
+            np.testing.assert_allclose(st[f"{split}_logits"], R._combine([c[f"{split}_logits"] for c in chosen],
+                                                                         [third] * 3), rtol=1e-6)
         runs = [types.SimpleNamespace(state=fake.states[k]) for k in
                 (("an", "linear", 1e-3, s, 4), ("wan", "linear", 1e-3, s, 2), ("l1r", "mlp", 1e-2, s, 2))]
         expected = R._stacked_heads(runs, ["linear", "linear", "mlp"])
@@ -692,3 +696,15 @@ def test_at_scale_a_tree_member_trains_its_boosting_rounds_without_halving(toy_b
     with pytest.raises(KeyboardInterrupt):
         train_recipe(toy_bundle, TrainConfig(method="auto", epochs=2, batch_size=16), recipe, lrs=[1e-3], seeds=[0])
     assert asked == [("wan", "tree", [1e-2, 1e-3], [])]
+
+
+def test_tree_members_states_stack_padded_to_the_longest_booster():
+    """Tree members keep byte strings of their own lengths: stacked zero-padded (the
+    other heads' states stack as they are)."""
+    trees = [{"booster": torch.tensor([1, 2, 3], dtype=torch.uint8), "length": 3, "intercept": torch.zeros(2),
+              "n_features": 4},
+             {"booster": torch.tensor([4, 5, 6, 7, 8], dtype=torch.uint8), "length": 5, "intercept": torch.ones(2),
+              "n_features": 4}]
+    out = R._stack(trees)
+    assert out["booster"].tolist() == [[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]] and out["length"].tolist() == [3, 5]
+    assert out["intercept"].tolist() == [[0, 0], [1, 1]] and out["n_features"].tolist() == [4, 4]
