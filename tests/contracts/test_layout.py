@@ -35,6 +35,9 @@ EXTRA_TEST_FILES: dict[str, str] = {f: _EDGES for f in (
     "data/formats/test_table_checks_edges.py", "data/test_rasters_edges.py")}
 EXTRA_TEST_FILES["practitioner/test_maps_pinned.py"] = (
     "practitioner/maps.py's figure and option plumbing, pinned for its mutation score (benchmarks/mutation.py)")
+EXTRA_TEST_FILES["training/test_recipe_survivors.py"] = (
+    "training/recipe.py's helpers on stubs (weighing, probabilities, rows' logits, tree budget), pinned for its "
+    "mutation score (benchmarks/mutation.py)")
 
 
 def _modules() -> list[str]:
