@@ -22,6 +22,18 @@ def user(tmp_path):
     return u
 
 
+def legacy_marked_build(tmp_path, kind):
+    """A marked folder ``B`` of an older spmlkit without a manifest (kind ``kind``, layout
+    meta.json + train/), replaced by a build that writes a new meta.json: the folder."""
+    ownership.register_kind(kind, "a legacy marked build", layout=("meta.json", "train"))
+    old = tmp_path / "B"
+    (old / "train").mkdir(parents=True)
+    (old / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": kind}))
+    (old / "meta.json").write_text("{}")
+    (old / "train" / "X.npy").write_text("x")
+    return old
+
+
 def manifest_lines(folder):
     return [ln.split(" ")[0] + " " + ln.split(" ", 2)[2] for ln in (folder / ownership.MANIFEST).read_text().splitlines()]
 

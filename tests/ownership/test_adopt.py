@@ -14,7 +14,7 @@ import pytest
 from spmlkit import ownership
 from spmlkit.ownership import builds as own_builds
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import user, manifest_lines, _mode, _list_by_hand
+from tests.helpers.ownership_fs import user, manifest_lines, _mode, _list_by_hand, legacy_marked_build
 
 
 def test_folders_of_an_older_spmlkit_are_adopted_by_their_layout(tmp_path):
@@ -105,12 +105,7 @@ def test_an_older_folder_with_a_file_outside_its_layout_is_not_cleared(tmp_path)
 
 
 def test_a_marked_folder_of_an_older_spmlkit_without_manifest_is_replaced(tmp_path):
-    ownership.register_kind("legacy-marked", "a legacy marked build", layout=("meta.json", "train"))
-    old = tmp_path / "B"
-    (old / "train").mkdir(parents=True)
-    (old / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": "legacy-marked"}))
-    (old / "meta.json").write_text("{}")
-    (old / "train" / "X.npy").write_text("x")
+    old = legacy_marked_build(tmp_path, "legacy-marked")
     with ownership.build(old, "legacy-marked", replace=True) as tmp:
         ownership.write_text(tmp / "meta.json", '{"new": 1}')
     assert (old / "meta.json").read_text() == '{"new": 1}' and not (old / "train").exists()

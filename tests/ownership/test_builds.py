@@ -14,7 +14,7 @@ import pytest
 from spmlkit import ownership
 from spmlkit.ownership import builds as own_builds, manifest as own_manifest
 from spmlkit.errors import ConfigError
-from tests.helpers.ownership_fs import user, manifest_lines, _before_open, _to_link
+from tests.helpers.ownership_fs import user, manifest_lines, _before_open, _to_link, legacy_marked_build
 
 
 def test_build_renames_into_place_and_replaces_only_its_own(tmp_path):
@@ -387,14 +387,9 @@ def test_an_older_marked_folder_is_replaced_from_inside_another_output_folder(tm
     """The old folder's manifest is looked for in the old folder, never in the current one: run
     from inside another output folder of spmlkit's (which has a manifest), a marked folder of an
     older spmlkit without one is still listed by its layout and removed."""
-    ownership.register_kind("legacy-marked-cwd", "a legacy marked build", layout=("meta.json", "train"))
+    old = legacy_marked_build(tmp_path, "legacy-marked-cwd")
     work = ownership.claim(tmp_path / "run", "run")
     monkeypatch.chdir(work)  # holds a .spml-manifest of its own
-    old = tmp_path / "B"
-    (old / "train").mkdir(parents=True)
-    (old / ownership.MARKER).write_text(json.dumps({"written_by": "spmlkit", "kind": "legacy-marked-cwd"}))
-    (old / "meta.json").write_text("{}")
-    (old / "train" / "X.npy").write_text("x")
     with ownership.build(old, "legacy-marked-cwd", replace=True) as tmp:
         ownership.write_text(tmp / "meta.json", '{"new": 1}')
     assert (old / "meta.json").read_text() == '{"new": 1}' and not (old / "train").exists()
