@@ -87,11 +87,20 @@ def gibbs_objective(lam: torch.Tensor, mean_records: torch.Tensor, background: t
     ``−f̄_l + E_{p_λl}[f]``, for ``lam`` ``(F, L)``, ``mean_records`` ``(L, F)`` and
     ``background`` ``(B, F)``."""
     s = background @ lam                                     # (B, L)
-    lse = torch.logsumexp(s, 0)                              # (L,)
     p = torch.softmax(s, 0)                                  # (B, L)
-    value = -(mean_records * lam.T).sum(1) + lse
     grad = background.T @ p - mean_records.T                 # (F, L)
-    return value, grad
+    return _smooth(lam, mean_records, s), grad
+
+
+def gibbs_value(lam: torch.Tensor, mean_records: torch.Tensor, background: torch.Tensor) -> torch.Tensor:
+    """``(L,)`` the smooth part of :func:`gibbs_objective` alone (no gradient: one product
+    with the background where the pair needs two)."""
+    return _smooth(lam, mean_records, background @ lam)
+
+
+def _smooth(lam: torch.Tensor, mean_records: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """``−λ_l·f̄_l + log Σ_b exp(s_bl)`` from the background's scores ``s = background @ λ``."""
+    return -(mean_records * lam.T).sum(1) + torch.logsumexp(scores, 0)
 
 
 def label_blocks(n_background: int, n_labels: int, entries: int = BLOCK_ENTRIES) -> list[slice]:
@@ -160,7 +169,7 @@ def fit_gibbs_labels(mean_records: torch.Tensor, background: torch.Tensor, penal
 
 def _full(lam, mean_records, background, penalty) -> torch.Tensor:
     """``(L,)`` the whole objective, penalty included."""
-    return gibbs_objective(lam, mean_records, background)[0] + (penalty * lam.abs()).sum(0)
+    return gibbs_value(lam, mean_records, background) + (penalty * lam.abs()).sum(0)
 
 
 def _backtracked(y, fy, gy, lip, mean_records, background, penalty, going) -> tuple[torch.Tensor, torch.Tensor]:
@@ -171,7 +180,7 @@ def _backtracked(y, fy, gy, lip, mean_records, background, penalty, going) -> tu
     while True:
         new = soft_threshold(y - gy / lip, penalty / lip)
         d = new - y
-        fn = gibbs_objective(new, mean_records, background)[0]
+        fn = gibbs_value(new, mean_records, background)
         bound = fy + (gy * d).sum(0) + lip / 2.0 * (d * d).sum(0) + 1e-12 * fy.abs().clamp(min=1.0)
         bad = (fn > bound) & going
         if not bool(bad.any()) or bool((lip > 1e12).all()):
