@@ -52,7 +52,10 @@ def fd_path(dir_fd: int, name: str) -> Path:
 
 def _new_temporary(path: Path, dir_fd: int | None) -> tuple[Path, str]:
     """A new, empty ``.NAME.spml-XXXXXXXX.tmp`` beside ``path`` (inside ``dir_fd`` when
-    given, created with ``O_EXCL | O_NOFOLLOW``): ``(its path, its name)``."""
+    given, created with ``O_EXCL | O_NOFOLLOW``): ``(its path, its name)``.  ``XXXXXXXX`` is
+    mkstemp's 8 random characters, or inside ``dir_fd`` 10 random hex digits: the temporary's
+    name is at most 21 bytes longer than ``path``'s, so names of up to NAME_MAX − 21 bytes
+    are written this way."""
     if dir_fd is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # '.NAME.spml-XXXXXXXX.tmp': spmlkit's by its name (spmlkit.ownership removes those a killed writer left)

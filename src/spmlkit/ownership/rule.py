@@ -30,7 +30,8 @@ BUILD_OWNER = ".spml-owner"
 
 _SPECIAL = frozenset({MARKER, MANIFEST, LOCK, BUILD_OWNER})
 
-#: the temporaries :func:`spmlkit.io.atomic_path` writes beside a file (``.NAME.spml-XXXXXXXX.tmp``): spmlkit's by name
+#: the temporaries :func:`spmlkit.io.atomic_path` writes beside a file (``.NAME.spml-XXXXXXXX.tmp``, 8 random
+#: characters or 10 hex digits; :func:`spmlkit.io._new_temporary`): spmlkit's by name
 _TMP = re.compile(r"^\.(?P<name>.+)\.spml-[A-Za-z0-9_]+\.tmp$")
 
 
