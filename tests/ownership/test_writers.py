@@ -10,10 +10,12 @@ import json
 import os
 import time
 
+import numpy as np
 import pytest
 
 from spmlkit import ownership
 from spmlkit.ownership import manifest as own_manifest
+from spmlkit.ownership import writers as own_writers
 from spmlkit.errors import ConfigError
 from tests.helpers.ownership_fs import opened_path, snapshot, user, manifest_lines, _owned_then_replaced, _mode, _list_by_hand, _before_open, _to_link
 
@@ -180,18 +182,19 @@ def test_files_made_in_place_and_copied_are_listed(tmp_path, user):
     assert ownership.foreign(out) == ["t.lock"]
 
 
-def test_memory_mapped_files_are_made_new_and_modified_only_when_spmlkits(tmp_path):
-    import numpy as np
+def _write_memmap(path, index, value, **open_kw):
+    """Open ``path`` through ``ownership.open_memmap(path, **open_kw)``, set ``[index] = value``,
+    flush and close it."""
+    m = ownership.open_memmap(path, **open_kw)
+    m[index] = value
+    m.flush()
+    del m
 
+
+def test_memory_mapped_files_are_made_new_and_modified_only_when_spmlkits(tmp_path):
     out = ownership.claim(tmp_path / "r", "run")
-    m = ownership.open_memmap(out / "s.npy", mode="w+", dtype=np.float32, shape=(3,))
-    m[:] = 1
-    m.flush()
-    del m
-    m = ownership.open_memmap(out / "s.npy", mode="r+")
-    m[1] = 5
-    m.flush()
-    del m
+    _write_memmap(out / "s.npy", slice(None), 1, mode="w+", dtype=np.float32, shape=(3,))
+    _write_memmap(out / "s.npy", 1, 5, mode="r+")
     r = ownership.open_memmap(out / "s.npy", mode="r")
     assert r.tolist() == [1, 5, 1] and r.mode == "r"
     m = ownership.open_memmap(out / "s.npy", mode="w+", dtype=np.int8, shape=(2,))  # spmlkit's: made new
@@ -646,8 +649,6 @@ def test_a_file_a_parallel_worker_makes_meanwhile_is_waited_for_a_second_at_most
 
 
 # ---- the writers two folders down (names with a space), and what changes between their check and their open
-from spmlkit.ownership import writers as own_writers  # noqa: E402
-import numpy as np  # noqa: E402
 
 
 def _after(monkeypatch, obj, name, action):
@@ -675,14 +676,8 @@ def test_the_writers_reach_a_file_two_folders_down_whose_name_has_a_space(tmp_pa
     ownership.append_jsonl(sub / "m l.jsonl", {"i": 2})
     assert (sub / "m l.jsonl").read_text() == '{"i": 1}\n{"i": 2}\n'
     for _ in range(2):  # new, then replacing spmlkit's own
-        m = ownership.open_memmap(sub / "x y.npy", mode="w+", dtype=np.float32, shape=(3,))
-        m[:] = [1, 2, 3]
-        m.flush()
-        del m
-    m = ownership.open_memmap(sub / "x y.npy", mode="r+")
-    m[0] = 5
-    m.flush()
-    del m
+        _write_memmap(sub / "x y.npy", slice(None), [1, 2, 3], mode="w+", dtype=np.float32, shape=(3,))
+    _write_memmap(sub / "x y.npy", 0, 5, mode="r+")
     assert ownership.open_memmap(sub / "x y.npy", mode="r").tolist() == [5, 2, 3]
     ownership.rename(sub / "x y.npy", sub / "z w.npy")
     assert sorted(os.listdir(sub)) == ["m l.jsonl", "z w.npy"]
