@@ -253,6 +253,7 @@ class MaxEntHead(FeatureHead):
         mean_records = torch.zeros((n_labels, F), dtype=torch.float64, device="cpu")
         penalty = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")
         counts = np.zeros(n_labels, dtype=np.int64)
+        hinge, span = ex.layout()["hinge"], ex.span()  # the expansion's, the same for every label
         order = np.argsort(labels_of, kind="stable")  # each label's records in row order, found in one pass
         labels, starts, sizes = np.unique(labels_of[order], return_index=True, return_counts=True)
         for label, start, size in zip(labels, starts, sizes):
@@ -263,8 +264,7 @@ class MaxEntHead(FeatureHead):
                                    .to("cpu", torch.float32))
             mean_records[label] = rec.double().mean(0)
             beta = ex.class_beta(int(counts[label]))
-            penalty[:, label] = regularisation(rec, beta, int(counts[label]), ex.layout()["hinge"],
-                                               span=ex.span()).double()
+            penalty[:, label] = regularisation(rec, beta, int(counts[label]), hinge, span=span).double()
         lam = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")  # a label without records: λ = 0
         has = torch.as_tensor(counts > 0, device="cpu")
         on = ex.active[0] > 0  # an inactive feature is 0 on every row: its λ stays 0 (left out of the fit)
