@@ -57,8 +57,10 @@ PRESENCE_MEMBERS = "full-weighted,an-full,full-weighted:tree"
 #: responses the field trusts to transfer to places not sampled.  Chosen on folds that leave
 #: the scored fold out (benchmarks/results/dismo/bradypus_nested*.md), not on the test folds:
 #: there it scored above the earlier default (SINR's MLP, the MaxEnt-feature head and a linear
-#: head, weighed by validation) on random and spatial folds, and pairing it with the MLP lost
-#: on spatial folds, with ~20 validation records to weigh them by.
+#: head, weighed by validation) on random and spatial folds; pairing it with the MLP lost on
+#: spatial folds with its earlier penalties and tied (within 0.001) with maxnet's
+#: (bradypus_nested_maxnet_regularisation.md), where the single model is kept: one fit, no
+#: seed, MaxEnt's own output scale.
 PRESENCE_SINGLE_MEMBERS = "full-weighted:maxent"
 #: the head of the presence-only members: SINR's network (Cole et al. 2023 §4: a residual MLP)
 PRESENCE_HEAD = "mlp"
