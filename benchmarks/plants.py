@@ -205,6 +205,14 @@ PLANTS = [
     Plant("aj", "models/maxent_features.py", "MaxEnt's clamping dropped: a covariate outside the training range "
           "extrapolates its features beyond [0, 1]",
           "u = ((x - low) / (high - low)).clamp(0.0, 1.0)", "u = ((x - low) / (high - low))", MAXENT_TESTS),
+    Plant("ak", "models/maxent_head.py", "the regularisation multiplier never reaches the penalties: maxent-x2 and "
+          "maxent-x4 fit what maxent fits (auto's tuning of the multiplier chooses among equal models)",
+          "span=span).double() * self.regmult", "span=span).double()",
+          MAXENT_TESTS + ("tests/training/test_recipe.py",)),
+    Plant("al", "models/heads.py", "the registered maxent-x2 / maxent-x4 builders drop their multiplier "
+          "(every one is maxent at 1)",
+          "(functools.partial(_maxent_head, regmult=_mult))", "(functools.partial(_maxent_head))",
+          MAXENT_TESTS + ("tests/training/test_recipe.py",)),
 ]
 
 

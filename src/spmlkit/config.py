@@ -155,7 +155,7 @@ def check_device_syntax(spec, option: str = "--device") -> str:
 
 #: the heads spmlkit registers (spmlkit.models.heads.HEADS; tests/integration/test_before_torch.py
 #: keeps them equal): checked without importing torch while the registry is not loaded
-BUILTIN_HEADS = ("linear", "mlp", "tree", "maxent-features", "maxent")
+BUILTIN_HEADS = ("linear", "mlp", "tree", "maxent-features", "maxent", "maxent-x2", "maxent-x4")
 
 
 def _head_names() -> set[str]:

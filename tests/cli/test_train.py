@@ -47,7 +47,8 @@ def test_the_note_names_the_heads_of_the_members_that_train():
         many.startswith("auto trains its presence-only members with the mlp head")  # (tree: with the extra)
     one = presence_head_note(auto, _bundle(1), "tree")
     heads = sorted({h for _, h in auto.members_for(True, n_labels=1)})
-    assert heads == ["maxent"] and "members with the maxent head (" in one and "not --head tree" in one
+    assert heads == ["maxent", "maxent-x2", "maxent-x4"]
+    assert "members with the maxent, maxent-x2, maxent-x4 heads (" in one and "not --head tree" in one
     assert presence_head_note(auto, _bundle(3), "mlp") is None  # the recipe's own head: nothing to say
     assert presence_head_note(auto, _bundle(3), None) is None
     assert presence_head_note(auto, _bundle(3, background=0), "linear") is None  # not presence-only data

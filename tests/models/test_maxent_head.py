@@ -234,3 +234,48 @@ def test_a_labels_fit_does_not_depend_on_the_other_labels_in_the_head():
         alone.fit_inputs(_Store(X), as_sparse(Z[:, [label]]))
         assert torch.allclose(both.out.weight[..., label], alone.out.weight[..., 0], rtol=1e-4, atol=1e-6)
         assert torch.allclose(both.out.bias[..., label], alone.out.bias[..., 0], rtol=1e-4, atol=1e-6)
+
+
+def _fit_on(kind, X, Z):
+    head = build_head(kind, X.shape[1], Z.shape[1], [torch.Generator().manual_seed(0)])
+    head.fit_inputs(_Store(X), as_sparse(Z))
+    return head
+
+
+@pytest.mark.parametrize("kind, mult", [("maxent-x2", 2.0), ("maxent-x4", 4.0)])
+def test_regmult_multiplies_every_penalty_as_maxnet_does(monkeypatch, kind, mult):
+    """maxnet's ``reg <- regfun(p, mm) * regmult``: the head registered with a multiplier
+    fits exactly what the default head fits when every penalty is multiplied by it (the
+    hinge bound and the range floor included)."""
+    import spmlkit.models.maxent_head as mh
+
+    _, X, Z = _fitted_head()
+    multiplied = _fit_on(kind, X, Z)
+    assert multiplied.regmult == mult
+    plain = mh.regularisation
+    monkeypatch.setattr(mh, "regularisation", lambda *a, **k: plain(*a, **k) * mult)
+    by_hand = _fit_on("maxent", X, Z)
+    for k, v in by_hand.state_dict().items():
+        assert torch.equal(multiplied.state_dict()[k], v), k
+
+
+def test_a_larger_regmult_shrinks_the_fit_towards_uniform():
+    """The L1 penalty grows with the multiplier: the weights' L1 norm falls, and far enough
+    up every weight is 0 (every background row equally likely: the raw output uniform)."""
+    from spmlkit.models.heads import _maxent_head
+
+    _, X, Z = _fitted_head(seed=3)
+    norms = []
+    for mult in (1.0, 2.0, 4.0, 1e4):
+        head = _maxent_head(2, 1, [torch.Generator().manual_seed(0)], hidden=8, regmult=mult)
+        head.fit_inputs(_Store(X), as_sparse(Z[:, :1]))
+        norms.append(float(head.out.weight.detach().abs().sum()))
+    assert norms[0] > norms[1] > norms[2] > 0 and norms[3] == 0.0
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_regmult_that_is_not_positive_and_finite_is_refused(bad):
+    from spmlkit.models.heads import _maxent_head
+
+    with pytest.raises(ValueError, match="regmult"):
+        _maxent_head(2, 1, [torch.Generator()], hidden=8, regmult=bad)

@@ -886,12 +886,34 @@ def test_auto_on_one_species_trains_its_one_species_members_and_saves_them(tmp_p
     from spmlkit.practitioner.saved import load_model
 
     bundle = one_species_bundle(tmp_path / "b", n=260, d=4, n_records=60, shift=2.0)  # lives where x0 is high
-    assert build_method("auto").members_for(True, False, n_labels=1) == (("full-weighted", "maxent"),)
+    assert build_method("auto").members_for(True, False, n_labels=1) == (
+        ("full-weighted", "maxent"), ("full-weighted", "maxent-x2"), ("full-weighted", "maxent-x4"))
     cfg = TrainConfig(method="auto", epochs=3, batch_size=16, threads=1, params={"lrs": "1e-2"})
     run_training(bundle, cfg, tmp_path / "run", log=lambda m: None)
     model = load_model(tmp_path / "run")
-    assert model.members == 1 and model.head == "maxent" and model.n_features == 4
+    assert 1 <= model.members <= 3 and model.n_features == 4
+    assert set(model.member_heads or [model.head]) <= {"maxent", "maxent-x2", "maxent-x4"}
     p = model.predict_proba(np.array([[3.0, 0, 0, 0], [-3.0, 0, 0, 0]], dtype=np.float32))[:, 0]
+    assert p[0] > p[1]
+
+
+def test_auto_keeps_maxent_at_each_regularisation_multiplier_as_its_own_saved_member(tmp_path):
+    """One species, every member kept (``combine=mean_probability``): the saved model holds
+    MaxEnt at regmult 1, 2 and 4 as three heads of their own kinds, each its own fit (a
+    larger multiplier, a smaller L1 norm of λ: the multiplier reached the recipe's fits and
+    the refit), and it loads and ranks the species' side of x0 first."""
+    from spmlkit.practitioner.run_folder import run_training
+    from spmlkit.practitioner.saved import load_model
+
+    bundle = one_species_bundle(tmp_path / "b", n=260, d=3, n_records=60, shift=2.0)
+    cfg = TrainConfig(method="auto", epochs=2, batch_size=16, threads=1,
+                      params={"lrs": "1e-2", "combine": "mean_probability"})
+    run_training(bundle, cfg, tmp_path / "run", log=lambda m: None)
+    model = load_model(tmp_path / "run")
+    assert model.members == 3 and model.member_heads == ["maxent", "maxent-x2", "maxent-x4"]
+    norms = [float(model.state[f"{k}.out.weight"].abs().sum()) for k in model.member_heads]
+    assert norms[0] > norms[1] > norms[2] > 0
+    p = model.predict_proba(np.array([[3.0, 0, 0], [-3.0, 0, 0]], dtype=np.float32))[:, 0]
     assert p[0] > p[1]
 
 

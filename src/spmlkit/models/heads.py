@@ -12,6 +12,7 @@ starts where a separate run with seed ``seed_g`` starts.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -113,11 +114,21 @@ def _maxent_features_head(in_features: int, out_features: int, generators, *, hi
     return FeatureHead(expansion, StackedLinear(expansion.n_out, out_features, generators))
 
 
-@register_head("maxent", description="MaxEnt itself: its features (as maxent-features) with its regularised "
-               "objective solved to convergence on the training rows (Phillips & Dudik 2008); the epochs take no step")
-def _maxent_head(in_features: int, out_features: int, generators, *, hidden: int) -> nn.Module:
+def _maxent_head(in_features: int, out_features: int, generators, *, hidden: int, regmult: float = 1.0) -> nn.Module:
     expansion = MaxEntFeatures(in_features, len(generators), n_knots=MAXENT_KNOTS)
-    return MaxEntHead(expansion, StackedLinear(expansion.n_out, out_features, generators))
+    return MaxEntHead(expansion, StackedLinear(expansion.n_out, out_features, generators), regmult=regmult)
+
+
+register_head("maxent", description="MaxEnt itself: its features (as maxent-features) with its regularised "
+              "objective solved to convergence on the training rows (Phillips & Dudik 2008); the epochs take no "
+              "step")(_maxent_head)
+#: MaxEnt with its penalties multiplied (maxnet's ``regmult``): smoother responses, for data
+#: where the default overfits (Radosavljevic & Anderson 2014 tune it on spatially separate
+#: validation); ``auto`` chooses among these and ``maxent`` on one species' validation rows
+MAXENT_REGMULTS = {"maxent-x2": 2.0, "maxent-x4": 4.0}
+for _name, _mult in MAXENT_REGMULTS.items():
+    register_head(_name, description=f"MaxEnt (as maxent) with every penalty multiplied by {_mult:g} (maxnet's "
+                  "regmult): smoother responses")(functools.partial(_maxent_head, regmult=_mult))
 
 
 register_head("tree", description="gradient-boosted trees (XGBoost, the trees extra) trained with the method's loss; "

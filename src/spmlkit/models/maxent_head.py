@@ -236,7 +236,20 @@ def evenly_spaced(n: int, at_most: int) -> np.ndarray:
 class MaxEntHead(FeatureHead):
     """MaxEnt's features (:class:`~spmlkit.models.maxent_features.MaxEntFeatures`) under
     MaxEnt's own fit (module docstring): the weights are solved for when the head is fitted
-    on the training rows and never stepped."""
+    on the training rows and never stepped.
+
+    ``regmult`` multiplies every feature's penalty ``β_jl`` (maxnet's ``regmult``:
+    ``reg <- regfun(p, mm) * regmult``, Phillips et al. 2017; Maxent's "regularization
+    multiplier", Phillips & Dudík 2008 §"Regularization"): 1 is MaxEnt's default; larger
+    values give smoother responses, the setting the field tunes on spatially separate
+    validation data (Radosavljevic & Anderson 2014, J. Biogeogr. 41:629; Muscarella et al.
+    2014, Methods Ecol. Evol. 5:1198)."""
+
+    def __init__(self, expansion, linear, regmult: float = 1.0):
+        super().__init__(expansion, linear)
+        if not (float(regmult) > 0 and math.isfinite(float(regmult))):
+            raise ValueError(f"regmult must be a positive finite number, got {regmult!r}")
+        self.regmult = float(regmult)
 
     def fit_inputs(self, store, observed) -> None:
         """Fit the expansion (as :class:`FeatureHead`), then MaxEnt's λ of every label on
@@ -264,7 +277,7 @@ class MaxEntHead(FeatureHead):
                                    .to("cpu", torch.float32))
             mean_records[label] = rec.double().mean(0)
             beta = ex.class_beta(int(counts[label]))
-            penalty[:, label] = regularisation(rec, beta, int(counts[label]), hinge, span=span).double()
+            penalty[:, label] = regularisation(rec, beta, int(counts[label]), hinge, span=span).double() * self.regmult
         lam = torch.zeros((F, n_labels), dtype=torch.float64, device="cpu")  # a label without records: λ = 0
         has = torch.as_tensor(counts > 0, device="cpu")
         on = ex.active[0] > 0  # an inactive feature is 0 on every row: its λ stays 0 (left out of the fit)
