@@ -213,6 +213,10 @@ PLANTS = [
           "(every one is maxent at 1)",
           "(functools.partial(_maxent_head, regmult=_mult))", "(functools.partial(_maxent_head))",
           MAXENT_TESTS + ("tests/training/test_recipe.py",)),
+    Plant("am", "training/loop.py", "a fitted head's one epoch: the fitted flag read on the wrapper only (never "
+          "found: every idle epoch runs again)",
+          "inner = getattr(model, \"module\", model)", "inner = getattr(model, \"module\", None)",
+          ("tests/twins/test_training_twins.py", "tests/training/test_loop.py")),
 ]
 
 

@@ -172,6 +172,30 @@ def test_cloglog_logit_at_the_edges():
     assert float(q[-1]) == 1.0 and bool(torch.isfinite(cloglog_logit(z)).all())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cloglog_logit_stays_finite_however_low_the_suitability(dtype):
+    """e^z underflows to 0 below z ≈ −104 (float32) or −745 (float64), where log(expm1(0))
+    is −inf: a fitted head's validation scores then held −inf (refused as "scores contain
+    NaN or inf") and the training pass's 0·out was NaN.  Below the switch the value is
+    z + e^z/2 (the series of log(expm1(e^z))), above it the direct form, continuous at the
+    switch; the gradient stays finite through both."""
+    from spmlkit.models.maxent_head import CLOGLOG_BOTTOM
+
+    z = torch.tensor([-1e6, -800.0, -150.0, -104.5, -30.0, CLOGLOG_BOTTOM - 1e-3, CLOGLOG_BOTTOM, -19.0, 0.0],
+                     dtype=dtype, requires_grad=True)
+    out = cloglog_logit(z)
+    (0.0 * out).sum().backward()
+    assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(z.grad).all())
+    z64 = z.detach().double()
+    series = z64 + 0.5 * torch.exp(z64)  # log(expm1(e^z)) to O(e^{2z})
+    low = z64 < CLOGLOG_BOTTOM
+    assert torch.allclose(out.detach().double()[low], series[low], rtol=0, atol=1e-5 if dtype == torch.float32 else 1e-12)
+    direct = torch.log(torch.expm1(torch.exp(z64[~low])))
+    assert torch.allclose(out.detach().double()[~low], direct, rtol=1e-6, atol=1e-6)
+    near = torch.tensor([CLOGLOG_BOTTOM - 1e-4, CLOGLOG_BOTTOM + 1e-4], dtype=torch.float64)
+    assert abs(float(cloglog_logit(near).diff())) < 3e-4  # continuous at the switch
+
+
 def test_training_steps_leave_the_fit_unchanged():
     """The method's loss reaches the weights with a zero gradient: an Adam step changes nothing."""
     from spmlkit.training.optim import StackedAdam

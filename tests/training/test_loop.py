@@ -116,3 +116,27 @@ def test_a_checkpoint_written_before_state_keys_resumes_to_the_same_end(tmp_path
         assert r.val_history == f.val_history == e["val_history"]
         assert r.test_map == f.test_map == e["test_map"] and r.best_epoch == e["best_epoch"]
     assert list(load_run_checkpoint(run / "last.pt")["method"]) == [build_method(method).components[0].state_key]
+
+
+def test_fitted_epochs_reads_the_heads_flag_also_through_a_wrapper():
+    """One epoch for a fitted head, also inside a wrapper that holds it as ``module``
+    (DistributedDataParallel); every epoch for a trained head, and for a flag that is not
+    ``True`` itself (an attribute that merely exists, as on a mock)."""
+    import torch
+
+    from spmlkit.training.loop import fitted_epochs
+
+    class Head(torch.nn.Module):
+        fitted = True
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = Head()
+
+    class Loose(torch.nn.Module):
+        fitted = "yes"
+
+    assert fitted_epochs(Head(), 25) == 1 and fitted_epochs(Wrapper(), 25) == 1
+    assert fitted_epochs(torch.nn.Linear(2, 2), 25) == 25 and fitted_epochs(Loose(), 25) == 25
+    assert fitted_epochs(Head(), 0) == 0

@@ -118,6 +118,8 @@ TWINS: list[Twin] = [
          ("tests/twins/test_models_twins.py::test_lambda_fitted_in_blocks_of_labels_equals_every_label_at_once",)),
     Twin("models.maxent_head:cloglog_offsets", "the (B, L) scores' entropy and log-sum-exp computed whole",
          ("tests/twins/test_models_twins.py::test_cloglog_offsets_in_blocks_equal_the_whole_computation",)),
+    Twin("training.loop:fitted_epochs", "training.loop.fit over every epoch (the head's fitted flag off)",
+         (TR + "test_a_fitted_head_trained_one_epoch_equals_it_trained_every_epoch",)),
 ]
 
 #: found by the rule but not a fast path: why

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -88,3 +89,46 @@ def test_apl_lowest_by_threshold_equals_the_stable_sort(case, negate):
     fast = lowest_by_threshold(key, candidates, counts)
     assert torch.equal(fast, lowest_by_sort(key, candidates, counts))
     assert fast.sum(0).tolist() == np.minimum(counts, candidates.sum(0).numpy()).tolist()
+
+
+def _presence_bundle(path, n_species: int, seed: int):
+    """Presence-only rows: ``n_species`` species whose records sit at shifted covariates, the
+    rest background (a row with no record)."""
+    from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    Z = np.zeros((300, n_species), np.int8)
+    for k in range(n_species):
+        rows = np.arange(k * 40, k * 40 + 40)
+        X[rows, k % 3] += 2.0
+        Z[rows, k] = 1
+    names = [f"Aus {chr(97 + k)}" for k in range(n_species)]
+    ds = MultiLabelDataset("po", names, {"train": Split(X=X, Z=Z)}, source="po", background=True)
+    return prepare_bundle(ds, path, log=lambda m: None)
+
+
+@pytest.mark.parametrize("method, n_species, head", [("full-weighted", 1, "maxent"), ("full-weighted", 2, "maxent-x2"),
+                                                     ("an-full", 2, "maxent"), ("an", 1, "maxent-x4")])
+def test_a_fitted_head_trained_one_epoch_equals_it_trained_every_epoch(tmp_path, monkeypatch, method, n_species,
+                                                                       head):
+    """A head fitted before the first epoch (``MaxEntHead.fitted``) trains one epoch
+    (:func:`spmlkit.training.loop.fitted_epochs`); its twin trains every epoch (the flag
+    off): the same best epoch (1), validation score and kept weights, every method's loss
+    and state reaching it alike."""
+    from spmlkit.config import TrainConfig
+    from spmlkit.models.maxent_head import MaxEntHead
+    from spmlkit.training.run import train
+
+    bundle = _presence_bundle(tmp_path / "b", n_species, seed=n_species)
+    cfg = TrainConfig(method=method, head=head, epochs=4, batch_size=32, threads=1)
+    one = train(bundle, cfg, lrs=[1e-2, 1e-3], seeds=[0, 1], keep_state=True)
+    monkeypatch.setattr(MaxEntHead, "fitted", False)
+    every = train(bundle, cfg, lrs=[1e-2, 1e-3], seeds=[0, 1], keep_state=True)
+    assert [r.epochs_run for r in one] == [1, 1] and [r.epochs_run for r in every] == [4, 4]
+    for a, b in zip(one, every):
+        assert a.best_epoch == b.best_epoch == 1
+        assert a.val_score == b.val_score and a.val_history == b.val_history[:1]
+        assert set(b.val_history) == {b.val_score}  # (the epochs after the first scored the same)
+        for k, v in a.state["head"].items():
+            assert torch.equal(v, b.state["head"][k]), k

@@ -120,8 +120,8 @@ def _maxent_head(in_features: int, out_features: int, generators, *, hidden: int
 
 
 register_head("maxent", description="MaxEnt itself: its features (as maxent-features) with its regularised "
-              "objective solved to convergence on the training rows (Phillips & Dudik 2008); the epochs take no "
-              "step")(_maxent_head)
+              "objective solved to convergence on the training rows (Phillips & Dudik 2008); one epoch scores it, "
+              "none steps it")(_maxent_head)
 #: MaxEnt with its penalties multiplied (maxnet's ``regmult``): smoother responses, for data
 #: where the default overfits (Radosavljevic & Anderson 2014 tune it on spatially separate
 #: validation); ``auto`` chooses among these and ``maxent`` on one species' validation rows

@@ -39,9 +39,10 @@ spread over the background (nearly 0 everywhere).
 
 **Training.**  The weights are written when the head is fitted on the training rows
 (:meth:`MaxEntHead.fit_inputs`, which the trainer calls before its first epoch, again for a
-refit on training + validation rows); the epochs that follow leave them unchanged: the
-head's output passes no gradient to them (:meth:`MaxEntHead.forward`), so the method's loss
-is computed (and validation scores every epoch alike) but takes no step.  Every member of
+refit on training + validation rows); an epoch leaves them unchanged: the head's output
+passes no gradient to them (:meth:`MaxEntHead.forward`), so the method's loss is computed
+(and validation scores the fit) but takes no step, and the trainer runs that one epoch
+only (``fitted``; every later epoch would score the same).  Every member of
 the stack holds the same fit (it has no learning rate or seed to differ by).
 """
 from __future__ import annotations
@@ -208,18 +209,27 @@ def cloglog_offsets(background: torch.Tensor, lam: torch.Tensor, has: torch.Tens
 
 #: ``z`` above it gives a cloglog of 1 in any float (e^30 ≈ 10¹³): clamped there
 CLOGLOG_TOP = 30.0
+#: ``z`` below it: ``log(expm1(e^z)) = z + e^z/2 + O(e^{2z})`` (e^{−2·20} ≈ 4·10⁻¹⁸, below
+#: float64's rounding of z), computed so; ``e^z`` of a z below about −104 (float32) or −745
+#: (float64) is 0, and ``log(−expm1(−0))`` would be −inf
+CLOGLOG_BOTTOM = -20.0
 
 
 def cloglog_logit(z: torch.Tensor) -> torch.Tensor:
     """The logit of MaxEnt's cloglog ``1 − exp(−e^z)``: ``log(expm1(u))`` with ``u = e^z``,
-    computed as ``u + log(−expm1(−u))`` (no overflow for large u; ≈ z for very negative z).
+    computed as ``u + log(−expm1(−u))`` (no overflow for large u) and, below
+    :data:`CLOGLOG_BOTTOM`, as ``z + u/2`` (finite however negative z is; neither branch
+    holds an infinity, so no gradient through :func:`torch.where` is NaN).
 
     >>> z = torch.tensor([-20.0, 0.0, 2.0], dtype=torch.float64)
     >>> torch.allclose(torch.sigmoid(cloglog_logit(z)), 1 - torch.exp(-torch.exp(z)))
     True
+    >>> cloglog_logit(torch.tensor([-150.0, -1e6])).tolist()
+    [-150.0, -1000000.0]
     """
-    u = torch.exp(z.clamp(max=CLOGLOG_TOP))
-    return u + torch.log(-torch.expm1(-u))
+    u = torch.exp(z.clamp(min=CLOGLOG_BOTTOM, max=CLOGLOG_TOP))
+    return torch.where(z < CLOGLOG_BOTTOM, z + 0.5 * torch.exp(z.clamp(max=CLOGLOG_BOTTOM)),
+                       u + torch.log(-torch.expm1(-u)))
 
 
 def evenly_spaced(n: int, at_most: int) -> np.ndarray:
@@ -244,6 +254,10 @@ class MaxEntHead(FeatureHead):
     values give smoother responses, the setting the field tunes on spatially separate
     validation data (Radosavljevic & Anderson 2014, J. Biogeogr. 41:629; Muscarella et al.
     2014, Methods Ecol. Evol. 5:1198)."""
+
+    #: the weights are written by :meth:`fit_inputs` and never stepped: the trainer runs one
+    #: epoch (:func:`spmlkit.training.loop.fitted_epochs`), the others would repeat it
+    fitted = True
 
     def __init__(self, expansion, linear, regmult: float = 1.0):
         super().__init__(expansion, linear)

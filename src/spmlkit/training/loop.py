@@ -228,11 +228,27 @@ class FitState:
         self.start = int(state["epoch"]) + 1
 
 
+def fitted_epochs(model, epochs: int) -> int:
+    """The epochs worth training ``model`` for: 1 for a head **fitted** before the first
+    epoch (``fitted`` True: its weights are written by ``fit_inputs`` and no step moves them,
+    e.g. :class:`spmlkit.models.maxent_head.MaxEntHead`), whose every epoch would predict
+    and score what the first did (the best epoch is the first: a later one never scores
+    strictly higher); otherwise ``epochs``.
+
+    >>> class Fitted: fitted = True
+    >>> fitted_epochs(Fitted(), 25), fitted_epochs(object(), 25), fitted_epochs(Fitted(), 0)
+    (1, 25, 0)
+    """
+    inner = getattr(model, "module", model)  # (a wrapped model: DistributedDataParallel)
+    return min(int(epochs), 1) if getattr(inner, "fitted", False) is True else int(epochs)
+
+
 def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[torch.Tensor], list[float]],
         patience: int | None = None, run_dir: str | Path | None = None, resume: bool = True,
         on_epoch: Callable[[dict], None] | None = None, member_info: list[dict] | None = None,
         checkpoint_every: int = 1, compact: bool = True, callbacks: Iterable[Callback] = ()) -> BestTracker:
-    """Train ``learner`` with ``method`` for up to ``epochs`` epochs.
+    """Train ``learner`` with ``method`` for up to ``epochs`` epochs (one for a fitted head:
+    :func:`fitted_epochs`).
 
     ``evaluate(val_logits)`` returns one validation score per member (higher is better).
     With ``run_dir``, per-epoch metrics go to ``metrics.jsonl`` and a resumable
@@ -256,7 +272,7 @@ def fit(learner: Learner, method: Method, *, epochs: int, evaluate: Callable[[to
         cb.setup(state)  # the checkpoint resumes here
     for cb in callbacks:
         cb.on_fit_start(state)
-    for epoch in range(state.start, epochs + 1):
+    for epoch in range(state.start, fitted_epochs(learner.model, epochs) + 1):
         if state.tracker.all_stopped:
             break
         t0 = time.perf_counter()
