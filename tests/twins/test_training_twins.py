@@ -13,6 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from spmlkit.training.linear import FeatureStore, feature_statistics
+from tests.helpers.factories import make_presence_only_dataset, one_species_bundle
 from tests.twins.strategies import TWIN
 
 _names = itertools.count()
@@ -91,23 +92,6 @@ def test_apl_lowest_by_threshold_equals_the_stable_sort(case, negate):
     assert fast.sum(0).tolist() == np.minimum(counts, candidates.sum(0).numpy()).tolist()
 
 
-def _presence_bundle(path, n_species: int, seed: int):
-    """Presence-only rows: ``n_species`` species whose records sit at shifted covariates, the
-    rest background (a row with no record)."""
-    from spmlkit.data import MultiLabelDataset, Split, prepare_bundle
-
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(300, 3)).astype(np.float32)
-    Z = np.zeros((300, n_species), np.int8)
-    for k in range(n_species):
-        rows = np.arange(k * 40, k * 40 + 40)
-        X[rows, k % 3] += 2.0
-        Z[rows, k] = 1
-    names = [f"Aus {chr(97 + k)}" for k in range(n_species)]
-    ds = MultiLabelDataset("po", names, {"train": Split(X=X, Z=Z)}, source="po", background=True)
-    return prepare_bundle(ds, path, log=lambda m: None)
-
-
 @pytest.mark.parametrize("method, n_species, head", [("full-weighted", 1, "maxent"), ("full-weighted", 2, "maxent-x2"),
                                                      ("an-full", 2, "maxent"), ("an", 1, "maxent-x4")])
 def test_a_fitted_head_trained_one_epoch_equals_it_trained_every_epoch(tmp_path, monkeypatch, method, n_species,
@@ -117,10 +101,13 @@ def test_a_fitted_head_trained_one_epoch_equals_it_trained_every_epoch(tmp_path,
     off): the same best epoch (1), validation score and kept weights, every method's loss
     and state reaching it alike."""
     from spmlkit.config import TrainConfig
+    from spmlkit.data import prepare_bundle
     from spmlkit.models.maxent_head import MaxEntHead
     from spmlkit.training.run import train
 
-    bundle = _presence_bundle(tmp_path / "b", n_species, seed=n_species)
+    bundle = one_species_bundle(tmp_path / "b", n=300, d=3, n_records=40, shift=2.0) if n_species == 1 else \
+        prepare_bundle(make_presence_only_dataset(n=120, n_background=200, d=3, L=n_species), tmp_path / "b",
+                       log=lambda m: None)
     cfg = TrainConfig(method=method, head=head, epochs=4, batch_size=32, threads=1)
     one = train(bundle, cfg, lrs=[1e-2, 1e-3], seeds=[0, 1], keep_state=True)
     monkeypatch.setattr(MaxEntHead, "fitted", False)
